@@ -1,0 +1,360 @@
+//! The file header: magic, version, counts, metadata, tensor infos, padding.
+
+use crate::ctx::{read_count, ByteOrder, Ctx, Word};
+use crate::error::{custom, to_decode_error, to_encode_error, DecodeError, DecodeErrorKind, EncodeError};
+use crate::io::{Counter, Tracked};
+use crate::string::GgufString;
+use crate::tensor::TensorInfo;
+use crate::value::{read_each, Value};
+use binrw::error::ContextExt;
+use binrw::io::{Cursor, Read, Seek, SeekFrom, Write};
+use binrw::{binrw, BinRead, BinResult, BinWrite, Endian};
+
+/// The key whose UINT32 value sets the data alignment.
+pub const ALIGNMENT_KEY: &str = "general.alignment";
+
+/// Alignment of tensor data when `general.alignment` is absent.
+pub const DEFAULT_ALIGNMENT: u32 = 32;
+
+/// The four magic bytes: `GGUF`, or the byte-reversed `FUGG` that some big-endian writers
+/// produced. Kept as found so that a file rewrites unchanged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Magic {
+    /// `GGUF`
+    #[default]
+    Gguf,
+    /// `FUGG`
+    Fugg,
+}
+
+impl Magic {
+    /// The bytes as they appear in the file.
+    pub fn bytes(self) -> [u8; 4] {
+        match self {
+            Magic::Gguf => *b"GGUF",
+            Magic::Fugg => *b"FUGG",
+        }
+    }
+
+    /// The magic these bytes spell, if any.
+    pub fn from_bytes(bytes: [u8; 4]) -> Option<Magic> {
+        match &bytes {
+            b"GGUF" => Some(Magic::Gguf),
+            b"FUGG" => Some(Magic::Fugg),
+            _ => None,
+        }
+    }
+}
+
+impl BinRead for Magic {
+    type Args<'a> = ();
+
+    fn read_options<R: Read + Seek>(reader: &mut R, _: Endian, _: ()) -> BinResult<Self> {
+        let pos = reader.stream_position()?;
+        let mut bytes = [0u8; 4];
+        reader.read_exact(&mut bytes)?;
+        Magic::from_bytes(bytes).ok_or_else(|| custom(pos, DecodeErrorKind::BadMagic(bytes)))
+    }
+}
+
+impl BinWrite for Magic {
+    type Args<'a> = ();
+
+    fn write_options<W: Write + Seek>(&self, w: &mut W, _: Endian, _: ()) -> BinResult<()> {
+        w.write_all(&self.bytes())?;
+        Ok(())
+    }
+}
+
+/// A metadata pair: key, then typed value.
+#[binrw]
+#[brw(import_raw(ctx: Ctx))]
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyValue {
+    /// The key, such as `general.architecture`.
+    #[brw(args_raw = ctx)]
+    pub key: GgufString,
+    /// The value with its type.
+    #[brw(args_raw = ctx)]
+    pub value: Value,
+}
+
+impl KeyValue {
+    /// A pair.
+    pub fn new(key: impl Into<GgufString>, value: Value) -> Self {
+        KeyValue {
+            key: key.into(),
+            value,
+        }
+    }
+}
+
+/// Everything before the tensor data.
+#[binrw]
+#[brw(import_raw(ctx: Ctx))]
+#[derive(Clone, Debug, PartialEq)]
+pub struct Header {
+    /// `GGUF` (or `FUGG`).
+    pub magic: Magic,
+
+    /// Byte order of every number; decided by the version field.
+    #[br(calc = ctx.byte_order)]
+    #[bw(ignore)]
+    pub byte_order: ByteOrder,
+
+    /// Format version, 1..=3.
+    pub version: u32,
+
+    #[br(temp, parse_with = read_count, args(ctx, ctx.min_tensor_info_size()))]
+    #[bw(try_calc = Word::narrow(tensor_infos.len(), ctx))]
+    tensor_count: Word,
+
+    #[br(temp, parse_with = read_count, args(ctx, ctx.min_kv_size()))]
+    #[bw(try_calc = Word::narrow(metadata.len(), ctx))]
+    metadata_kv_count: Word,
+
+    /// Metadata in file order (duplicates kept: validation reports them).
+    #[br(parse_with = read_metadata, args(metadata_kv_count.get(), ctx), err_context("kv"))]
+    #[bw(args_raw = ctx)]
+    pub metadata: Vec<KeyValue>,
+
+    /// Tensor infos in file order.
+    #[br(parse_with = read_tensor_infos, args(tensor_count.get(), ctx), err_context("tensor"))]
+    #[bw(args_raw = ctx)]
+    pub tensor_infos: Vec<TensorInfo>,
+
+    /// The bytes between the tensor infos and the aligned start of the data section, as found
+    /// (fewer when the file ends first).
+    #[br(parse_with = read_padding, args(alignment_or_default(&metadata), ctx), err_context("padding"))]
+    pub padding: Vec<u8>,
+}
+
+/// Where each part of a header lands in the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// The data alignment in force.
+    pub alignment: u32,
+    /// Start of each metadata pair.
+    pub kv_offsets: Vec<u64>,
+    /// Start of each tensor info.
+    pub tensor_info_offsets: Vec<u64>,
+    /// End of the tensor infos, where padding begins.
+    pub tensor_infos_end: u64,
+    /// Start of the data section: the tensor infos' end rounded up to the alignment.
+    pub data_offset: u64,
+}
+
+impl Header {
+    /// An empty version 3 little-endian header, padded.
+    pub fn new_v3() -> Self {
+        let mut header = Header {
+            magic: Magic::Gguf,
+            byte_order: ByteOrder::Little,
+            version: 3,
+            metadata: Vec::new(),
+            tensor_infos: Vec::new(),
+            padding: Vec::new(),
+        };
+        header.pad().expect("an empty header has a valid layout");
+        header
+    }
+
+    /// The context its fields are written in.
+    pub fn ctx(&self) -> Ctx {
+        Ctx::new(self.version, self.byte_order, u64::MAX)
+    }
+
+    /// The data alignment: `general.alignment` if present, else 32.
+    pub fn alignment(&self) -> u32 {
+        alignment_or_default(&self.metadata)
+    }
+
+    /// Sets the padding to the zero bytes the alignment calls for.
+    pub fn pad(&mut self) -> Result<(), EncodeError> {
+        let layout = self.layout()?;
+        self.padding = vec![0; (layout.data_offset - layout.tensor_infos_end) as usize];
+        Ok(())
+    }
+
+    /// Where each part lands when encoded; fails where [`Header::encode`] would.
+    pub fn layout(&self) -> Result<Layout, EncodeError> {
+        check_writable(self)?;
+        let ctx = self.ctx();
+        let endian = self.byte_order.endian();
+        let mut at = 8 + 2 * ctx.width().bytes();
+        let mut measure = |item: &dyn Fn(&mut Counter) -> BinResult<()>| {
+            let start = at;
+            let mut counter = Counter(0);
+            item(&mut counter).map_err(to_encode_error)?;
+            at += counter.0;
+            Ok::<u64, EncodeError>(start)
+        };
+        let kv_offsets = (self.metadata.iter())
+            .map(|kv| measure(&|c| kv.write_options(c, endian, ctx)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let tensor_info_offsets = (self.tensor_infos.iter())
+            .map(|ti| measure(&|c| ti.write_options(c, endian, ctx)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let alignment = self.alignment();
+        let data_offset = at
+            .checked_next_multiple_of(u64::from(alignment))
+            .ok_or_else(|| EncodeError::Other("data offset overflows u64".into()))?;
+        Ok(Layout {
+            alignment,
+            kv_offsets,
+            tensor_info_offsets,
+            tensor_infos_end: at,
+            data_offset,
+        })
+    }
+
+    /// The header's bytes. `data_follows` says whether tensor data will be written after it:
+    /// then the padding must reach the data offset exactly; without data it may stop short
+    /// (files cut at the end of the tensor infos stay as they are).
+    pub fn encode(&self, data_follows: bool) -> Result<Vec<u8>, EncodeError> {
+        check_writable(self)?;
+        let ctx = self.ctx();
+        let mut out = Cursor::new(Vec::new());
+        self.write_options(&mut out, self.byte_order.endian(), ctx)
+            .map_err(to_encode_error)?;
+        let bytes = out.into_inner();
+        let infos_end = (bytes.len() - self.padding.len()) as u64;
+        let expected = infos_end.next_multiple_of(u64::from(self.alignment())) - infos_end;
+        let present = self.padding.len() as u64;
+        if present > expected || (data_follows && present != expected) {
+            return Err(EncodeError::BadPadding { present, expected });
+        }
+        Ok(bytes)
+    }
+}
+
+/// Refuses the versions, byte orders and alignments that no reader accepts.
+fn check_writable(header: &Header) -> Result<(), EncodeError> {
+    let big = header.byte_order == ByteOrder::Big;
+    let min = if big { 2 } else { 1 };
+    if !(min..=3).contains(&header.version) {
+        return Err(EncodeError::UnsupportedVersion {
+            version: header.version,
+            big_endian: big,
+        });
+    }
+    find_alignment(&header.metadata)
+        .map(drop)
+        .map_err(|(_, why)| EncodeError::BadAlignment(why))
+}
+
+/// The alignment the metadata sets: the first `general.alignment`, which must be a non-zero
+/// UINT32 (else the index of that pair and why); 32 when absent.
+pub fn find_alignment(metadata: &[KeyValue]) -> Result<u32, (usize, String)> {
+    let Some(i) = metadata.iter().position(|kv| kv.key == *ALIGNMENT_KEY) else {
+        return Ok(DEFAULT_ALIGNMENT);
+    };
+    match metadata[i].value {
+        Value::Uint32(0) => Err((i, "is 0".into())),
+        Value::Uint32(n) => Ok(n),
+        ref other => Err((
+            i,
+            format!("must be uint32, found {}", other.value_type().name()),
+        )),
+    }
+}
+
+fn alignment_or_default(metadata: &[KeyValue]) -> u32 {
+    find_alignment(metadata).unwrap_or(DEFAULT_ALIGNMENT)
+}
+
+fn read_metadata<R: Read + Seek>(
+    reader: &mut R,
+    endian: Endian,
+    (count, ctx): (u64, Ctx),
+) -> BinResult<Vec<KeyValue>> {
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    let mut alignment_seen = false;
+    read_each(reader, count, |r| {
+        let start = r.stream_position()?;
+        let kv = KeyValue::read_options(r, endian, ctx)?;
+        if !alignment_seen && kv.key == *ALIGNMENT_KEY {
+            alignment_seen = true;
+            if let Err((_, why)) = find_alignment(std::slice::from_ref(&kv)) {
+                let at = start + ctx.width().bytes() + kv.key.len() as u64;
+                return Err(custom(at, DecodeErrorKind::BadAlignment(why)).with_message("value"));
+            }
+        }
+        Ok(kv)
+    })
+}
+
+fn read_tensor_infos<R: Read + Seek>(
+    reader: &mut R,
+    endian: Endian,
+    (count, ctx): (u64, Ctx),
+) -> BinResult<Vec<TensorInfo>> {
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    read_each(reader, count, |r| TensorInfo::read_options(r, endian, ctx))
+}
+
+/// Reads the padding up to the alignment, or up to the end of the input if that comes first.
+fn read_padding<R: Read + Seek>(
+    reader: &mut R,
+    _: Endian,
+    (alignment, ctx): (u32, Ctx),
+) -> BinResult<Vec<u8>> {
+    let pos = reader.stream_position()?;
+    let target = pos.next_multiple_of(u64::from(alignment.max(1)));
+    let len = target.min(ctx.end).saturating_sub(pos);
+    let mut padding = vec![0u8; len as usize];
+    reader.read_exact(&mut padding)?;
+    Ok(padding)
+}
+
+/// Magic, byte order and version from a file's first eight bytes (fewer when it is shorter).
+pub fn detect(first: &[u8]) -> Result<(Magic, ByteOrder, u32), DecodeError> {
+    let eof = |offset: u64, path: &str| DecodeError {
+        kind: DecodeErrorKind::UnexpectedEof {
+            needed: 4,
+            left: (first.len() as u64).saturating_sub(offset),
+        },
+        path: path.into(),
+        offset,
+    };
+    let magic_bytes: [u8; 4] = first.get(..4).ok_or_else(|| eof(0, "magic"))?.try_into().unwrap_or_default();
+    let magic = Magic::from_bytes(magic_bytes).ok_or_else(|| DecodeError {
+        kind: DecodeErrorKind::BadMagic(magic_bytes),
+        path: "magic".into(),
+        offset: 0,
+    })?;
+    let version_bytes: [u8; 4] = first.get(4..8).ok_or_else(|| eof(4, "version"))?.try_into().unwrap_or_default();
+    let little = u32::from_le_bytes(version_bytes);
+    let big = u32::from_be_bytes(version_bytes);
+    if (1..=3).contains(&little) {
+        Ok((magic, ByteOrder::Little, little))
+    } else if (2..=3).contains(&big) {
+        Ok((magic, ByteOrder::Big, big))
+    } else {
+        Err(DecodeError {
+            kind: DecodeErrorKind::UnsupportedVersion(little),
+            path: "version".into(),
+            offset: 4,
+        })
+    }
+}
+
+/// Decodes the header of the input `reader` holds from its start. Reads the header and
+/// nothing of the tensor data; allocates only for what the input's bytes back.
+pub fn decode_header<R: Read + Seek>(reader: &mut R) -> Result<Header, DecodeError> {
+    let io_error = |e: std::io::Error| DecodeError {
+        kind: DecodeErrorKind::Io(e.to_string()),
+        path: String::new(),
+        offset: 0,
+    };
+    let end = reader.seek(SeekFrom::End(0)).map_err(io_error)?;
+    reader.seek(SeekFrom::Start(0)).map_err(io_error)?;
+    let mut first = Vec::with_capacity(8);
+    reader.by_ref().take(8).read_to_end(&mut first).map_err(io_error)?;
+    let (_, byte_order, version) = detect(&first)?;
+    reader.seek(SeekFrom::Start(0)).map_err(io_error)?;
+    let mut tracked = Tracked::new(reader).map_err(io_error)?;
+    let ctx = Ctx::new(version, byte_order, end);
+    Header::read_options(&mut tracked, byte_order.endian(), ctx)
+        .map_err(|e| to_decode_error(e, tracked.last_read(), end))
+}

@@ -1,0 +1,48 @@
+//! The GGUF wire format, described once as [`binrw`] types that both read and write.
+//!
+//! A GGUF file is, in order:
+//!
+//! | part | type here |
+//! |---|---|
+//! | magic `GGUF`, version, tensor count, metadata count | [`Header`] (`magic`, `version`, counts implied by the lists) |
+//! | metadata key/value pairs | [`KeyValue`] = [`GgufString`] key + [`Value`] (type id, then the value) |
+//! | tensor infos | [`TensorInfo`]: name, dimensions, ggml type id, offset in the data section |
+//! | padding up to `general.alignment` (32 if absent) | [`Header::padding`], the bytes actually present |
+//! | tensor data | not read here: it starts at [`Layout::data_offset`] |
+//!
+//! Version 1 stores counts, string lengths, array lengths and dimensions as `u32`; versions 2
+//! and 3 as `u64` ([`Width`]). The byte order is the one under which the version field reads as
+//! a known version ([`ByteOrder`]).
+//!
+//! Decoding is strict about structure only (lengths, type ids, UTF-8, bools, nesting depth,
+//! `general.alignment`): meaning is checked by a separate validation pass in `ggufrw`. Every
+//! header that decodes encodes back to the same bytes.
+//!
+//! ```
+//! use ggufrw_schema::{decode_header, Header};
+//! let bytes = Header::new_v3().encode(false).unwrap();
+//! let header = decode_header(&mut std::io::Cursor::new(&bytes)).unwrap();
+//! assert_eq!(header.version, 3);
+//! assert_eq!(header.encode(false).unwrap(), bytes);
+//! ```
+#![deny(missing_docs)]
+
+mod ctx;
+mod error;
+mod header;
+mod io;
+pub mod limits;
+mod string;
+mod tensor;
+mod value;
+
+pub use ctx::{ByteOrder, Ctx, Width};
+pub use error::{DecodeError, DecodeErrorKind, EncodeError};
+pub use header::{
+    decode_header, detect, find_alignment, Header, KeyValue, Layout, Magic, ALIGNMENT_KEY,
+    DEFAULT_ALIGNMENT,
+};
+pub use io::Tracked;
+pub use string::GgufString;
+pub use tensor::TensorInfo;
+pub use value::{Array, ArrayValues, Value, ValueType};

@@ -1,0 +1,47 @@
+//! `gguf_tensor_info_t`: name, dimensions, ggml type id, offset into the data section.
+
+use crate::ctx::{read_words, write_words, Ctx};
+use crate::error::{DecodeErrorKind, EncodeError, Fault};
+use crate::limits::MAX_DIMS;
+use crate::string::GgufString;
+use binrw::binrw;
+
+/// One tensor's description. The type id stays raw so that an unknown but well-formed id
+/// still round-trips; validation names it.
+#[binrw]
+#[brw(import_raw(ctx: Ctx))]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TensorInfo {
+    /// Tensor name.
+    #[brw(args_raw = ctx)]
+    pub name: GgufString,
+
+    #[br(temp, try_map = |n: u32| if n <= MAX_DIMS { Ok(n) } else {
+        Err(Fault(DecodeErrorKind::TooManyDimensions(n)))
+    })]
+    #[bw(try_calc = u32::try_from(dimensions.len()).ok().filter(|&n| n <= MAX_DIMS)
+        .ok_or(EncodeError::TooManyDimensions(dimensions.len())))]
+    n_dimensions: u32,
+
+    /// Element counts per dimension, fastest-varying first (`ne[0]`).
+    #[br(parse_with = read_words, args(n_dimensions, ctx))]
+    #[bw(write_with = write_words, args_raw = ctx)]
+    pub dimensions: Vec<u64>,
+
+    /// ggml type id (`ggml_type`).
+    pub ggml_type: u32,
+
+    /// Offset of the tensor's data from the start of the data section.
+    pub offset: u64,
+}
+
+impl TensorInfo {
+    /// Byte offsets of the `n_dimensions`, `type` and `offset` fields, for a tensor info that
+    /// starts at `start` in a file whose counts are `ctx.width()` wide.
+    pub fn field_offsets(&self, start: u64, ctx: Ctx) -> [u64; 3] {
+        let w = ctx.width().bytes();
+        let n_dims = start + w + self.name.len() as u64;
+        let ty = n_dims + 4 + w * self.dimensions.len() as u64;
+        [n_dims, ty, ty + 4]
+    }
+}

@@ -1,0 +1,321 @@
+//! Metadata values: a type id (`gguf_metadata_value_type`), then the value. Arrays hold an
+//! element type id, a count, and the elements, and may nest.
+
+use crate::ctx::{read_count, Ctx, Width, Word};
+use crate::error::{custom, DecodeErrorKind, EncodeError};
+use crate::string::GgufString;
+use binrw::error::ContextExt;
+use binrw::io::{Read, Seek, Write};
+use binrw::{binrw, BinRead, BinResult, BinWrite, Endian, VecArgs};
+
+/// The 13 value types, with their ids and the spec's names (lower case: `uint32`, `string`…).
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::FromRepr,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::Display,
+    strum::EnumIter,
+)]
+#[strum(serialize_all = "lowercase")]
+#[repr(u32)]
+#[allow(missing_docs)]
+pub enum ValueType {
+    Uint8 = 0,
+    Int8 = 1,
+    Uint16 = 2,
+    Int16 = 3,
+    Uint32 = 4,
+    Int32 = 5,
+    Float32 = 6,
+    Bool = 7,
+    String = 8,
+    Array = 9,
+    Uint64 = 10,
+    Int64 = 11,
+    Float64 = 12,
+}
+
+impl ValueType {
+    /// The spec's name in lower case.
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// Fewest bytes one value of this type takes (strings and arrays: their length fields).
+    pub fn min_size(self, width: Width) -> u64 {
+        use ValueType::*;
+        match self {
+            Uint8 | Int8 | Bool => 1,
+            Uint16 | Int16 => 2,
+            Uint32 | Int32 | Float32 => 4,
+            Uint64 | Int64 | Float64 => 8,
+            String => width.bytes(),
+            Array => 4 + width.bytes(),
+        }
+    }
+}
+
+impl BinRead for ValueType {
+    type Args<'a> = ();
+
+    fn read_options<R: Read + Seek>(reader: &mut R, endian: Endian, _: ()) -> BinResult<Self> {
+        let pos = reader.stream_position()?;
+        let id = u32::read_options(reader, endian, ())?;
+        ValueType::from_repr(id).ok_or_else(|| custom(pos, DecodeErrorKind::InvalidValueType(id)))
+    }
+}
+
+impl BinWrite for ValueType {
+    type Args<'a> = ();
+
+    fn write_options<W: Write + Seek>(&self, w: &mut W, endian: Endian, _: ()) -> BinResult<()> {
+        (*self as u32).write_options(w, endian, ())
+    }
+}
+
+/// Declares [`Value`] and [`ArrayValues`] from one table, so that each value type's Rust type
+/// and encoding is written down once for scalars and arrays, reading and writing.
+macro_rules! value_types {
+    ($($variant:ident($ty:ty)),* $(,)?) => {
+        /// A metadata value. Floats keep their exact bits (NaN payloads, -0.0).
+        #[derive(Clone, Debug, PartialEq)]
+        #[allow(missing_docs)]
+        pub enum Value {
+            $($variant($ty),)*
+            Bool(bool),
+            String(GgufString),
+            Array(Array),
+        }
+
+        /// The elements of an array, all of one type.
+        #[derive(Clone, Debug, PartialEq)]
+        #[allow(missing_docs)]
+        pub enum ArrayValues {
+            $($variant(Vec<$ty>),)*
+            Bool(Vec<bool>),
+            String(Vec<GgufString>),
+            Array(Vec<Array>),
+        }
+
+        impl Value {
+            /// Its type id.
+            pub fn value_type(&self) -> ValueType {
+                match self {
+                    $(Value::$variant(_) => ValueType::$variant,)*
+                    Value::Bool(_) => ValueType::Bool,
+                    Value::String(_) => ValueType::String,
+                    Value::Array(_) => ValueType::Array,
+                }
+            }
+
+            fn read_payload<R: Read + Seek>(
+                ty: ValueType,
+                reader: &mut R,
+                endian: Endian,
+                ctx: Ctx,
+            ) -> BinResult<Self> {
+                Ok(match ty {
+                    $(ValueType::$variant => Value::$variant(<$ty>::read_options(reader, endian, ())?),)*
+                    ValueType::Bool => Value::Bool(read_bool(reader)?),
+                    ValueType::String => Value::String(GgufString::read_options(reader, endian, ctx)?),
+                    ValueType::Array => {
+                        let pos = reader.stream_position()?;
+                        let inner = ctx.deeper().ok_or_else(|| custom(pos, DecodeErrorKind::NestingTooDeep))?;
+                        Value::Array(Array::read_options(reader, endian, inner)?)
+                    }
+                })
+            }
+
+            fn write_payload<W: Write + Seek>(&self, w: &mut W, endian: Endian, ctx: Ctx) -> BinResult<()> {
+                match self {
+                    $(Value::$variant(v) => v.write_options(w, endian, ()),)*
+                    Value::Bool(b) => u8::from(*b).write_options(w, endian, ()),
+                    Value::String(s) => s.write_options(w, endian, ctx),
+                    Value::Array(a) => {
+                        let inner = ctx.deeper().ok_or_else(|| EncodeError::NestingTooDeep.into_binrw(w))?;
+                        a.write_options(w, endian, inner)
+                    }
+                }
+            }
+        }
+
+        impl ArrayValues {
+            /// The element type.
+            pub fn element_type(&self) -> ValueType {
+                match self {
+                    $(ArrayValues::$variant(_) => ValueType::$variant,)*
+                    ArrayValues::Bool(_) => ValueType::Bool,
+                    ArrayValues::String(_) => ValueType::String,
+                    ArrayValues::Array(_) => ValueType::Array,
+                }
+            }
+
+            /// Number of elements.
+            pub fn len(&self) -> usize {
+                match self {
+                    $(ArrayValues::$variant(v) => v.len(),)*
+                    ArrayValues::Bool(v) => v.len(),
+                    ArrayValues::String(v) => v.len(),
+                    ArrayValues::Array(v) => v.len(),
+                }
+            }
+
+            /// Whether there are no elements.
+            pub fn is_empty(&self) -> bool {
+                self.len() == 0
+            }
+
+            /// An empty array of `ty`.
+            pub fn empty(ty: ValueType) -> Self {
+                match ty {
+                    $(ValueType::$variant => ArrayValues::$variant(Vec::new()),)*
+                    ValueType::Bool => ArrayValues::Bool(Vec::new()),
+                    ValueType::String => ArrayValues::String(Vec::new()),
+                    ValueType::Array => ArrayValues::Array(Vec::new()),
+                }
+            }
+        }
+
+        /// Reads `count` elements of `ty`; the count has been checked against the bytes left.
+        fn read_values<R: Read + Seek>(
+            reader: &mut R,
+            endian: Endian,
+            (ty, count, ctx): (ValueType, u64, Ctx),
+        ) -> BinResult<ArrayValues> {
+            let pos = reader.stream_position()?;
+            let count = usize::try_from(count).map_err(|_| {
+                custom(pos, DecodeErrorKind::CountTooLarge { count, item_size: 1, left: 0 })
+            })?;
+            Ok(match ty {
+                $(ValueType::$variant => ArrayValues::$variant(
+                    Vec::<$ty>::read_options(reader, endian, VecArgs { count, inner: () })?,
+                ),)*
+                ValueType::Bool => {
+                    let bytes = Vec::<u8>::read_options(reader, endian, VecArgs { count, inner: () })?;
+                    ArrayValues::Bool(bools(&bytes, pos)?)
+                }
+                ValueType::String => ArrayValues::String(read_each(reader, count, |r| {
+                    GgufString::read_options(r, endian, ctx)
+                })?),
+                ValueType::Array => {
+                    let inner = ctx.deeper().ok_or_else(|| custom(pos, DecodeErrorKind::NestingTooDeep))?;
+                    ArrayValues::Array(read_each(reader, count, |r| Array::read_options(r, endian, inner))?)
+                }
+            })
+        }
+
+        fn write_values<W: Write + Seek>(
+            values: &ArrayValues,
+            w: &mut W,
+            endian: Endian,
+            ctx: Ctx,
+        ) -> BinResult<()> {
+            match values {
+                $(ArrayValues::$variant(v) => v.write_options(w, endian, ()),)*
+                ArrayValues::Bool(v) => v.iter().try_for_each(|b| u8::from(*b).write_options(w, endian, ())),
+                ArrayValues::String(v) => v.write_options(w, endian, ctx),
+                ArrayValues::Array(v) => {
+                    let inner = ctx.deeper().ok_or_else(|| EncodeError::NestingTooDeep.into_binrw(w))?;
+                    v.write_options(w, endian, inner)
+                }
+            }
+        }
+    };
+}
+
+value_types! {
+    Uint8(u8),
+    Int8(i8),
+    Uint16(u16),
+    Int16(i16),
+    Uint32(u32),
+    Int32(i32),
+    Float32(f32),
+    Uint64(u64),
+    Int64(i64),
+    Float64(f64),
+}
+
+impl BinRead for Value {
+    type Args<'a> = Ctx;
+
+    fn read_options<R: Read + Seek>(reader: &mut R, endian: Endian, ctx: Ctx) -> BinResult<Self> {
+        let ty = ValueType::read_options(reader, endian, ()).map_err(|e| e.with_message("type"))?;
+        Value::read_payload(ty, reader, endian, ctx)
+    }
+}
+
+impl BinWrite for Value {
+    type Args<'a> = Ctx;
+
+    fn write_options<W: Write + Seek>(&self, w: &mut W, endian: Endian, ctx: Ctx) -> BinResult<()> {
+        self.value_type().write_options(w, endian, ())?;
+        self.write_payload(w, endian, ctx)
+    }
+}
+
+/// An array value: element type, count, elements.
+#[binrw]
+#[brw(import_raw(ctx: Ctx))]
+#[derive(Clone, Debug, PartialEq)]
+pub struct Array {
+    #[br(temp)]
+    #[bw(calc = values.element_type())]
+    element_type: ValueType,
+
+    #[br(temp, parse_with = read_count, args(ctx, element_type.min_size(ctx.width())))]
+    #[bw(try_calc = Word::narrow(values.len(), ctx))]
+    count: Word,
+
+    /// The elements.
+    #[br(parse_with = read_values, args(element_type, count.get(), ctx), err_context(""))]
+    #[bw(write_with = write_values, args_raw = ctx)]
+    pub values: ArrayValues,
+}
+
+impl Array {
+    /// An array of these elements.
+    pub fn new(values: ArrayValues) -> Self {
+        Array { values }
+    }
+}
+
+/// Reads one bool: 0 or 1, nothing else.
+fn read_bool<R: Read + Seek>(reader: &mut R) -> BinResult<bool> {
+    let pos = reader.stream_position()?;
+    let mut b = [0u8];
+    reader.read_exact(&mut b)?;
+    bools(&b, pos).map(|v| v[0])
+}
+
+/// Bytes as bools, refusing anything but 0 and 1 (`pos` is where the first byte sits).
+fn bools(bytes: &[u8], pos: u64) -> BinResult<Vec<bool>> {
+    bytes
+        .iter()
+        .zip(pos..)
+        .map(|(&b, at)| match b {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(custom(at, DecodeErrorKind::InvalidBool(b))),
+        })
+        .collect()
+}
+
+/// Reads `count` items, naming the failing one `[i]` in the error path.
+pub(crate) fn read_each<R, T>(
+    reader: &mut R,
+    count: usize,
+    mut read_one: impl FnMut(&mut R) -> BinResult<T>,
+) -> BinResult<Vec<T>> {
+    let mut items = Vec::with_capacity(count);
+    for i in 0..count {
+        items.push(read_one(reader).map_err(|e| e.with_message(format!("[{i}]")))?);
+    }
+    Ok(items)
+}
