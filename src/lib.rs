@@ -1,1 +1,55 @@
+//! Read and write GGUF, the model-file container of ggml and llama.cpp, exactly.
+//!
+//! Every file that decodes is written back byte for byte: version, byte order, key order,
+//! float bits, padding and the data section as they were. Every file that does not decode
+//! gets a [`DecodeError`] naming the field and byte offset. Decoding never panics and never
+//! allocates more than the input's bytes can back.
+//!
+//! The wire format itself lives in the [`ggufrw_schema`] crate (re-exported as [`schema`]);
+//! this crate adds files, tensors, validation, building and the `ggufrw` command.
+//!
+//! ```
+//! use ggufrw::{Builder, GgmlType, Gguf, Value, validate::{validate, Profile}};
+//!
+//! // Build a file in code…
+//! let built = Builder::new()
+//!     .metadata("general.architecture", "llama")
+//!     .metadata("llama.context_length", 4096u32)
+//!     .tensor("token_embd.weight", GgmlType::F32, &[4, 2], vec![0u8; 32])?
+//!     .build()?;
+//! let bytes = built.to_bytes()?;
+//!
+//! // …decode it (from a slice here; `Gguf::open(path)` memory-maps a file)…
+//! let file = Gguf::from_bytes(&bytes[..])?;
+//! assert_eq!(file.header().version, 3);
+//! assert_eq!(file.get("llama.context_length"), Some(&Value::Uint32(4096)));
+//! let t = file.tensor("token_embd.weight").unwrap();
+//! assert_eq!((t.info.dimensions.as_slice(), t.file_offset), (&[4u64, 2][..], file.layout().data_offset));
+//! assert_eq!(file.tensor_data(t.index)?.len(), 32);
+//! assert!(validate(&file, Profile::Ggml).is_empty());
+//!
+//! // …and write it back, unchanged.
+//! assert_eq!(file.to_bytes()?, bytes);
+//! # Ok::<(), ggufrw::Error>(())
+//! ```
+#![deny(missing_docs)]
 
+mod build;
+pub mod conform;
+mod error;
+mod file;
+pub mod fsutil;
+pub mod ggml_type;
+pub mod json;
+pub mod strategy;
+pub mod validate;
+
+pub use build::Builder;
+pub use error::{Error, Result};
+pub use file::{read_header, read_tensor_data, tensor_byte_size, Gguf, Tensor};
+pub use ggml_type::GgmlType;
+pub use ggufrw_schema as schema;
+pub use ggufrw_schema::{
+    Array, ArrayValues, ByteOrder, DecodeError, DecodeErrorKind, EncodeError, GgufString,
+    Header, KeyValue, Layout, Magic, TensorInfo, Value, ValueType,
+};

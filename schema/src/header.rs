@@ -81,10 +81,10 @@ pub struct KeyValue {
 
 impl KeyValue {
     /// A pair.
-    pub fn new(key: impl Into<GgufString>, value: Value) -> Self {
+    pub fn new(key: impl Into<GgufString>, value: impl Into<Value>) -> Self {
         KeyValue {
             key: key.into(),
-            value,
+            value: value.into(),
         }
     }
 }

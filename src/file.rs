@@ -1,0 +1,211 @@
+//! A decoded file: its header, where each part lies, and its bytes (mapped, owned or borrowed).
+
+use crate::error::{Error, Result};
+use crate::ggml_type::{type_name, GgmlType};
+use ggufrw_schema::{decode_header, Header, Layout, TensorInfo, Value};
+use memmap2::Mmap;
+use std::fs::File;
+use std::io::{Cursor, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+/// A GGUF file held as bytes `B`: a memory map ([`Gguf::open`]), a `Vec<u8>`, or a borrowed
+/// slice. Decoding reads the header only; tensor data is sliced out on request, never copied.
+#[derive(Debug)]
+pub struct Gguf<B = Mmap> {
+    header: Header,
+    layout: Layout,
+    bytes: B,
+}
+
+/// One tensor: its info, its resolved type and where its data lies in the file.
+#[derive(Clone, Copy, Debug)]
+pub struct Tensor<'a> {
+    /// Position in the tensor infos.
+    pub index: usize,
+    /// The info as stored.
+    pub info: &'a TensorInfo,
+    /// The ggml type, if the id is known.
+    pub ggml_type: Option<GgmlType>,
+    /// Absolute byte offset of its data in the file.
+    pub file_offset: u64,
+}
+
+impl Tensor<'_> {
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    /// Name of its type (`q4_K`, `unknown:99`).
+    pub fn type_name(&self) -> String {
+        type_name(self.info.ggml_type)
+    }
+
+    /// Bytes of data, from type and shape.
+    pub fn byte_size(&self) -> Result<u64> {
+        tensor_byte_size(self.index, self.info)
+    }
+}
+
+/// Bytes of data a tensor info describes: the type must be known and the shape whole blocks.
+pub fn tensor_byte_size(index: usize, info: &TensorInfo) -> Result<u64> {
+    let fail = |message: String| Error::Tensor {
+        index,
+        name: info.name.to_string(),
+        message,
+    };
+    let ty = GgmlType::from_id(info.ggml_type)
+        .ok_or_else(|| fail(format!("type {} has no known size", type_name(info.ggml_type))))?;
+    ty.byte_size(&info.dimensions)
+        .map_err(|e| fail(e.to_string()))
+}
+
+impl Gguf<Mmap> {
+    /// Opens and memory-maps a file, decoding its header. The tensor data is not read.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        let file = File::open(path)?;
+        // SAFETY: the map is read-only; another process truncating the file while it is mapped
+        // is outside what any mmap-based reader can defend against.
+        let map = unsafe { Mmap::map(&file)? };
+        Gguf::from_bytes(map)
+    }
+}
+
+impl<B: AsRef<[u8]>> Gguf<B> {
+    /// Decodes the header from the start of `bytes`.
+    pub fn from_bytes(bytes: B) -> Result<Self> {
+        let header = decode_header(&mut Cursor::new(bytes.as_ref()))?;
+        let layout = header.layout()?;
+        Ok(Gguf {
+            header,
+            layout,
+            bytes,
+        })
+    }
+
+    /// The header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// Where each part of the header lies.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The whole file.
+    pub fn bytes(&self) -> &[u8] {
+        self.bytes.as_ref()
+    }
+
+    /// The data section as stored: from the aligned end of the tensor infos to the end of the
+    /// file (empty when the file ends before it).
+    pub fn data_section(&self) -> &[u8] {
+        let bytes = self.bytes();
+        usize::try_from(self.layout.data_offset)
+            .ok()
+            .and_then(|start| bytes.get(start..))
+            .unwrap_or(&[])
+    }
+
+    /// The first value stored under `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.header
+            .metadata
+            .iter()
+            .find(|kv| kv.key == *key)
+            .map(|kv| &kv.value)
+    }
+
+    /// The tensors in file order.
+    pub fn tensors(&self) -> impl ExactSizeIterator<Item = Tensor<'_>> + '_ {
+        let data_offset = self.layout.data_offset;
+        (self.header.tensor_infos.iter().enumerate()).map(move |(index, info)| Tensor {
+            index,
+            info,
+            ggml_type: GgmlType::from_id(info.ggml_type),
+            file_offset: data_offset.saturating_add(info.offset),
+        })
+    }
+
+    /// The first tensor named `name`.
+    pub fn tensor(&self, name: &str) -> Option<Tensor<'_>> {
+        self.tensors().find(|t| t.name() == name)
+    }
+
+    /// A tensor's data, borrowed from the file; an error when its type or shape has no size or
+    /// its extent is not inside the data section.
+    pub fn tensor_data(&self, index: usize) -> Result<&[u8]> {
+        let info = self.header.tensor_infos.get(index).ok_or_else(|| {
+            Error::Invalid(format!(
+                "no tensor {index}: the file has {}",
+                self.header.tensor_infos.len()
+            ))
+        })?;
+        let size = tensor_byte_size(index, info)?;
+        let data = self.data_section();
+        let range = extent(info.offset, size, data.len() as u64).ok_or_else(|| Error::Tensor {
+            index,
+            name: info.name.to_string(),
+            message: format!(
+                "bytes {}..+{size} are outside the {}-byte data section",
+                info.offset,
+                data.len()
+            ),
+        })?;
+        Ok(&data[range])
+    }
+
+    /// Writes the file back: header, padding and data section exactly as decoded.
+    pub fn write_to<W: Write>(&self, mut out: W) -> Result<()> {
+        let data = self.data_section();
+        out.write_all(&self.header.encode(!data.is_empty())?)?;
+        out.write_all(data)?;
+        Ok(())
+    }
+
+    /// The encoded file.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.bytes().len());
+        self.write_to(&mut out)?;
+        Ok(out)
+    }
+}
+
+/// `[offset, offset + size)` as a range, if it lies inside `len` bytes.
+fn extent(offset: u64, size: u64, len: u64) -> Option<std::ops::Range<usize>> {
+    let end = offset.checked_add(size).filter(|&end| end <= len)?;
+    Some(usize::try_from(offset).ok()?..usize::try_from(end).ok()?)
+}
+
+/// Decodes the header of any seekable reader, reading nothing past it.
+pub fn read_header<R: Read + Seek>(reader: &mut R) -> Result<(Header, Layout)> {
+    let header = decode_header(reader)?;
+    let layout = header.layout()?;
+    Ok((header, layout))
+}
+
+/// Reads one tensor's bytes from a seekable reader, after [`read_header`].
+pub fn read_tensor_data<R: Read + Seek>(
+    reader: &mut R,
+    header: &Header,
+    layout: &Layout,
+    index: usize,
+) -> Result<Vec<u8>> {
+    let info = header
+        .tensor_infos
+        .get(index)
+        .ok_or_else(|| Error::Invalid(format!("no tensor {index}")))?;
+    let size = tensor_byte_size(index, info)?;
+    let end = reader.seek(SeekFrom::End(0))?;
+    let data_len = end.saturating_sub(layout.data_offset);
+    let range = extent(info.offset, size, data_len).ok_or_else(|| Error::Tensor {
+        index,
+        name: info.name.to_string(),
+        message: format!("extent is outside the {data_len}-byte data section"),
+    })?;
+    reader.seek(SeekFrom::Start(layout.data_offset + range.start as u64))?;
+    let mut data = vec![0u8; range.len()];
+    reader.read_exact(&mut data)?;
+    Ok(data)
+}

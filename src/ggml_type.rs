@@ -1,0 +1,330 @@
+//! The ggml tensor types: id, canonical name, block size, bytes per block.
+
+use std::fmt;
+
+/// A ggml tensor type. Canonical names are mixed case (`q4_K`, `iq2_xxs`, `bf16`) and parse
+/// case-insensitively. Ids 4, 5, 31–33 and 36–38 are retired and have no variant.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::FromRepr,
+    strum::EnumString,
+    strum::IntoStaticStr,
+    strum::EnumIter,
+)]
+#[strum(ascii_case_insensitive)]
+#[repr(u32)]
+#[allow(non_camel_case_types, missing_docs)]
+pub enum GgmlType {
+    #[strum(serialize = "f32")]
+    F32 = 0,
+    #[strum(serialize = "f16")]
+    F16 = 1,
+    #[strum(serialize = "q4_0")]
+    Q4_0 = 2,
+    #[strum(serialize = "q4_1")]
+    Q4_1 = 3,
+    #[strum(serialize = "q5_0")]
+    Q5_0 = 6,
+    #[strum(serialize = "q5_1")]
+    Q5_1 = 7,
+    #[strum(serialize = "q8_0")]
+    Q8_0 = 8,
+    #[strum(serialize = "q8_1")]
+    Q8_1 = 9,
+    #[strum(serialize = "q2_K")]
+    Q2_K = 10,
+    #[strum(serialize = "q3_K")]
+    Q3_K = 11,
+    #[strum(serialize = "q4_K")]
+    Q4_K = 12,
+    #[strum(serialize = "q5_K")]
+    Q5_K = 13,
+    #[strum(serialize = "q6_K")]
+    Q6_K = 14,
+    #[strum(serialize = "q8_K")]
+    Q8_K = 15,
+    #[strum(serialize = "iq2_xxs")]
+    IQ2_XXS = 16,
+    #[strum(serialize = "iq2_xs")]
+    IQ2_XS = 17,
+    #[strum(serialize = "iq3_xxs")]
+    IQ3_XXS = 18,
+    #[strum(serialize = "iq1_s")]
+    IQ1_S = 19,
+    #[strum(serialize = "iq4_nl")]
+    IQ4_NL = 20,
+    #[strum(serialize = "iq3_s")]
+    IQ3_S = 21,
+    #[strum(serialize = "iq2_s")]
+    IQ2_S = 22,
+    #[strum(serialize = "iq4_xs")]
+    IQ4_XS = 23,
+    #[strum(serialize = "i8")]
+    I8 = 24,
+    #[strum(serialize = "i16")]
+    I16 = 25,
+    #[strum(serialize = "i32")]
+    I32 = 26,
+    #[strum(serialize = "i64")]
+    I64 = 27,
+    #[strum(serialize = "f64")]
+    F64 = 28,
+    #[strum(serialize = "iq1_m")]
+    IQ1_M = 29,
+    #[strum(serialize = "bf16")]
+    BF16 = 30,
+    #[strum(serialize = "tq1_0")]
+    TQ1_0 = 34,
+    #[strum(serialize = "tq2_0")]
+    TQ2_0 = 35,
+    #[strum(serialize = "mxfp4")]
+    MXFP4 = 39,
+    #[strum(serialize = "nvfp4")]
+    NVFP4 = 40,
+    #[strum(serialize = "q1_0")]
+    Q1_0 = 41,
+    #[strum(serialize = "q2_0")]
+    Q2_0 = 42,
+}
+
+/// Ids ggml once used and retired, with their old names.
+pub const RETIRED_TYPES: [(u32, &str); 8] = [
+    (4, "q4_2"),
+    (5, "q4_3"),
+    (31, "q4_0_4_4"),
+    (32, "q4_0_4_8"),
+    (33, "q4_0_8_8"),
+    (36, "iq4_nl_4_4"),
+    (37, "iq4_nl_4_8"),
+    (38, "iq4_nl_8_8"),
+];
+
+/// Why a shape has no byte size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SizeError {
+    /// `ne[0]` is not a multiple of the block size.
+    NotWholeBlocks {
+        /// `ne[0]`.
+        ne0: u64,
+        /// The type's block size.
+        block: u64,
+    },
+    /// The element count or byte size exceeds `i64::MAX`.
+    Overflow,
+}
+
+impl fmt::Display for SizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SizeError::NotWholeBlocks { ne0, block } => write!(
+                f,
+                "ne[0] = {ne0} is not a multiple of the block size {block}"
+            ),
+            SizeError::Overflow => f.write_str("element count or byte size exceeds i64::MAX"),
+        }
+    }
+}
+
+impl GgmlType {
+    /// The type with this id; `None` for unknown and retired ids.
+    pub fn from_id(id: u32) -> Option<GgmlType> {
+        GgmlType::from_repr(id)
+    }
+
+    /// The numeric id.
+    pub fn id(self) -> u32 {
+        self as u32
+    }
+
+    /// Canonical name (`q4_K`).
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
+    /// Elements per block (1 for plain types).
+    pub fn block_size(self) -> u64 {
+        self.block_and_bytes().0
+    }
+
+    /// Bytes per block.
+    pub fn type_size(self) -> u64 {
+        self.block_and_bytes().1
+    }
+
+    /// Whether the type is a block quantization rather than plain numbers.
+    pub fn is_quantized(self) -> bool {
+        !matches!(
+            self,
+            GgmlType::F32
+                | GgmlType::F16
+                | GgmlType::BF16
+                | GgmlType::F64
+                | GgmlType::I8
+                | GgmlType::I16
+                | GgmlType::I32
+                | GgmlType::I64
+        )
+    }
+
+    fn block_and_bytes(self) -> (u64, u64) {
+        use GgmlType::*;
+        match self {
+            F32 | I32 => (1, 4),
+            F16 | BF16 | I16 => (1, 2),
+            I8 => (1, 1),
+            I64 | F64 => (1, 8),
+            Q4_0 => (32, 18),
+            Q4_1 => (32, 20),
+            Q5_0 => (32, 22),
+            Q5_1 => (32, 24),
+            Q8_0 => (32, 34),
+            Q8_1 => (32, 40),
+            Q2_K => (256, 84),
+            Q3_K => (256, 110),
+            Q4_K => (256, 144),
+            Q5_K => (256, 176),
+            Q6_K => (256, 210),
+            Q8_K => (256, 292),
+            IQ2_XXS => (256, 66),
+            IQ2_XS => (256, 74),
+            IQ3_XXS => (256, 98),
+            IQ1_S => (256, 50),
+            IQ4_NL => (32, 18),
+            IQ3_S => (256, 110),
+            IQ2_S => (256, 82),
+            IQ4_XS => (256, 136),
+            IQ1_M => (256, 56),
+            TQ1_0 => (256, 54),
+            TQ2_0 => (256, 66),
+            MXFP4 => (32, 17),
+            NVFP4 => (64, 36),
+            Q1_0 => (128, 18),
+            Q2_0 => (64, 18),
+        }
+    }
+
+    /// Bytes a tensor of this type and shape takes: whole blocks along `ne[0]`, the element
+    /// count at most `i64::MAX`, every step checked (the division comes before the products).
+    pub fn byte_size(self, dims: &[u64]) -> Result<u64, SizeError> {
+        let limit = i64::MAX as u64;
+        let mut elements: u64 = 1;
+        for &ne in dims {
+            elements = elements
+                .checked_mul(ne)
+                .filter(|&n| n <= limit)
+                .ok_or(SizeError::Overflow)?;
+        }
+        let (block, bytes) = self.block_and_bytes();
+        let ne0 = dims.first().copied().unwrap_or(1);
+        if ne0 % block != 0 {
+            return Err(SizeError::NotWholeBlocks { ne0, block });
+        }
+        let mut size = (ne0 / block).checked_mul(bytes).ok_or(SizeError::Overflow)?;
+        for &ne in dims.iter().skip(1) {
+            size = size.checked_mul(ne).ok_or(SizeError::Overflow)?;
+        }
+        (size <= limit).then_some(size).ok_or(SizeError::Overflow)
+    }
+}
+
+impl fmt::Display for GgmlType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The name of a raw type id: canonical, `retired:q4_2`, or `unknown:99`.
+pub fn type_name(id: u32) -> String {
+    if let Some(t) = GgmlType::from_id(id) {
+        return t.name().to_owned();
+    }
+    match RETIRED_TYPES.iter().find(|(r, _)| *r == id) {
+        Some((_, name)) => format!("retired:{name}"),
+        None => format!("unknown:{id}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strum::IntoEnumIterator;
+
+    /// The reference table, row by row: id, name, block size, bytes per block.
+    const REFERENCE: &[(u32, &str, u64, u64)] = &[
+        (0, "f32", 1, 4),
+        (1, "f16", 1, 2),
+        (2, "q4_0", 32, 18),
+        (3, "q4_1", 32, 20),
+        (6, "q5_0", 32, 22),
+        (7, "q5_1", 32, 24),
+        (8, "q8_0", 32, 34),
+        (9, "q8_1", 32, 40),
+        (10, "q2_K", 256, 84),
+        (11, "q3_K", 256, 110),
+        (12, "q4_K", 256, 144),
+        (13, "q5_K", 256, 176),
+        (14, "q6_K", 256, 210),
+        (15, "q8_K", 256, 292),
+        (16, "iq2_xxs", 256, 66),
+        (17, "iq2_xs", 256, 74),
+        (18, "iq3_xxs", 256, 98),
+        (19, "iq1_s", 256, 50),
+        (20, "iq4_nl", 32, 18),
+        (21, "iq3_s", 256, 110),
+        (22, "iq2_s", 256, 82),
+        (23, "iq4_xs", 256, 136),
+        (24, "i8", 1, 1),
+        (25, "i16", 1, 2),
+        (26, "i32", 1, 4),
+        (27, "i64", 1, 8),
+        (28, "f64", 1, 8),
+        (29, "iq1_m", 256, 56),
+        (30, "bf16", 1, 2),
+        (34, "tq1_0", 256, 54),
+        (35, "tq2_0", 256, 66),
+        (39, "mxfp4", 32, 17),
+        (40, "nvfp4", 64, 36),
+        (41, "q1_0", 128, 18),
+        (42, "q2_0", 64, 18),
+    ];
+
+    #[test]
+    fn table_matches_reference_row_by_row() {
+        for &(id, name, block, bytes) in REFERENCE {
+            let t = GgmlType::from_id(id).unwrap_or_else(|| panic!("id {id} missing"));
+            assert_eq!((t.name(), t.block_size(), t.type_size()), (name, block, bytes));
+            assert_eq!(name.to_uppercase().parse::<GgmlType>(), Ok(t));
+        }
+        assert_eq!(GgmlType::iter().count(), REFERENCE.len());
+        for (id, _) in RETIRED_TYPES {
+            assert_eq!(GgmlType::from_id(id), None);
+        }
+        assert_eq!(type_name(4), "retired:q4_2");
+        assert_eq!(type_name(43), "unknown:43");
+    }
+
+    #[test]
+    fn byte_size_divides_before_multiplying_and_checks_overflow() {
+        assert_eq!(GgmlType::Q4_K.byte_size(&[512, 3]), Ok(2 * 144 * 3));
+        assert_eq!(GgmlType::F32.byte_size(&[]), Ok(4));
+        assert_eq!(GgmlType::F32.byte_size(&[0, 7]), Ok(0));
+        assert!(matches!(
+            GgmlType::Q4_0.byte_size(&[33]),
+            Err(SizeError::NotWholeBlocks { .. })
+        ));
+        // ne * type_size wraps before the division; the right order sees the overflow.
+        assert_eq!(
+            GgmlType::Q4_0.byte_size(&[1 << 62, 4]),
+            Err(SizeError::Overflow)
+        );
+        assert_eq!(
+            GgmlType::F32.byte_size(&[1 << 62]),
+            Err(SizeError::Overflow)
+        );
+    }
+}

@@ -1,0 +1,167 @@
+//! The header as JSON (`ggufrw dump --json`) and as readable text (`ggufrw dump`).
+//!
+//! JSON: integers are exact (u64 and i64 too); floats are numbers (an f32 printed as the f64
+//! it widens to, exactly), except NaN and the infinities, which are the strings `"nan"`,
+//! `"inf"` and `"-inf"`.
+
+use crate::file::Gguf;
+use crate::ggml_type::type_name;
+use crate::tensor_byte_size;
+use ggufrw_schema::{ArrayValues, Value};
+use serde_json::{json, Value as Json};
+use std::fmt::Write as _;
+
+fn float(f: f64) -> Json {
+    if f.is_nan() {
+        json!("nan")
+    } else if f.is_infinite() {
+        json!(if f > 0.0 { "inf" } else { "-inf" })
+    } else {
+        json!(f)
+    }
+}
+
+/// A value as JSON: scalars as JSON scalars, arrays as lists.
+pub fn value_json(value: &Value) -> Json {
+    match value {
+        Value::Uint8(v) => json!(v),
+        Value::Int8(v) => json!(v),
+        Value::Uint16(v) => json!(v),
+        Value::Int16(v) => json!(v),
+        Value::Uint32(v) => json!(v),
+        Value::Int32(v) => json!(v),
+        Value::Float32(v) => float(f64::from(*v)),
+        Value::Bool(v) => json!(v),
+        Value::String(v) => json!(v.as_str()),
+        Value::Uint64(v) => json!(v),
+        Value::Int64(v) => json!(v),
+        Value::Float64(v) => float(*v),
+        Value::Array(a) => array_json(&a.values),
+    }
+}
+
+/// An array's elements as a JSON list; nested arrays as nested lists.
+fn array_json(values: &ArrayValues) -> Json {
+    fn list<T>(v: &[T], f: impl Fn(&T) -> Json) -> Json {
+        Json::Array(v.iter().map(f).collect())
+    }
+    match values {
+        ArrayValues::Uint8(v) => list(v, |x| json!(x)),
+        ArrayValues::Int8(v) => list(v, |x| json!(x)),
+        ArrayValues::Uint16(v) => list(v, |x| json!(x)),
+        ArrayValues::Int16(v) => list(v, |x| json!(x)),
+        ArrayValues::Uint32(v) => list(v, |x| json!(x)),
+        ArrayValues::Int32(v) => list(v, |x| json!(x)),
+        ArrayValues::Float32(v) => list(v, |x| float(f64::from(*x))),
+        ArrayValues::Bool(v) => list(v, |x| json!(x)),
+        ArrayValues::String(v) => list(v, |x| json!(x.as_str())),
+        ArrayValues::Uint64(v) => list(v, |x| json!(x)),
+        ArrayValues::Int64(v) => list(v, |x| json!(x)),
+        ArrayValues::Float64(v) => list(v, |x| float(*x)),
+        ArrayValues::Array(v) => list(v, |a| array_json(&a.values)),
+    }
+}
+
+/// The whole header as one JSON object.
+pub fn dump_json<B: AsRef<[u8]>>(file: &Gguf<B>) -> Json {
+    let header = file.header();
+    let metadata: Vec<Json> = (header.metadata.iter())
+        .map(|kv| {
+            let mut entry = json!({
+                "key": kv.key.as_str(),
+                "type": kv.value.value_type().name(),
+                "value": value_json(&kv.value),
+            });
+            if let Value::Array(a) = &kv.value {
+                entry["element_type"] = json!(a.values.element_type().name());
+            }
+            entry
+        })
+        .collect();
+    let tensors: Vec<Json> = (header.tensor_infos.iter().enumerate())
+        .map(|(i, t)| {
+            json!({
+                "name": t.name.as_str(),
+                "type": type_name(t.ggml_type),
+                "shape": t.dimensions,
+                "offset": t.offset,
+                "size": tensor_byte_size(i, t).ok(),
+            })
+        })
+        .collect();
+    json!({
+        "version": header.version,
+        "byte_order": header.byte_order.name(),
+        "alignment": file.layout().alignment,
+        "data_offset": file.layout().data_offset,
+        "metadata": metadata,
+        "tensors": tensors,
+    })
+}
+
+/// Arrays longer than this are abbreviated in text output.
+const SHOWN_ELEMENTS: usize = 8;
+
+/// A value as one line of text, long arrays abbreviated.
+pub fn value_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{:?}", s.as_str()),
+        Value::Array(a) => {
+            let Json::Array(items) = array_json(&a.values) else {
+                unreachable!("arrays are lists")
+            };
+            let mut out = String::from("[");
+            for (i, item) in items.iter().take(SHOWN_ELEMENTS).enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                out.push_str(&item.to_string());
+            }
+            if items.len() > SHOWN_ELEMENTS {
+                let _ = write!(out, ", … {} more", items.len() - SHOWN_ELEMENTS);
+            }
+            out.push(']');
+            out
+        }
+        other => value_json(other).to_string(),
+    }
+}
+
+/// The whole header as readable text.
+pub fn dump_text<B: AsRef<[u8]>>(file: &Gguf<B>) -> String {
+    let header = file.header();
+    let layout = file.layout();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "GGUF v{} {}-endian, alignment {}, {} metadata pairs, {} tensors, data at 0x{:x}",
+        header.version,
+        header.byte_order.name(),
+        layout.alignment,
+        header.metadata.len(),
+        header.tensor_infos.len(),
+        layout.data_offset
+    );
+    let _ = writeln!(out, "\nmetadata:");
+    for kv in &header.metadata {
+        let ty = match &kv.value {
+            Value::Array(a) => format!("array[{}; {}]", a.values.element_type().name(), a.values.len()),
+            v => v.value_type().name().to_owned(),
+        };
+        let _ = writeln!(out, "  {} ({ty}) = {}", kv.key, value_text(&kv.value));
+    }
+    let _ = writeln!(out, "\ntensors:");
+    for (i, t) in header.tensor_infos.iter().enumerate() {
+        let size = tensor_byte_size(i, t).map_or_else(|_| "?".to_owned(), |s| s.to_string());
+        let _ = writeln!(
+            out,
+            "  {:>5} {} {} {:?} offset {} size {size}",
+            i,
+            t.name,
+            type_name(t.ggml_type),
+            t.dimensions,
+            t.offset
+        );
+    }
+    out
+}

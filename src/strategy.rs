@@ -1,0 +1,275 @@
+//! proptest strategies that generate arbitrary valid GGUF files: every version and byte order,
+//! every value type (NaN payloads, -0.0, extreme integers, empty strings and arrays, nesting
+//! up to the limit), alignments, and tensors of every ggml type with consistent sizes, laid out
+//! with gaps, out of order, with trailing bytes. Used by the tests and by `ggufrw conform`.
+
+use crate::ggml_type::GgmlType;
+use ggufrw_schema::limits::MAX_ARRAY_DEPTH;
+use ggufrw_schema::{
+    Array, ArrayValues, ByteOrder, EncodeError, GgufString, Header, KeyValue, Magic, TensorInfo,
+    Value, ALIGNMENT_KEY,
+};
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::sample::select;
+use std::fmt::Debug;
+use std::ops::Range;
+use strum::IntoEnumIterator;
+
+/// The version × byte order combinations a file can have.
+pub const COMBINATIONS: [(u32, ByteOrder); 5] = [
+    (1, ByteOrder::Little),
+    (2, ByteOrder::Little),
+    (2, ByteOrder::Big),
+    (3, ByteOrder::Little),
+    (3, ByteOrder::Big),
+];
+
+/// A generated file: its header, its data section, and where each tensor's data lies in it.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// The header, padding included.
+    pub header: Header,
+    /// The data section.
+    pub data: Vec<u8>,
+    /// Each tensor's bytes within `data`.
+    pub extents: Vec<Range<usize>>,
+}
+
+impl Sample {
+    /// The file's bytes.
+    pub fn encode(&self) -> Result<Vec<u8>, EncodeError> {
+        let mut bytes = self.header.encode(!self.data.is_empty())?;
+        bytes.extend_from_slice(&self.data);
+        Ok(bytes)
+    }
+}
+
+/// Mostly any value, often one of the `edges`.
+fn edgy<T: Arbitrary + Clone + Debug + 'static>(edges: &[T]) -> BoxedStrategy<T> {
+    prop_oneof![1 => select(edges.to_vec()), 3 => any::<T>()].boxed()
+}
+
+fn f32_bits() -> BoxedStrategy<f32> {
+    edgy(&[0u32, 0x8000_0000, 0x7fc0_0000, 0x7fc0_0001, 0xffff_ffff, 0x7f80_0001, 0x7f80_0000, 0xff80_0000, 1])
+        .prop_map(f32::from_bits)
+        .boxed()
+}
+
+fn f64_bits() -> BoxedStrategy<f64> {
+    edgy(&[0u64, 1 << 63, 0x7ff8_0000_0000_0000, 0x7ff0_0000_0000_0001, u64::MAX, 0x7ff0_0000_0000_0000, 1])
+        .prop_map(f64::from_bits)
+        .boxed()
+}
+
+/// Any UTF-8 text up to 12 characters, newlines and NULs included.
+fn text() -> BoxedStrategy<String> {
+    "(?s).{0,12}".boxed()
+}
+
+fn scalar() -> BoxedStrategy<Value> {
+    prop_oneof![
+        edgy(&[0u8, u8::MAX]).prop_map(Value::Uint8),
+        edgy(&[i8::MIN, -1, 0, i8::MAX]).prop_map(Value::Int8),
+        edgy(&[0u16, u16::MAX]).prop_map(Value::Uint16),
+        edgy(&[i16::MIN, -1, i16::MAX]).prop_map(Value::Int16),
+        edgy(&[0u32, u32::MAX]).prop_map(Value::Uint32),
+        edgy(&[i32::MIN, -1, i32::MAX]).prop_map(Value::Int32),
+        f32_bits().prop_map(Value::Float32),
+        any::<bool>().prop_map(Value::Bool),
+        text().prop_map(|s| Value::String(s.into())),
+        edgy(&[0u64, u64::MAX]).prop_map(Value::Uint64),
+        edgy(&[i64::MIN, -1, i64::MAX]).prop_map(Value::Int64),
+        f64_bits().prop_map(Value::Float64),
+    ]
+    .boxed()
+}
+
+/// Arrays of every element type, empty ones included, nested a few levels.
+fn array_values() -> BoxedStrategy<ArrayValues> {
+    const N: Range<usize> = 0..5;
+    let leaf = prop_oneof![
+        vec(any::<u8>(), N).prop_map(ArrayValues::Uint8),
+        vec(any::<i8>(), N).prop_map(ArrayValues::Int8),
+        vec(any::<u16>(), N).prop_map(ArrayValues::Uint16),
+        vec(any::<i16>(), N).prop_map(ArrayValues::Int16),
+        vec(any::<u32>(), N).prop_map(ArrayValues::Uint32),
+        vec(any::<i32>(), N).prop_map(ArrayValues::Int32),
+        vec(f32_bits(), N).prop_map(ArrayValues::Float32),
+        vec(any::<bool>(), N).prop_map(ArrayValues::Bool),
+        vec(text().prop_map(GgufString::from), N).prop_map(ArrayValues::String),
+        vec(any::<u64>(), N).prop_map(ArrayValues::Uint64),
+        vec(any::<i64>(), N).prop_map(ArrayValues::Int64),
+        vec(f64_bits(), N).prop_map(ArrayValues::Float64),
+    ];
+    leaf.prop_recursive(3, 16, 4, |inner| {
+        vec(inner.prop_map(Array::new), 0..4).prop_map(ArrayValues::Array)
+    })
+    .boxed()
+}
+
+/// Arrays nested exactly `depth` levels: the deepest the decoder accepts is
+/// [`MAX_ARRAY_DEPTH`].
+pub fn nested_array(depth: u8) -> Value {
+    let mut values = ArrayValues::Uint8(vec![7]);
+    for _ in 1..depth {
+        values = ArrayValues::Array(vec![Array::new(values)]);
+    }
+    Value::Array(Array::new(values))
+}
+
+/// Any metadata value.
+pub fn value() -> BoxedStrategy<Value> {
+    prop_oneof![
+        6 => scalar(),
+        3 => array_values().prop_map(|v| Value::Array(Array::new(v))),
+        1 => (1..=MAX_ARRAY_DEPTH).prop_map(nested_array),
+    ]
+    .boxed()
+}
+
+fn key() -> BoxedStrategy<String> {
+    "[a-z][a-z0-9_]{0,8}(\\.[a-z0-9_]{1,8}){0,2}".boxed()
+}
+
+/// Alignments that the spec accepts (multiples of 8), powers of two and not.
+fn alignment() -> BoxedStrategy<Option<u32>> {
+    prop_oneof![
+        2 => Just(None),
+        1 => select(vec![8u32, 16, 24, 32, 40, 64, 128, 256]).prop_map(Some),
+    ]
+    .boxed()
+}
+
+/// Metadata with unique keys, `general.alignment` somewhere in it when `alignment` is set.
+fn metadata(alignment: Option<u32>) -> BoxedStrategy<Vec<KeyValue>> {
+    (vec((key(), value()), 0..7), any::<prop::sample::Index>())
+        .prop_map(move |(pairs, at)| {
+            let mut seen = std::collections::HashSet::new();
+            let mut kvs: Vec<KeyValue> = (pairs.into_iter())
+                .filter(|(k, _)| k != ALIGNMENT_KEY && seen.insert(k.clone()))
+                .map(|(k, v)| KeyValue::new(k, v))
+                .collect();
+            if let Some(a) = alignment {
+                kvs.insert(at.index(kvs.len() + 1), KeyValue::new(ALIGNMENT_KEY, a));
+            }
+            kvs
+        })
+        .boxed()
+}
+
+/// A tensor's type and a shape with whole blocks: 0 to 4 dimensions, small sizes, zeros
+/// included.
+fn tensor_shape() -> BoxedStrategy<(GgmlType, Vec<u64>)> {
+    (select(GgmlType::iter().collect::<Vec<_>>()), 0usize..=4, 0u64..=2, vec(0u64..=3, 3))
+        .prop_map(|(ty, n, blocks, rest)| {
+            // A scalar is one element: not whole blocks for a quantized type.
+            let n = if ty.block_size() > 1 { n.max(1) } else { n };
+            let mut dims = Vec::with_capacity(n);
+            if n > 0 {
+                dims.push(blocks * ty.block_size());
+                dims.extend(rest.iter().take(n - 1).copied());
+            }
+            (ty, dims)
+        })
+        .boxed()
+}
+
+/// Bytes `0..len` of a cheap pseudo-random stream.
+fn pattern(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// An arbitrary valid file of this version and byte order.
+pub fn file(version: u32, byte_order: ByteOrder) -> BoxedStrategy<Sample> {
+    let tensors = vec((tensor_shape(), 0u64..=2), 0..5);
+    (alignment().prop_flat_map(|a| (Just(a), metadata(a))), tensors)
+        .prop_flat_map(|((alignment, metadata), tensors)| {
+            let n = tensors.len();
+            (
+                Just((alignment, metadata, tensors)),
+                Just((0..n).collect::<Vec<_>>()).prop_shuffle(),
+                any::<u64>(),
+                0usize..40,
+                prop_oneof![3 => Just(None), 1 => any::<u8>().prop_map(Some)],
+                any::<prop::sample::Index>(),
+                any::<bool>(),
+            )
+        })
+        .prop_map(
+            move |((_, metadata, tensors), order, seed, trailing, pad_byte, cut, fugg)| {
+                assemble(version, byte_order, metadata, tensors, order, seed, trailing, pad_byte, cut, fugg)
+            },
+        )
+        .boxed()
+}
+
+/// Lays the tensors out in `order` with gaps, fills the data and pads the header.
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    version: u32,
+    byte_order: ByteOrder,
+    metadata: Vec<KeyValue>,
+    tensors: Vec<((GgmlType, Vec<u64>), u64)>,
+    order: Vec<usize>,
+    seed: u64,
+    trailing: usize,
+    pad_byte: Option<u8>,
+    cut: prop::sample::Index,
+    fugg: bool,
+) -> Sample {
+    let mut header = Header {
+        magic: if fugg && byte_order == ByteOrder::Big { Magic::Fugg } else { Magic::Gguf },
+        byte_order,
+        version,
+        metadata,
+        tensor_infos: Vec::new(),
+        padding: Vec::new(),
+    };
+    let alignment = u64::from(header.alignment());
+    let sizes: Vec<u64> = (tensors.iter())
+        .map(|((ty, dims), _)| ty.byte_size(dims).expect("shapes are small"))
+        .collect();
+    let mut offsets = vec![0u64; tensors.len()];
+    let mut end = 0u64;
+    for &i in &order {
+        offsets[i] = end + tensors[i].1 * alignment;
+        end = (offsets[i] + sizes[i]).next_multiple_of(alignment);
+    }
+    header.tensor_infos = (tensors.iter().enumerate())
+        .map(|(i, ((ty, dims), _))| TensorInfo {
+            name: GgufString::from(format!("blk.{i}.weight")),
+            dimensions: dims.clone(),
+            ggml_type: ty.id(),
+            offset: offsets[i],
+        })
+        .collect();
+    let data = pattern(seed, end as usize + trailing);
+    let extents = (offsets.iter().zip(&sizes))
+        .map(|(&o, &s)| o as usize..(o + s) as usize)
+        .collect();
+    header.pad().expect("generated headers are writable");
+    if let Some(b) = pad_byte {
+        header.padding.fill(b);
+    }
+    if data.is_empty() {
+        // A file may end before its padding does.
+        header.padding.truncate(cut.index(header.padding.len() + 1));
+    }
+    Sample { header, data, extents }
+}
+
+/// Any valid file of any version and byte order.
+pub fn any_file() -> BoxedStrategy<Sample> {
+    select(COMBINATIONS.to_vec())
+        .prop_flat_map(|(v, o)| file(v, o))
+        .boxed()
+}

@@ -1,0 +1,313 @@
+//! Validation: the rules about meaning that decoding leaves out, under two profiles.
+//!
+//! | check | `spec` | `ggml` |
+//! |---|---|---|
+//! | version 1 | info | error (ggml no longer reads it) |
+//! | big-endian | – | error (ggml reads little-endian only) |
+//! | magic spelled `FUGG` | warning | error |
+//! | empty key, duplicate key | error | error |
+//! | key longer than 65,535 bytes | error | – |
+//! | key not lower-case dotted snake_case | warning | – |
+//! | `general.alignment` not a multiple of 8 | error | – |
+//! | `general.alignment` not a power of two | – | error |
+//! | nested arrays | – | error |
+//! | string over 1 GiB, array over 2^30 elements | – | error |
+//! | tensor name longer than 64 bytes (ggml: 63) | error | error |
+//! | duplicate tensor name | error | error |
+//! | dimension ≥ 2^63 | error | error |
+//! | unknown or retired type id | error | error |
+//! | `ne[0]` not whole blocks, size overflow | error | error |
+//! | offset not aligned | error | error |
+//! | data outside the file | error | error |
+//! | tensors overlapping | error | error |
+//! | data not contiguous in declaration order | – | error |
+//! | non-zero padding | warning | – |
+//! | bytes after the last tensor | info | – |
+
+use crate::file::{tensor_byte_size, Gguf};
+use crate::ggml_type::{type_name, GgmlType};
+use ggufrw_schema::{ArrayValues, ByteOrder, Header, Layout, Magic, Value, ALIGNMENT_KEY};
+use std::collections::HashMap;
+use std::fmt;
+
+/// Which rules to check.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, strum::EnumString, strum::Display)]
+#[strum(serialize_all = "lowercase")]
+pub enum Profile {
+    /// What the GGUF spec says.
+    #[default]
+    Spec,
+    /// What ggml's reader (and so llama.cpp) accepts.
+    Ggml,
+}
+
+/// How serious a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, strum::Display)]
+#[strum(serialize_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing, harmless.
+    Info,
+    /// Allowed, but unusual or against a convention.
+    Warning,
+    /// The profile rejects the file.
+    Error,
+}
+
+/// One finding: severity, field path, byte offset, message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// How serious.
+    pub severity: Severity,
+    /// The field, as in decode errors (`tensor[2].offset`).
+    pub path: String,
+    /// Byte offset of the field.
+    pub offset: u64,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} @ 0x{:x}: {}: {}",
+            self.path, self.offset, self.severity, self.message
+        )
+    }
+}
+
+/// ggml's longest string (`GGML_MAX_STRING_LENGTH`... as its reader enforces it).
+const GGML_MAX_STRING: u64 = 1 << 30;
+/// ggml's largest array.
+const GGML_MAX_ARRAY: u64 = 1 << 30;
+/// ggml's longest tensor name (`GGML_MAX_NAME` 64, less the NUL).
+const GGML_MAX_NAME: usize = 63;
+/// The spec's longest tensor name.
+const SPEC_MAX_NAME: usize = 64;
+/// The spec's longest key.
+const SPEC_MAX_KEY: usize = 65_535;
+
+/// Validates a decoded file.
+pub fn validate<B: AsRef<[u8]>>(file: &Gguf<B>, profile: Profile) -> Vec<Finding> {
+    validate_header(
+        file.header(),
+        file.layout(),
+        file.bytes().len() as u64,
+        profile,
+    )
+}
+
+/// Validates a header whose file is `file_len` bytes long.
+pub fn validate_header(
+    header: &Header,
+    layout: &Layout,
+    file_len: u64,
+    profile: Profile,
+) -> Vec<Finding> {
+    let mut v = Validator {
+        profile,
+        findings: Vec::new(),
+    };
+    v.file(header);
+    v.metadata(header, layout);
+    v.tensors(header, layout, file_len);
+    v.findings
+}
+
+struct Validator {
+    profile: Profile,
+    findings: Vec<Finding>,
+}
+
+impl Validator {
+    /// Records a finding if `profiles` includes the active one.
+    fn report(
+        &mut self,
+        profiles: &[Profile],
+        severity: Severity,
+        path: impl Into<String>,
+        offset: u64,
+        message: impl Into<String>,
+    ) {
+        if profiles.contains(&self.profile) {
+            self.findings.push(Finding {
+                severity,
+                path: path.into(),
+                offset,
+                message: message.into(),
+            });
+        }
+    }
+
+    fn file(&mut self, header: &Header) {
+        use Profile::*;
+        if header.version == 1 {
+            self.report(&[Spec], Severity::Info, "version", 4, "version 1 is obsolete");
+            self.report(&[Ggml], Severity::Error, "version", 4, "ggml no longer reads version 1");
+        }
+        if header.byte_order == ByteOrder::Big {
+            self.report(&[Ggml], Severity::Error, "version", 4, "ggml reads little-endian files only");
+        }
+        if header.magic == Magic::Fugg {
+            let msg = "magic is spelled FUGG (byte-reversed)";
+            self.report(&[Spec], Severity::Warning, "magic", 0, msg);
+            self.report(&[Ggml], Severity::Error, "magic", 0, msg);
+        }
+    }
+
+    fn metadata(&mut self, header: &Header, layout: &Layout) {
+        use Profile::*;
+        let width = header.ctx().width().bytes();
+        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(header.metadata.len());
+        for (i, kv) in header.metadata.iter().enumerate() {
+            let at = layout.kv_offsets[i];
+            let key = kv.key.as_str();
+            let path = format!("kv[{i}].key");
+            if key.is_empty() {
+                self.report(&[Spec, Ggml], Severity::Error, &path, at, "key is empty");
+            } else if let Some(first) = seen.insert(key, i) {
+                seen.insert(key, first);
+                self.report(&[Spec, Ggml], Severity::Error, &path, at, format!("duplicate key {key:?} (first at kv[{first}])"));
+            }
+            if key.len() > SPEC_MAX_KEY {
+                self.report(&[Spec], Severity::Error, &path, at, format!("key is {} bytes, at most {SPEC_MAX_KEY}", key.len()));
+            } else if !key.is_empty() && !is_conventional_key(key) {
+                self.report(&[Spec], Severity::Warning, &path, at, format!("key {key:?} is not lower-case snake_case parts separated by dots"));
+            }
+            if key.len() as u64 > GGML_MAX_STRING {
+                self.report(&[Ggml], Severity::Error, &path, at, "key is longer than ggml's 1 GiB limit");
+            }
+            let value_at = at + width + key.len() as u64;
+            let value_path = format!("kv[{i}].value");
+            self.value(&kv.value, &value_path, value_at);
+            if key == ALIGNMENT_KEY && seen.get(key) == Some(&i) {
+                if let Value::Uint32(a) = kv.value {
+                    if a % 8 != 0 {
+                        self.report(&[Spec], Severity::Error, &value_path, value_at, format!("alignment {a} is not a multiple of 8"));
+                    }
+                    if !a.is_power_of_two() {
+                        self.report(&[Ggml], Severity::Error, &value_path, value_at, format!("alignment {a} is not a power of two"));
+                    }
+                }
+            }
+        }
+    }
+
+    /// ggml's limits on values: no nesting, bounded strings and arrays.
+    fn value(&mut self, value: &Value, path: &str, at: u64) {
+        let too_long = |s: &str| s.len() as u64 > GGML_MAX_STRING;
+        match value {
+            Value::String(s) if too_long(s) => {
+                self.report(&[Profile::Ggml], Severity::Error, path, at, "string is longer than ggml's 1 GiB limit");
+            }
+            Value::Array(a) => {
+                if a.values.len() as u64 > GGML_MAX_ARRAY {
+                    self.report(&[Profile::Ggml], Severity::Error, path, at, format!("array of {} elements, ggml reads at most 2^30", a.values.len()));
+                }
+                match &a.values {
+                    ArrayValues::Array(_) => self.report(&[Profile::Ggml], Severity::Error, path, at, "nested arrays: ggml rejects them"),
+                    ArrayValues::String(v) if v.iter().any(|s| too_long(s)) => {
+                        self.report(&[Profile::Ggml], Severity::Error, path, at, "array holds a string longer than ggml's 1 GiB limit");
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn tensors(&mut self, header: &Header, layout: &Layout, file_len: u64) {
+        use Profile::*;
+        let ctx = header.ctx();
+        let alignment = u64::from(layout.alignment);
+        let data_len = file_len.saturating_sub(layout.data_offset);
+        let mut names: HashMap<&str, usize> = HashMap::with_capacity(header.tensor_infos.len());
+        // (offset, end, index) of every tensor whose extent is known, for the overlap check.
+        let mut extents: Vec<(u64, u64, usize)> = Vec::with_capacity(header.tensor_infos.len());
+        let mut expected_offset = Some(0u64);
+        for (i, info) in header.tensor_infos.iter().enumerate() {
+            let at = layout.tensor_info_offsets[i];
+            let [dims_at, type_at, offset_at] = info.field_offsets(at, ctx);
+            let name = info.name.as_str();
+            let path = |field: &str| format!("tensor[{i}].{field}");
+            if let Some(first) = names.insert(name, i) {
+                names.insert(name, first);
+                self.report(&[Spec, Ggml], Severity::Error, path("name"), at, format!("duplicate tensor name {name:?} (first at tensor[{first}])"));
+            }
+            if name.len() > SPEC_MAX_NAME {
+                self.report(&[Spec], Severity::Error, path("name"), at, format!("name is {} bytes, the spec allows {SPEC_MAX_NAME}", name.len()));
+            }
+            if name.len() > GGML_MAX_NAME {
+                self.report(&[Ggml], Severity::Error, path("name"), at, format!("name is {} bytes, ggml allows {GGML_MAX_NAME}", name.len()));
+            }
+            if let Some(d) = info.dimensions.iter().position(|&ne| ne > i64::MAX as u64) {
+                self.report(&[Spec, Ggml], Severity::Error, path("dimensions"), dims_at, format!("ne[{d}] = {} does not fit int64", info.dimensions[d]));
+            }
+            let size = if GgmlType::from_id(info.ggml_type).is_none() {
+                self.report(&[Spec, Ggml], Severity::Error, path("type"), type_at, format!("type id {} is {}", info.ggml_type, type_name(info.ggml_type).replace(':', " ")));
+                None
+            } else {
+                match tensor_byte_size(i, info) {
+                    Ok(size) => Some(size),
+                    Err(e) => {
+                        let msg = match e {
+                            crate::Error::Tensor { message, .. } => message,
+                            other => other.to_string(),
+                        };
+                        self.report(&[Spec, Ggml], Severity::Error, path("dimensions"), dims_at, msg);
+                        None
+                    }
+                }
+            };
+            if info.offset % alignment != 0 {
+                self.report(&[Spec, Ggml], Severity::Error, path("offset"), offset_at, format!("offset {} is not a multiple of the alignment {alignment}", info.offset));
+            }
+            if let Some(size) = size {
+                match info.offset.checked_add(size).filter(|&end| end <= data_len) {
+                    Some(end) => extents.push((info.offset, end, i)),
+                    None => self.report(&[Spec, Ggml], Severity::Error, path("offset"), offset_at, format!("data {}..+{size} runs past the end of the {data_len}-byte data section", info.offset)),
+                }
+            }
+            match (expected_offset, size) {
+                (Some(expected), _) if info.offset != expected => {
+                    self.report(&[Ggml], Severity::Error, path("offset"), offset_at, format!("offset {} where ggml expects {expected} (data contiguous in declaration order)", info.offset));
+                    expected_offset = None;
+                }
+                (Some(expected), Some(size)) => {
+                    expected_offset = expected.checked_add(size).and_then(|e| e.checked_next_multiple_of(alignment));
+                }
+                _ => expected_offset = None,
+            }
+        }
+        extents.sort_unstable();
+        let mut last_end = 0u64;
+        let mut last_index = None;
+        for &(start, end, i) in &extents {
+            if let Some(prev) = last_index.filter(|_| start < last_end && end > start) {
+                let offset_at = header.tensor_infos[i].field_offsets(layout.tensor_info_offsets[i], ctx)[2];
+                self.report(&[Spec, Ggml], Severity::Error, format!("tensor[{i}].offset"), offset_at, format!("data overlaps tensor[{prev}]"));
+            }
+            if end > last_end || last_index.is_none() {
+                last_end = last_end.max(end);
+                last_index = Some(i);
+            }
+        }
+        if header.padding.iter().any(|&b| b != 0) {
+            self.report(&[Spec], Severity::Warning, "padding", layout.tensor_infos_end, "padding bytes are not zero");
+        }
+        let used = extents.iter().map(|&(_, end, _)| end.next_multiple_of(alignment)).max().unwrap_or(0);
+        if extents.len() == header.tensor_infos.len() && data_len > used {
+            self.report(&[Spec], Severity::Info, "data", layout.data_offset + used, format!("{} bytes after the last tensor's data", data_len - used));
+        }
+    }
+}
+
+/// Lower-case snake_case parts separated by dots: `[a-z0-9_]+(\.[a-z0-9_]+)*`.
+fn is_conventional_key(key: &str) -> bool {
+    key.split('.').all(|part| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    })
+}
