@@ -51,5 +51,5 @@ pub use ggml_type::GgmlType;
 pub use ggufrw_schema as schema;
 pub use ggufrw_schema::{
     Array, ArrayValues, ByteOrder, DecodeError, DecodeErrorKind, EncodeError, GgufString,
-    Header, KeyValue, Layout, Magic, TensorInfo, Value, ValueType,
+    Header, KeyValue, Layout, Magic, TensorInfo, Value, ValueType, ALIGNMENT_KEY,
 };

@@ -1,10 +1,11 @@
 //! `gguf_tensor_info_t`: name, dimensions, ggml type id, offset into the data section.
 
 use crate::ctx::{read_words, write_words, Ctx};
-use crate::error::{DecodeErrorKind, EncodeError, Fault};
+use crate::error::{custom, DecodeErrorKind, EncodeError};
 use crate::limits::MAX_DIMS;
 use crate::string::GgufString;
-use binrw::binrw;
+use binrw::io::{Read, Seek};
+use binrw::{binrw, BinRead, BinResult, Endian};
 
 /// One tensor's description. The type id stays raw so that an unknown but well-formed id
 /// still round-trips; validation names it.
@@ -16,9 +17,7 @@ pub struct TensorInfo {
     #[brw(args_raw = ctx)]
     pub name: GgufString,
 
-    #[br(temp, try_map = |n: u32| if n <= MAX_DIMS { Ok(n) } else {
-        Err(Fault(DecodeErrorKind::TooManyDimensions(n)))
-    })]
+    #[br(temp, parse_with = read_n_dimensions)]
     #[bw(try_calc = u32::try_from(dimensions.len()).ok().filter(|&n| n <= MAX_DIMS)
         .ok_or(EncodeError::TooManyDimensions(dimensions.len())))]
     n_dimensions: u32,
@@ -43,5 +42,16 @@ impl TensorInfo {
         let n_dims = start + w + self.name.len() as u64;
         let ty = n_dims + 4 + w * self.dimensions.len() as u64;
         [n_dims, ty, ty + 4]
+    }
+}
+
+/// Reads `n_dimensions`, refusing more than [`MAX_DIMS`] before any dimension is read.
+fn read_n_dimensions<R: Read + Seek>(reader: &mut R, endian: Endian, _: ()) -> BinResult<u32> {
+    let pos = reader.stream_position()?;
+    let n = u32::read_options(reader, endian, ())?;
+    if n <= MAX_DIMS {
+        Ok(n)
+    } else {
+        Err(custom(pos, DecodeErrorKind::TooManyDimensions(n)))
     }
 }

@@ -1,0 +1,162 @@
+//! The core properties, over arbitrary valid files of every version and byte order.
+
+use ggufrw::conform::check_sample;
+use ggufrw::schema::limits::MAX_ARRAY_DEPTH;
+use ggufrw::strategy::{any_file, nested_array, Sample};
+use ggufrw::validate::{validate, Profile};
+use ggufrw::{ByteOrder, Gguf, KeyValue, Value, ALIGNMENT_KEY};
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+            "proptest-regressions/roundtrip.txt",
+        ))),
+        ..ProptestConfig::default()
+    }
+}
+
+/// A change that makes a valid file invalid in a way the reader rejects.
+#[derive(Clone, Debug)]
+enum Breakage {
+    /// Version 1 with a dimension above u32::MAX.
+    WideDimensionInV1(u64),
+    /// `general.alignment` = 0.
+    ZeroAlignment,
+    /// `general.alignment` of another type.
+    AlignmentNotUint32,
+    /// A version no reader accepts (0, 4, or 1 big-endian).
+    BadVersion(u32, ByteOrder),
+    /// Five dimensions.
+    TooManyDimensions,
+    /// Arrays nested past the limit.
+    TooDeep,
+    /// Padding that does not match the alignment, with data after it.
+    WrongPadding(usize),
+}
+
+fn breakage() -> impl Strategy<Value = Breakage> {
+    prop_oneof![
+        ((u32::MAX as u64 + 1)..=u64::MAX).prop_map(Breakage::WideDimensionInV1),
+        Just(Breakage::ZeroAlignment),
+        Just(Breakage::AlignmentNotUint32),
+        prop_oneof![
+            Just((0, ByteOrder::Little)),
+            Just((4, ByteOrder::Little)),
+            Just((1, ByteOrder::Big)),
+            Just((0, ByteOrder::Big)),
+        ]
+        .prop_map(|(v, o)| Breakage::BadVersion(v, o)),
+        Just(Breakage::TooManyDimensions),
+        Just(Breakage::TooDeep),
+        (1usize..8).prop_map(Breakage::WrongPadding),
+    ]
+}
+
+/// Bytes that hit boundaries more often than chance: small counts, sign bits, all ones.
+fn mutation_byte() -> impl Strategy<Value = u8> {
+    prop_oneof![1 => prop::sample::select(vec![0u8, 1, 2, 9, 13, 0x7f, 0x80, 0xff]), 1 => any::<u8>()]
+}
+
+fn set_alignment(sample: &mut Sample, value: Value) {
+    let kvs = &mut sample.header.metadata;
+    kvs.retain(|kv| kv.key != *ALIGNMENT_KEY);
+    kvs.insert(0, KeyValue::new(ALIGNMENT_KEY, value));
+}
+
+fn break_sample(sample: &mut Sample, how: &Breakage) {
+    let h = &mut sample.header;
+    let dummy = || ggufrw::TensorInfo {
+        name: "broken".into(),
+        dimensions: vec![1],
+        ggml_type: 0,
+        offset: 0,
+    };
+    match *how {
+        Breakage::WideDimensionInV1(d) => {
+            h.version = 1;
+            h.byte_order = ByteOrder::Little;
+            h.tensor_infos.push(ggufrw::TensorInfo { dimensions: vec![1, d], ..dummy() });
+        }
+        Breakage::ZeroAlignment => set_alignment(sample, Value::Uint32(0)),
+        Breakage::AlignmentNotUint32 => set_alignment(sample, Value::Uint64(32)),
+        Breakage::BadVersion(v, o) => {
+            h.version = v;
+            h.byte_order = o;
+        }
+        Breakage::TooManyDimensions => {
+            h.tensor_infos.push(ggufrw::TensorInfo { dimensions: vec![1; 5], ..dummy() })
+        }
+        Breakage::TooDeep => h.metadata.push(KeyValue::new("deep", nested_array(MAX_ARRAY_DEPTH + 1))),
+        Breakage::WrongPadding(extra) => {
+            h.padding.extend(std::iter::repeat_n(0, extra));
+            sample.data.push(0);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(config(10_000))]
+
+    /// encode → decode → encode gives the same bytes; tensor bytes come back; `spec` is clean.
+    #[test]
+    fn valid_files_round_trip(sample in any_file()) {
+        check_sample(&sample).map_err(TestCaseError::fail)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(config(3_000))]
+
+    /// A mutated or truncated valid file decodes (and then re-encodes to the same bytes) or
+    /// gives a typed error; validation and tensor access never panic.
+    #[test]
+    fn mutated_files_decode_or_fail_cleanly(
+        sample in any_file(),
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), mutation_byte()), 1..4),
+        cut in proptest::option::of(any::<prop::sample::Index>()),
+    ) {
+        let mut bytes = sample.encode().unwrap();
+        for (at, b) in edits {
+            let i = at.index(bytes.len());
+            bytes[i] = b;
+        }
+        if let Some(cut) = cut {
+            bytes.truncate(cut.index(bytes.len()));
+        }
+        match Gguf::from_bytes(&bytes[..]) {
+            Ok(file) => {
+                prop_assert_eq!(file.to_bytes().unwrap(), bytes.clone());
+                for profile in [Profile::Spec, Profile::Ggml] {
+                    let _ = validate(&file, profile);
+                }
+                for i in 0..file.tensors().len() {
+                    let _ = file.tensor_data(i);
+                }
+            }
+            Err(e) => prop_assert!(e.to_string().contains(" @ 0x"), "untyped error: {}", e),
+        }
+    }
+
+    /// The writer refuses what the reader would reject.
+    #[test]
+    fn writer_refuses_what_reader_rejects(mut sample in any_file(), how in breakage()) {
+        break_sample(&mut sample, &how);
+        let result = sample.encode();
+        prop_assert!(result.is_err(), "{:?} was written: {:?}", how, result.map(|b| b.len()));
+    }
+
+    /// Whatever the writer accepts, the reader reads back to the same bytes.
+    #[test]
+    fn whatever_is_written_reads_back(mut sample in any_file(), how in proptest::option::of(breakage())) {
+        if let Some(how) = how {
+            break_sample(&mut sample, &how);
+        }
+        if let Ok(bytes) = sample.encode() {
+            let file = Gguf::from_bytes(&bytes[..]).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(file.to_bytes().unwrap(), bytes);
+        }
+    }
+}
