@@ -1,0 +1,141 @@
+//! The command line: names, output shapes and exit codes that scripts depend on.
+
+mod common;
+
+use common::{small_file, ty, Raw};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn ggufrw(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn dump_json_has_the_documented_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = Raw::new(3, true);
+    r.counts(1, 3);
+    r.kv(0, "big", ty::UINT64).u64(u64::MAX);
+    r.kv(1, "neg", ty::INT64).u64(i64::MIN as u64);
+    r.kv(2, "list", ty::ARRAY).u32(ty::FLOAT32).word(2).f32(0.5).u32(0x7fc0_0000);
+    r.tensor(0, "w", &[256, 2], 12, 0);
+    r.pad(32);
+    r.raw(&[0; 288]);
+    let path = write(dir.path(), "big.gguf", &r.done());
+    let out = ggufrw(&["dump", "--json", s(&path)]);
+    assert_eq!(out.status.code(), Some(0));
+    let expected = concat!(
+        r#"{"version":3,"byte_order":"big","alignment":32,"data_offset":160,"metadata":["#,
+        r#"{"key":"big","type":"uint64","value":18446744073709551615},"#,
+        r#"{"key":"neg","type":"int64","value":-9223372036854775808},"#,
+        r#"{"key":"list","type":"array","value":[0.5,"nan"],"element_type":"float32"}],"#,
+        r#""tensors":[{"name":"w","type":"q4_K","shape":[256,2],"offset":0,"size":288}]}"#,
+        "\n"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}
+
+#[test]
+fn dump_text_abbreviates_long_arrays() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = Raw::new(3, false);
+    r.counts(0, 1);
+    r.kv(0, "tokenizer.ggml.token_type", ty::ARRAY).u32(ty::INT32).word(100);
+    for i in 0..100 {
+        r.u32(i);
+    }
+    let path = write(dir.path(), "a.gguf", &r.done());
+    let out = ggufrw(&["dump", s(&path)]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("tokenizer.ggml.token_type (array[int32; 100]) = [0, 1, 2, 3, 4, 5, 6, 7, … 92 more]"),
+        "{text}"
+    );
+}
+
+#[test]
+fn check_exit_codes_and_line_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.gguf", &small_file(3, false).done());
+    let v1 = write(dir.path(), "v1.gguf", &small_file(1, false).done());
+    let cut = write(dir.path(), "cut.gguf", &small_file(3, false).done()[..30]);
+
+    let out = ggufrw(&["check", s(&good)]);
+    assert_eq!((out.status.code(), out.stdout.len()), (Some(0), 0));
+
+    // v1 is fine under spec (an info line), an error under ggml.
+    let out = ggufrw(&["check", s(&v1)]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = ggufrw(&["check", "--profile", "ggml", s(&v1)]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with(&format!("{}: version @ 0x4: error: ", s(&v1))), "{text}");
+
+    let out = ggufrw(&["check", s(&good), s(&cut)]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text,
+        format!("{}: tensor_count @ 0x8: error: count 2 needs more bytes than the 14 left in the file (each item takes at least 24)\n", s(&cut))
+    );
+
+    let out = ggufrw(&["check", "--json", s(&cut)]);
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(line["ok"], false);
+    assert_eq!(line["findings"][0]["path"], "tensor_count");
+    assert_eq!(line["findings"][0]["offset"], 8);
+
+    let missing = dir.path().join("missing.gguf");
+    assert_eq!(ggufrw(&["check", s(&missing)]).status.code(), Some(2));
+    assert_eq!(ggufrw(&["check", "--profile", "nope", s(&good)]).status.code(), Some(2));
+    assert_eq!(ggufrw(&["check"]).status.code(), Some(2));
+}
+
+#[test]
+fn rewrite_is_byte_identical_and_atomic() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = small_file(3, true);
+    r.raw(b"trailing bytes kept");
+    let input = write(dir.path(), "in.gguf", &r.done());
+    let output = dir.path().join("out.gguf");
+    let out = ggufrw(&["rewrite", s(&input), s(&output)]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(&output).unwrap(), std::fs::read(&input).unwrap());
+
+    // A file that does not decode: exit 1, no output at all.
+    let bad = write(dir.path(), "bad.gguf", b"GGUF\x09\0\0\0");
+    let target = dir.path().join("never.gguf");
+    assert_eq!(ggufrw(&["rewrite", s(&bad), s(&target)]).status.code(), Some(1));
+    assert!(!target.exists());
+
+    // An output directory that does not exist: exit 2, nothing left behind.
+    let nowhere = dir.path().join("no/such/dir/out.gguf");
+    assert_eq!(ggufrw(&["rewrite", s(&input), s(&nowhere)]).status.code(), Some(2));
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+}
+
+#[test]
+fn conform_prints_a_row_per_version_and_byte_order() {
+    let out = ggufrw(&["conform", "--cases", "50", "--seed", "3"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for row in ["1        little", "2        little", "2        big", "3        little", "3        big"] {
+        assert!(text.contains(row), "{text}");
+    }
+    assert!(text.contains("50 cases, seed 3"), "{text}");
+}
