@@ -54,8 +54,12 @@ pub fn tensor_byte_size(index: usize, info: &TensorInfo) -> Result<u64> {
         name: info.name.to_string(),
         message,
     };
-    let ty = GgmlType::from_id(info.ggml_type)
-        .ok_or_else(|| fail(format!("type {} has no known size", type_name(info.ggml_type))))?;
+    let ty = GgmlType::from_id(info.ggml_type).ok_or_else(|| {
+        fail(format!(
+            "type {} has no known size",
+            type_name(info.ggml_type)
+        ))
+    })?;
     ty.byte_size(&info.dimensions)
         .map_err(|e| fail(e.to_string()))
 }

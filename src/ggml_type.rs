@@ -224,7 +224,9 @@ impl GgmlType {
         if ne0 % block != 0 {
             return Err(SizeError::NotWholeBlocks { ne0, block });
         }
-        let mut size = (ne0 / block).checked_mul(bytes).ok_or(SizeError::Overflow)?;
+        let mut size = (ne0 / block)
+            .checked_mul(bytes)
+            .ok_or(SizeError::Overflow)?;
         for &ne in dims.iter().skip(1) {
             size = size.checked_mul(ne).ok_or(SizeError::Overflow)?;
         }
@@ -297,7 +299,10 @@ mod tests {
     fn table_matches_reference_row_by_row() {
         for &(id, name, block, bytes) in REFERENCE {
             let t = GgmlType::from_id(id).unwrap_or_else(|| panic!("id {id} missing"));
-            assert_eq!((t.name(), t.block_size(), t.type_size()), (name, block, bytes));
+            assert_eq!(
+                (t.name(), t.block_size(), t.type_size()),
+                (name, block, bytes)
+            );
             assert_eq!(name.to_uppercase().parse::<GgmlType>(), Ok(t));
         }
         assert_eq!(GgmlType::iter().count(), REFERENCE.len());

@@ -145,7 +145,11 @@ pub fn dump_text<B: AsRef<[u8]>>(file: &Gguf<B>) -> String {
     let _ = writeln!(out, "\nmetadata:");
     for kv in &header.metadata {
         let ty = match &kv.value {
-            Value::Array(a) => format!("array[{}; {}]", a.values.element_type().name(), a.values.len()),
+            Value::Array(a) => format!(
+                "array[{}; {}]",
+                a.values.element_type().name(),
+                a.values.len()
+            ),
             v => v.value_type().name().to_owned(),
         };
         let _ = writeln!(out, "  {} ({ty}) = {}", kv.key, value_text(&kv.value));

@@ -50,6 +50,6 @@ pub use file::{read_header, read_tensor_data, tensor_byte_size, Gguf, Tensor};
 pub use ggml_type::GgmlType;
 pub use ggufrw_schema as schema;
 pub use ggufrw_schema::{
-    Array, ArrayValues, ByteOrder, DecodeError, DecodeErrorKind, EncodeError, GgufString,
-    Header, KeyValue, Layout, Magic, TensorInfo, Value, ValueType, ALIGNMENT_KEY,
+    Array, ArrayValues, ByteOrder, DecodeError, DecodeErrorKind, EncodeError, GgufString, Header,
+    KeyValue, Layout, Magic, TensorInfo, Value, ValueType, ALIGNMENT_KEY,
 };

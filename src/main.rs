@@ -176,7 +176,10 @@ fn rewrite(input: &Path, output: &Path) -> ExitCode {
 fn run_conform(cases: u32, seed: u64) -> ExitCode {
     let started = Instant::now();
     let rows = conform::run(cases, seed);
-    println!("{:<8} {:<7} {:>8} {:>12} {:>9}", "version", "order", "cases", "bytes", "failures");
+    println!(
+        "{:<8} {:<7} {:>8} {:>12} {:>9}",
+        "version", "order", "cases", "bytes", "failures"
+    );
     let mut failed = false;
     for row in &rows {
         println!(
@@ -189,9 +192,16 @@ fn run_conform(cases: u32, seed: u64) -> ExitCode {
         );
         if let Some((why, bytes)) = &row.failure {
             failed = true;
-            let path = format!("conform-failure-v{}-{}.gguf", row.version, row.byte_order.name());
+            let path = format!(
+                "conform-failure-v{}-{}.gguf",
+                row.version,
+                row.byte_order.name()
+            );
             match std::fs::write(&path, bytes) {
-                Ok(()) => eprintln!("  smallest failing case ({} bytes) written to {path}: {why}", bytes.len()),
+                Ok(()) => eprintln!(
+                    "  smallest failing case ({} bytes) written to {path}: {why}",
+                    bytes.len()
+                ),
                 Err(e) => eprintln!("  failing case: {why} (could not write {path}: {e})"),
             }
         }
@@ -200,7 +210,11 @@ fn run_conform(cases: u32, seed: u64) -> ExitCode {
         "{} cases, seed {seed}, {:.1} s: {}",
         rows.iter().map(|r| r.cases).sum::<u64>(),
         started.elapsed().as_secs_f64(),
-        if failed { "FAILED" } else { "all round-trip byte-identical" }
+        if failed {
+            "FAILED"
+        } else {
+            "all round-trip byte-identical"
+        }
     );
     if failed {
         ExitCode::from(FAILED)

@@ -51,15 +51,33 @@ fn edgy<T: Arbitrary + Clone + Debug + 'static>(edges: &[T]) -> BoxedStrategy<T>
 }
 
 fn f32_bits() -> BoxedStrategy<f32> {
-    edgy(&[0u32, 0x8000_0000, 0x7fc0_0000, 0x7fc0_0001, 0xffff_ffff, 0x7f80_0001, 0x7f80_0000, 0xff80_0000, 1])
-        .prop_map(f32::from_bits)
-        .boxed()
+    edgy(&[
+        0u32,
+        0x8000_0000,
+        0x7fc0_0000,
+        0x7fc0_0001,
+        0xffff_ffff,
+        0x7f80_0001,
+        0x7f80_0000,
+        0xff80_0000,
+        1,
+    ])
+    .prop_map(f32::from_bits)
+    .boxed()
 }
 
 fn f64_bits() -> BoxedStrategy<f64> {
-    edgy(&[0u64, 1 << 63, 0x7ff8_0000_0000_0000, 0x7ff0_0000_0000_0001, u64::MAX, 0x7ff0_0000_0000_0000, 1])
-        .prop_map(f64::from_bits)
-        .boxed()
+    edgy(&[
+        0u64,
+        1 << 63,
+        0x7ff8_0000_0000_0000,
+        0x7ff0_0000_0000_0001,
+        u64::MAX,
+        0x7ff0_0000_0000_0000,
+        1,
+    ])
+    .prop_map(f64::from_bits)
+    .boxed()
 }
 
 /// Any UTF-8 text up to 12 characters, newlines and NULs included.
@@ -161,7 +179,12 @@ fn metadata(alignment: Option<u32>) -> BoxedStrategy<Vec<KeyValue>> {
 /// A tensor's type and a shape with whole blocks: 0 to 4 dimensions, small sizes, zeros
 /// included.
 fn tensor_shape() -> BoxedStrategy<(GgmlType, Vec<u64>)> {
-    (select(GgmlType::iter().collect::<Vec<_>>()), 0usize..=4, 0u64..=2, vec(0u64..=3, 3))
+    (
+        select(GgmlType::iter().collect::<Vec<_>>()),
+        0usize..=4,
+        0u64..=2,
+        vec(0u64..=3, 3),
+    )
         .prop_map(|(ty, n, blocks, rest)| {
             // A scalar is one element: not whole blocks for a quantized type.
             let n = if ty.block_size() > 1 { n.max(1) } else { n };
@@ -191,7 +214,10 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
 /// An arbitrary valid file of this version and byte order.
 pub fn file(version: u32, byte_order: ByteOrder) -> BoxedStrategy<Sample> {
     let tensors = vec((tensor_shape(), 0u64..=2), 0..5);
-    (alignment().prop_flat_map(|a| (Just(a), metadata(a))), tensors)
+    (
+        alignment().prop_flat_map(|a| (Just(a), metadata(a))),
+        tensors,
+    )
         .prop_flat_map(|((alignment, metadata), tensors)| {
             let n = tensors.len();
             (
@@ -206,7 +232,10 @@ pub fn file(version: u32, byte_order: ByteOrder) -> BoxedStrategy<Sample> {
         })
         .prop_map(
             move |((_, metadata, tensors), order, seed, trailing, pad_byte, cut, fugg)| {
-                assemble(version, byte_order, metadata, tensors, order, seed, trailing, pad_byte, cut, fugg)
+                assemble(
+                    version, byte_order, metadata, tensors, order, seed, trailing, pad_byte, cut,
+                    fugg,
+                )
             },
         )
         .boxed()
@@ -227,7 +256,11 @@ fn assemble(
     fugg: bool,
 ) -> Sample {
     let mut header = Header {
-        magic: if fugg && byte_order == ByteOrder::Big { Magic::Fugg } else { Magic::Gguf },
+        magic: if fugg && byte_order == ByteOrder::Big {
+            Magic::Fugg
+        } else {
+            Magic::Gguf
+        },
         byte_order,
         version,
         metadata,
@@ -264,7 +297,11 @@ fn assemble(
         // A file may end before its padding does.
         header.padding.truncate(cut.index(header.padding.len() + 1));
     }
-    Sample { header, data, extents }
+    Sample {
+        header,
+        data,
+        extents,
+    }
 }
 
 /// Any valid file of any version and byte order.

@@ -142,11 +142,29 @@ impl Validator {
     fn file(&mut self, header: &Header) {
         use Profile::*;
         if header.version == 1 {
-            self.report(&[Spec], Severity::Info, "version", 4, "version 1 is obsolete");
-            self.report(&[Ggml], Severity::Error, "version", 4, "ggml no longer reads version 1");
+            self.report(
+                &[Spec],
+                Severity::Info,
+                "version",
+                4,
+                "version 1 is obsolete",
+            );
+            self.report(
+                &[Ggml],
+                Severity::Error,
+                "version",
+                4,
+                "ggml no longer reads version 1",
+            );
         }
         if header.byte_order == ByteOrder::Big {
-            self.report(&[Ggml], Severity::Error, "version", 4, "ggml reads little-endian files only");
+            self.report(
+                &[Ggml],
+                Severity::Error,
+                "version",
+                4,
+                "ggml reads little-endian files only",
+            );
         }
         if header.magic == Magic::Fugg {
             let msg = "magic is spelled FUGG (byte-reversed)";
@@ -167,15 +185,39 @@ impl Validator {
                 self.report(&[Spec, Ggml], Severity::Error, &path, at, "key is empty");
             } else if let Some(first) = seen.insert(key, i) {
                 seen.insert(key, first);
-                self.report(&[Spec, Ggml], Severity::Error, &path, at, format!("duplicate key {key:?} (first at kv[{first}])"));
+                self.report(
+                    &[Spec, Ggml],
+                    Severity::Error,
+                    &path,
+                    at,
+                    format!("duplicate key {key:?} (first at kv[{first}])"),
+                );
             }
             if key.len() > SPEC_MAX_KEY {
-                self.report(&[Spec], Severity::Error, &path, at, format!("key is {} bytes, at most {SPEC_MAX_KEY}", key.len()));
+                self.report(
+                    &[Spec],
+                    Severity::Error,
+                    &path,
+                    at,
+                    format!("key is {} bytes, at most {SPEC_MAX_KEY}", key.len()),
+                );
             } else if !key.is_empty() && !is_conventional_key(key) {
-                self.report(&[Spec], Severity::Warning, &path, at, format!("key {key:?} is not lower-case snake_case parts separated by dots"));
+                self.report(
+                    &[Spec],
+                    Severity::Warning,
+                    &path,
+                    at,
+                    format!("key {key:?} is not lower-case snake_case parts separated by dots"),
+                );
             }
             if key.len() as u64 > GGML_MAX_STRING {
-                self.report(&[Ggml], Severity::Error, &path, at, "key is longer than ggml's 1 GiB limit");
+                self.report(
+                    &[Ggml],
+                    Severity::Error,
+                    &path,
+                    at,
+                    "key is longer than ggml's 1 GiB limit",
+                );
             }
             let value_at = at + width + key.len() as u64;
             let value_path = format!("kv[{i}].value");
@@ -183,10 +225,22 @@ impl Validator {
             if key == ALIGNMENT_KEY && seen.get(key) == Some(&i) {
                 if let Value::Uint32(a) = kv.value {
                     if a % 8 != 0 {
-                        self.report(&[Spec], Severity::Error, &value_path, value_at, format!("alignment {a} is not a multiple of 8"));
+                        self.report(
+                            &[Spec],
+                            Severity::Error,
+                            &value_path,
+                            value_at,
+                            format!("alignment {a} is not a multiple of 8"),
+                        );
                     }
                     if !a.is_power_of_two() {
-                        self.report(&[Ggml], Severity::Error, &value_path, value_at, format!("alignment {a} is not a power of two"));
+                        self.report(
+                            &[Ggml],
+                            Severity::Error,
+                            &value_path,
+                            value_at,
+                            format!("alignment {a} is not a power of two"),
+                        );
                     }
                 }
             }
@@ -198,16 +252,43 @@ impl Validator {
         let too_long = |s: &str| s.len() as u64 > GGML_MAX_STRING;
         match value {
             Value::String(s) if too_long(s) => {
-                self.report(&[Profile::Ggml], Severity::Error, path, at, "string is longer than ggml's 1 GiB limit");
+                self.report(
+                    &[Profile::Ggml],
+                    Severity::Error,
+                    path,
+                    at,
+                    "string is longer than ggml's 1 GiB limit",
+                );
             }
             Value::Array(a) => {
                 if a.values.len() as u64 > GGML_MAX_ARRAY {
-                    self.report(&[Profile::Ggml], Severity::Error, path, at, format!("array of {} elements, ggml reads at most 2^30", a.values.len()));
+                    self.report(
+                        &[Profile::Ggml],
+                        Severity::Error,
+                        path,
+                        at,
+                        format!(
+                            "array of {} elements, ggml reads at most 2^30",
+                            a.values.len()
+                        ),
+                    );
                 }
                 match &a.values {
-                    ArrayValues::Array(_) => self.report(&[Profile::Ggml], Severity::Error, path, at, "nested arrays: ggml rejects them"),
+                    ArrayValues::Array(_) => self.report(
+                        &[Profile::Ggml],
+                        Severity::Error,
+                        path,
+                        at,
+                        "nested arrays: ggml rejects them",
+                    ),
                     ArrayValues::String(v) if v.iter().any(|s| too_long(s)) => {
-                        self.report(&[Profile::Ggml], Severity::Error, path, at, "array holds a string longer than ggml's 1 GiB limit");
+                        self.report(
+                            &[Profile::Ggml],
+                            Severity::Error,
+                            path,
+                            at,
+                            "array holds a string longer than ggml's 1 GiB limit",
+                        );
                     }
                     _ => {}
                 }
@@ -232,19 +313,56 @@ impl Validator {
             let path = |field: &str| format!("tensor[{i}].{field}");
             if let Some(first) = names.insert(name, i) {
                 names.insert(name, first);
-                self.report(&[Spec, Ggml], Severity::Error, path("name"), at, format!("duplicate tensor name {name:?} (first at tensor[{first}])"));
+                self.report(
+                    &[Spec, Ggml],
+                    Severity::Error,
+                    path("name"),
+                    at,
+                    format!("duplicate tensor name {name:?} (first at tensor[{first}])"),
+                );
             }
             if name.len() > SPEC_MAX_NAME {
-                self.report(&[Spec], Severity::Error, path("name"), at, format!("name is {} bytes, the spec allows {SPEC_MAX_NAME}", name.len()));
+                self.report(
+                    &[Spec],
+                    Severity::Error,
+                    path("name"),
+                    at,
+                    format!(
+                        "name is {} bytes, the spec allows {SPEC_MAX_NAME}",
+                        name.len()
+                    ),
+                );
             }
             if name.len() > GGML_MAX_NAME {
-                self.report(&[Ggml], Severity::Error, path("name"), at, format!("name is {} bytes, ggml allows {GGML_MAX_NAME}", name.len()));
+                self.report(
+                    &[Ggml],
+                    Severity::Error,
+                    path("name"),
+                    at,
+                    format!("name is {} bytes, ggml allows {GGML_MAX_NAME}", name.len()),
+                );
             }
             if let Some(d) = info.dimensions.iter().position(|&ne| ne > i64::MAX as u64) {
-                self.report(&[Spec, Ggml], Severity::Error, path("dimensions"), dims_at, format!("ne[{d}] = {} does not fit int64", info.dimensions[d]));
+                self.report(
+                    &[Spec, Ggml],
+                    Severity::Error,
+                    path("dimensions"),
+                    dims_at,
+                    format!("ne[{d}] = {} does not fit int64", info.dimensions[d]),
+                );
             }
             let size = if GgmlType::from_id(info.ggml_type).is_none() {
-                self.report(&[Spec, Ggml], Severity::Error, path("type"), type_at, format!("type id {} is {}", info.ggml_type, type_name(info.ggml_type).replace(':', " ")));
+                self.report(
+                    &[Spec, Ggml],
+                    Severity::Error,
+                    path("type"),
+                    type_at,
+                    format!(
+                        "type id {} is {}",
+                        info.ggml_type,
+                        type_name(info.ggml_type).replace(':', " ")
+                    ),
+                );
                 None
             } else {
                 match tensor_byte_size(i, info) {
@@ -254,13 +372,28 @@ impl Validator {
                             crate::Error::Tensor { message, .. } => message,
                             other => other.to_string(),
                         };
-                        self.report(&[Spec, Ggml], Severity::Error, path("dimensions"), dims_at, msg);
+                        self.report(
+                            &[Spec, Ggml],
+                            Severity::Error,
+                            path("dimensions"),
+                            dims_at,
+                            msg,
+                        );
                         None
                     }
                 }
             };
             if info.offset % alignment != 0 {
-                self.report(&[Spec, Ggml], Severity::Error, path("offset"), offset_at, format!("offset {} is not a multiple of the alignment {alignment}", info.offset));
+                self.report(
+                    &[Spec, Ggml],
+                    Severity::Error,
+                    path("offset"),
+                    offset_at,
+                    format!(
+                        "offset {} is not a multiple of the alignment {alignment}",
+                        info.offset
+                    ),
+                );
             }
             if let Some(size) = size {
                 match info.offset.checked_add(size).filter(|&end| end <= data_len) {
@@ -274,7 +407,9 @@ impl Validator {
                     expected_offset = None;
                 }
                 (Some(expected), Some(size)) => {
-                    expected_offset = expected.checked_add(size).and_then(|e| e.checked_next_multiple_of(alignment));
+                    expected_offset = expected
+                        .checked_add(size)
+                        .and_then(|e| e.checked_next_multiple_of(alignment));
                 }
                 _ => expected_offset = None,
             }
@@ -284,8 +419,15 @@ impl Validator {
         let mut last_index = None;
         for &(start, end, i) in &extents {
             if let Some(prev) = last_index.filter(|_| start < last_end && end > start) {
-                let offset_at = header.tensor_infos[i].field_offsets(layout.tensor_info_offsets[i], ctx)[2];
-                self.report(&[Spec, Ggml], Severity::Error, format!("tensor[{i}].offset"), offset_at, format!("data overlaps tensor[{prev}]"));
+                let offset_at =
+                    header.tensor_infos[i].field_offsets(layout.tensor_info_offsets[i], ctx)[2];
+                self.report(
+                    &[Spec, Ggml],
+                    Severity::Error,
+                    format!("tensor[{i}].offset"),
+                    offset_at,
+                    format!("data overlaps tensor[{prev}]"),
+                );
             }
             if end > last_end || last_index.is_none() {
                 last_end = last_end.max(end);
@@ -293,11 +435,27 @@ impl Validator {
             }
         }
         if header.padding.iter().any(|&b| b != 0) {
-            self.report(&[Spec], Severity::Warning, "padding", layout.tensor_infos_end, "padding bytes are not zero");
+            self.report(
+                &[Spec],
+                Severity::Warning,
+                "padding",
+                layout.tensor_infos_end,
+                "padding bytes are not zero",
+            );
         }
-        let used = extents.iter().map(|&(_, end, _)| end.next_multiple_of(alignment)).max().unwrap_or(0);
+        let used = extents
+            .iter()
+            .map(|&(_, end, _)| end.next_multiple_of(alignment))
+            .max()
+            .unwrap_or(0);
         if extents.len() == header.tensor_infos.len() && data_len > used {
-            self.report(&[Spec], Severity::Info, "data", layout.data_offset + used, format!("{} bytes after the last tensor's data", data_len - used));
+            self.report(
+                &[Spec],
+                Severity::Info,
+                "data",
+                layout.data_offset + used,
+                format!("{} bytes after the last tensor's data", data_len - used),
+            );
         }
     }
 }

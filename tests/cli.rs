@@ -30,7 +30,11 @@ fn dump_json_has_the_documented_shape() {
     r.counts(1, 3);
     r.kv(0, "big", ty::UINT64).u64(u64::MAX);
     r.kv(1, "neg", ty::INT64).u64(i64::MIN as u64);
-    r.kv(2, "list", ty::ARRAY).u32(ty::FLOAT32).word(2).f32(0.5).u32(0x7fc0_0000);
+    r.kv(2, "list", ty::ARRAY)
+        .u32(ty::FLOAT32)
+        .word(2)
+        .f32(0.5)
+        .u32(0x7fc0_0000);
     r.tensor(0, "w", &[256, 2], 12, 0);
     r.pad(32);
     r.raw(&[0; 288]);
@@ -53,7 +57,9 @@ fn dump_text_abbreviates_long_arrays() {
     let dir = tempfile::tempdir().unwrap();
     let mut r = Raw::new(3, false);
     r.counts(0, 1);
-    r.kv(0, "tokenizer.ggml.token_type", ty::ARRAY).u32(ty::INT32).word(100);
+    r.kv(0, "tokenizer.ggml.token_type", ty::ARRAY)
+        .u32(ty::INT32)
+        .word(100);
     for i in 0..100 {
         r.u32(i);
     }
@@ -62,7 +68,9 @@ fn dump_text_abbreviates_long_arrays() {
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("tokenizer.ggml.token_type (array[int32; 100]) = [0, 1, 2, 3, 4, 5, 6, 7, … 92 more]"),
+        text.contains(
+            "tokenizer.ggml.token_type (array[int32; 100]) = [0, 1, 2, 3, 4, 5, 6, 7, … 92 more]"
+        ),
         "{text}"
     );
 }
@@ -83,7 +91,10 @@ fn check_exit_codes_and_line_format() {
     let out = ggufrw(&["check", "--profile", "ggml", s(&v1)]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.starts_with(&format!("{}: version @ 0x4: error: ", s(&v1))), "{text}");
+    assert!(
+        text.starts_with(&format!("{}: version @ 0x4: error: ", s(&v1))),
+        "{text}"
+    );
 
     let out = ggufrw(&["check", s(&good), s(&cut)]);
     assert_eq!(out.status.code(), Some(1));
@@ -101,7 +112,12 @@ fn check_exit_codes_and_line_format() {
 
     let missing = dir.path().join("missing.gguf");
     assert_eq!(ggufrw(&["check", s(&missing)]).status.code(), Some(2));
-    assert_eq!(ggufrw(&["check", "--profile", "nope", s(&good)]).status.code(), Some(2));
+    assert_eq!(
+        ggufrw(&["check", "--profile", "nope", s(&good)])
+            .status
+            .code(),
+        Some(2)
+    );
     assert_eq!(ggufrw(&["check"]).status.code(), Some(2));
 }
 
@@ -113,19 +129,36 @@ fn rewrite_is_byte_identical_and_atomic() {
     let input = write(dir.path(), "in.gguf", &r.done());
     let output = dir.path().join("out.gguf");
     let out = ggufrw(&["rewrite", s(&input), s(&output)]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(std::fs::read(&output).unwrap(), std::fs::read(&input).unwrap());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&output).unwrap(),
+        std::fs::read(&input).unwrap()
+    );
 
     // A file that does not decode: exit 1, no output at all.
     let bad = write(dir.path(), "bad.gguf", b"GGUF\x09\0\0\0");
     let target = dir.path().join("never.gguf");
-    assert_eq!(ggufrw(&["rewrite", s(&bad), s(&target)]).status.code(), Some(1));
+    assert_eq!(
+        ggufrw(&["rewrite", s(&bad), s(&target)]).status.code(),
+        Some(1)
+    );
     assert!(!target.exists());
 
     // An output directory that does not exist: exit 2, nothing left behind.
     let nowhere = dir.path().join("no/such/dir/out.gguf");
-    assert_eq!(ggufrw(&["rewrite", s(&input), s(&nowhere)]).status.code(), Some(2));
-    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(
+        ggufrw(&["rewrite", s(&input), s(&nowhere)]).status.code(),
+        Some(2)
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names.len(), 3, "{names:?}");
 }
 
@@ -134,7 +167,13 @@ fn conform_prints_a_row_per_version_and_byte_order() {
     let out = ggufrw(&["conform", "--cases", "50", "--seed", "3"]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    for row in ["1        little", "2        little", "2        big", "3        little", "3        big"] {
+    for row in [
+        "1        little",
+        "2        little",
+        "2        big",
+        "3        little",
+        "3        big",
+    ] {
         assert!(text.contains(row), "{text}");
     }
     assert!(text.contains("50 cases, seed 3"), "{text}");

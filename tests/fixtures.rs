@@ -9,7 +9,11 @@ use ggufrw::{ArrayValues, ByteOrder, GgmlType, Gguf, Magic, Value};
 /// Decodes, checks the round trip, and hands the file over for value checks.
 fn decode(bytes: &[u8]) -> Gguf<&[u8]> {
     let file = Gguf::from_bytes(bytes).unwrap_or_else(|e| panic!("fixture must decode: {e}"));
-    assert_eq!(file.to_bytes().unwrap(), bytes, "re-encoding must give the same bytes");
+    assert_eq!(
+        file.to_bytes().unwrap(),
+        bytes,
+        "re-encoding must give the same bytes"
+    );
     file
 }
 
@@ -18,10 +22,17 @@ fn check_small(version: u32, big: bool) {
     let file = decode(&bytes);
     let h = file.header();
     assert_eq!(h.version, version);
-    let order = if big { ByteOrder::Big } else { ByteOrder::Little };
+    let order = if big {
+        ByteOrder::Big
+    } else {
+        ByteOrder::Little
+    };
     assert_eq!(h.byte_order, order);
     assert_eq!(h.magic, Magic::Gguf);
-    assert_eq!(file.get("general.architecture"), Some(&Value::from("llama")));
+    assert_eq!(
+        file.get("general.architecture"),
+        Some(&Value::from("llama"))
+    );
     assert_eq!(file.get("general.alignment"), Some(&Value::Uint32(32)));
     match file.get("tokenizer.ggml.scores") {
         Some(Value::Array(a)) => assert_eq!(a.values, ArrayValues::Float32(vec![0.5, -1.0])),
@@ -98,7 +109,10 @@ fn zero_tensors_with_and_without_padding() {
         assert_eq!(file.tensors().len(), 0);
         let infos_end = 24 + (8 + 12) + 4 + (8 + 1);
         assert_eq!(file.layout().tensor_infos_end, infos_end as u64);
-        assert_eq!(file.header().padding.len(), if padded { 64 - infos_end } else { 0 });
+        assert_eq!(
+            file.header().padding.len(),
+            if padded { 64 - infos_end } else { 0 }
+        );
     }
 }
 
@@ -128,7 +142,11 @@ fn every_value_type() {
         r.kv(11, "f64", ty::FLOAT64).f64(-0.0);
         r.kv(12, "empty", ty::STRING).string("");
         r.kv(13, "arr.empty", ty::ARRAY).u32(ty::UINT8).word(0);
-        r.kv(14, "arr.str", ty::ARRAY).u32(ty::STRING).word(2).string("a").string("");
+        r.kv(14, "arr.str", ty::ARRAY)
+            .u32(ty::STRING)
+            .word(2)
+            .string("a")
+            .string("");
         r.kv(15, "arr.nested", ty::ARRAY).u32(ty::ARRAY).word(2);
         r.u32(ty::BOOL).word(1).u8(0);
         r.u32(ty::INT16).word(0);
@@ -160,7 +178,9 @@ fn every_value_type() {
             other => panic!("{other:?}"),
         }
         match get("arr.str") {
-            Value::Array(a) => assert_eq!(a.values, ArrayValues::String(vec!["a".into(), "".into()])),
+            Value::Array(a) => {
+                assert_eq!(a.values, ArrayValues::String(vec!["a".into(), "".into()]))
+            }
             other => panic!("{other:?}"),
         }
         match get("arr.nested") {
@@ -193,7 +213,10 @@ fn quantized_tensor_with_padding() {
     let file = decode(&bytes);
     assert_eq!(file.layout().data_offset as usize, data_start);
     let t = file.tensor("blk.0.attn_q.weight").unwrap();
-    assert_eq!((t.ggml_type, t.byte_size().unwrap()), (Some(GgmlType::Q4_K), 576));
+    assert_eq!(
+        (t.ggml_type, t.byte_size().unwrap()),
+        (Some(GgmlType::Q4_K), 576)
+    );
     assert_eq!(file.tensor_data(0).unwrap(), &q4k[..]);
     assert_eq!(file.tensor_data(1).unwrap(), &[0x5a; 34]);
     assert!(ggufrw::validate::validate(&file, ggufrw::validate::Profile::Ggml).is_empty());

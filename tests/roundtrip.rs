@@ -78,7 +78,10 @@ fn break_sample(sample: &mut Sample, how: &Breakage) {
         Breakage::WideDimensionInV1(d) => {
             h.version = 1;
             h.byte_order = ByteOrder::Little;
-            h.tensor_infos.push(ggufrw::TensorInfo { dimensions: vec![1, d], ..dummy() });
+            h.tensor_infos.push(ggufrw::TensorInfo {
+                dimensions: vec![1, d],
+                ..dummy()
+            });
         }
         Breakage::ZeroAlignment => set_alignment(sample, Value::Uint32(0)),
         Breakage::AlignmentNotUint32 => set_alignment(sample, Value::Uint64(32)),
@@ -86,10 +89,13 @@ fn break_sample(sample: &mut Sample, how: &Breakage) {
             h.version = v;
             h.byte_order = o;
         }
-        Breakage::TooManyDimensions => {
-            h.tensor_infos.push(ggufrw::TensorInfo { dimensions: vec![1; 5], ..dummy() })
-        }
-        Breakage::TooDeep => h.metadata.push(KeyValue::new("deep", nested_array(MAX_ARRAY_DEPTH + 1))),
+        Breakage::TooManyDimensions => h.tensor_infos.push(ggufrw::TensorInfo {
+            dimensions: vec![1; 5],
+            ..dummy()
+        }),
+        Breakage::TooDeep => h
+            .metadata
+            .push(KeyValue::new("deep", nested_array(MAX_ARRAY_DEPTH + 1))),
         Breakage::WrongPadding(extra) => {
             h.padding.extend(std::iter::repeat_n(0, extra));
             sample.data.push(0);

@@ -132,18 +132,22 @@ impl Word {
 
     /// The word for `value` in this context's width; an error when version 1 cannot hold it.
     pub fn narrow<N: TryInto<u64>>(value: N, ctx: Ctx) -> Result<Word, EncodeError> {
-        let value: u64 = value.try_into().map_err(|_| EncodeError::TooLargeForVersion {
-            value: u64::MAX,
-            version: ctx.version,
-        })?;
+        let value: u64 = value
+            .try_into()
+            .map_err(|_| EncodeError::TooLargeForVersion {
+                value: u64::MAX,
+                version: ctx.version,
+            })?;
         match ctx.width() {
             Width::W64 => Ok(Word::W64(value)),
-            Width::W32 => u32::try_from(value)
-                .map(Word::W32)
-                .map_err(|_| EncodeError::TooLargeForVersion {
-                    value,
-                    version: ctx.version,
-                }),
+            Width::W32 => {
+                u32::try_from(value)
+                    .map(Word::W32)
+                    .map_err(|_| EncodeError::TooLargeForVersion {
+                        value,
+                        version: ctx.version,
+                    })
+            }
         }
     }
 }

@@ -1,7 +1,9 @@
 //! The file header: magic, version, counts, metadata, tensor infos, padding.
 
 use crate::ctx::{read_count, ByteOrder, Ctx, Word};
-use crate::error::{custom, to_decode_error, to_encode_error, DecodeError, DecodeErrorKind, EncodeError};
+use crate::error::{
+    custom, to_decode_error, to_encode_error, DecodeError, DecodeErrorKind, EncodeError,
+};
 use crate::io::{Counter, Tracked};
 use crate::string::GgufString;
 use crate::tensor::TensorInfo;
@@ -317,13 +319,21 @@ pub fn detect(first: &[u8]) -> Result<(Magic, ByteOrder, u32), DecodeError> {
         path: path.into(),
         offset,
     };
-    let magic_bytes: [u8; 4] = first.get(..4).ok_or_else(|| eof(0, "magic"))?.try_into().unwrap_or_default();
+    let magic_bytes: [u8; 4] = first
+        .get(..4)
+        .ok_or_else(|| eof(0, "magic"))?
+        .try_into()
+        .unwrap_or_default();
     let magic = Magic::from_bytes(magic_bytes).ok_or_else(|| DecodeError {
         kind: DecodeErrorKind::BadMagic(magic_bytes),
         path: "magic".into(),
         offset: 0,
     })?;
-    let version_bytes: [u8; 4] = first.get(4..8).ok_or_else(|| eof(4, "version"))?.try_into().unwrap_or_default();
+    let version_bytes: [u8; 4] = first
+        .get(4..8)
+        .ok_or_else(|| eof(4, "version"))?
+        .try_into()
+        .unwrap_or_default();
     let little = u32::from_le_bytes(version_bytes);
     let big = u32::from_be_bytes(version_bytes);
     if (1..=3).contains(&little) {
@@ -350,7 +360,11 @@ pub fn decode_header<R: Read + Seek>(reader: &mut R) -> Result<Header, DecodeErr
     let end = reader.seek(SeekFrom::End(0)).map_err(io_error)?;
     reader.seek(SeekFrom::Start(0)).map_err(io_error)?;
     let mut first = Vec::with_capacity(8);
-    reader.by_ref().take(8).read_to_end(&mut first).map_err(io_error)?;
+    reader
+        .by_ref()
+        .take(8)
+        .read_to_end(&mut first)
+        .map_err(io_error)?;
     let (_, byte_order, version) = detect(&first)?;
     reader.seek(SeekFrom::Start(0)).map_err(io_error)?;
     let mut tracked = Tracked::new(reader).map_err(io_error)?;

@@ -79,7 +79,10 @@ impl Seek for Counter {
     fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
         match to {
             SeekFrom::Current(0) => Ok(self.0),
-            _ => Err(io::Error::new(io::ErrorKind::Unsupported, "counter cannot seek")),
+            _ => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "counter cannot seek",
+            )),
         }
     }
 }

@@ -15,7 +15,12 @@ pub struct Raw {
 impl Raw {
     /// A file that starts with `GGUF` and `version`.
     pub fn new(version: u32, big: bool) -> Raw {
-        let mut r = Raw { bytes: Vec::new(), big, v1: version == 1, fields: Vec::new() };
+        let mut r = Raw {
+            bytes: Vec::new(),
+            big,
+            v1: version == 1,
+            fields: Vec::new(),
+        };
         r.mark("magic").raw(b"GGUF");
         r.mark("version").u32(version);
         r
@@ -86,9 +91,17 @@ impl Raw {
     }
 
     /// A whole tensor info.
-    pub fn tensor(&mut self, i: usize, name: &str, dims: &[u64], ty: u32, offset: u64) -> &mut Self {
+    pub fn tensor(
+        &mut self,
+        i: usize,
+        name: &str,
+        dims: &[u64],
+        ty: u32,
+        offset: u64,
+    ) -> &mut Self {
         self.mark(&format!("tensor[{i}].name")).string(name);
-        self.mark(&format!("tensor[{i}].n_dimensions")).u32(dims.len() as u32);
+        self.mark(&format!("tensor[{i}].n_dimensions"))
+            .u32(dims.len() as u32);
         self.mark(&format!("tensor[{i}].dimensions"));
         for &d in dims {
             self.word(d);
