@@ -2,7 +2,8 @@
 //!
 //! JSON: integers are exact (u64 and i64 too); floats are numbers (an f32 printed as the f64
 //! it widens to, exactly), except NaN and the infinities, which are the strings `"nan"`,
-//! `"inf"` and `"-inf"`.
+//! `"inf"` and `"-inf"`. An array inside an array is an object
+//! `{"element_type": …, "value": […]}`.
 
 use crate::file::Gguf;
 use crate::ggml_type::type_name;
@@ -40,7 +41,8 @@ pub fn value_json(value: &Value) -> Json {
     }
 }
 
-/// An array's elements as a JSON list; nested arrays as nested lists.
+/// An array's elements as a JSON list; each nested array as an object with its own
+/// `element_type` and `value`, so that no type is lost.
 fn array_json(values: &ArrayValues) -> Json {
     fn list<T>(v: &[T], f: impl Fn(&T) -> Json) -> Json {
         Json::Array(v.iter().map(f).collect())
@@ -58,7 +60,10 @@ fn array_json(values: &ArrayValues) -> Json {
         ArrayValues::Uint64(v) => list(v, |x| json!(x)),
         ArrayValues::Int64(v) => list(v, |x| json!(x)),
         ArrayValues::Float64(v) => list(v, |x| float(*x)),
-        ArrayValues::Array(v) => list(v, |a| array_json(&a.values)),
+        ArrayValues::Array(v) => list(
+            v,
+            |a| json!({"element_type": a.values.element_type().name(), "value": array_json(&a.values)}),
+        ),
     }
 }
 

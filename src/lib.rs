@@ -53,3 +53,8 @@ pub use ggufrw_schema::{
     Array, ArrayValues, ByteOrder, DecodeError, DecodeErrorKind, EncodeError, GgufString, Header,
     KeyValue, Layout, Magic, TensorInfo, Value, ValueType, ALIGNMENT_KEY,
 };
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

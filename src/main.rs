@@ -49,7 +49,7 @@ enum Command {
     /// Generate valid files of every version and byte order and check that each round-trips.
     Conform {
         /// Cases in all, spread over the version × byte order combinations.
-        #[arg(long, default_value_t = 2000)]
+        #[arg(long, default_value_t = 50_000)]
         cases: u32,
         /// Seed for the generator (the same seed generates the same files).
         #[arg(long, default_value_t = 0)]

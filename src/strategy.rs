@@ -45,6 +45,35 @@ impl Sample {
     }
 }
 
+/// What to generate: the peer harness narrows it to what another implementation can express.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Format version.
+    pub version: u32,
+    /// Byte order.
+    pub byte_order: ByteOrder,
+    /// Whether arrays may be empty (gguf-py's writer refuses them).
+    pub empty_arrays: bool,
+    /// Tensor types to draw from.
+    pub tensor_types: Vec<GgmlType>,
+    /// ggml's layout (contiguous, in declaration order, zero padding, nothing after) instead of
+    /// gaps, shuffled order, arbitrary padding bytes and trailing bytes.
+    pub ggml_layout: bool,
+}
+
+impl Options {
+    /// Everything the format allows, in this version and byte order.
+    pub fn all(version: u32, byte_order: ByteOrder) -> Options {
+        Options {
+            version,
+            byte_order,
+            empty_arrays: true,
+            tensor_types: GgmlType::iter().collect(),
+            ggml_layout: false,
+        }
+    }
+}
+
 /// Mostly any value, often one of the `edges`.
 fn edgy<T: Arbitrary + Clone + Debug + 'static>(edges: &[T]) -> BoxedStrategy<T> {
     prop_oneof![1 => select(edges.to_vec()), 3 => any::<T>()].boxed()
@@ -103,25 +132,26 @@ fn scalar() -> BoxedStrategy<Value> {
     .boxed()
 }
 
-/// Arrays of every element type, empty ones included, nested a few levels.
-fn array_values() -> BoxedStrategy<ArrayValues> {
-    const N: Range<usize> = 0..5;
+/// Arrays of every element type, nested a few levels, empty ones unless `empty` is false.
+fn array_values(empty: bool) -> BoxedStrategy<ArrayValues> {
+    let n: Range<usize> = if empty { 0..5 } else { 1..5 };
+    let nested = n.start..4;
     let leaf = prop_oneof![
-        vec(any::<u8>(), N).prop_map(ArrayValues::Uint8),
-        vec(any::<i8>(), N).prop_map(ArrayValues::Int8),
-        vec(any::<u16>(), N).prop_map(ArrayValues::Uint16),
-        vec(any::<i16>(), N).prop_map(ArrayValues::Int16),
-        vec(any::<u32>(), N).prop_map(ArrayValues::Uint32),
-        vec(any::<i32>(), N).prop_map(ArrayValues::Int32),
-        vec(f32_bits(), N).prop_map(ArrayValues::Float32),
-        vec(any::<bool>(), N).prop_map(ArrayValues::Bool),
-        vec(text().prop_map(GgufString::from), N).prop_map(ArrayValues::String),
-        vec(any::<u64>(), N).prop_map(ArrayValues::Uint64),
-        vec(any::<i64>(), N).prop_map(ArrayValues::Int64),
-        vec(f64_bits(), N).prop_map(ArrayValues::Float64),
+        vec(any::<u8>(), n.clone()).prop_map(ArrayValues::Uint8),
+        vec(any::<i8>(), n.clone()).prop_map(ArrayValues::Int8),
+        vec(any::<u16>(), n.clone()).prop_map(ArrayValues::Uint16),
+        vec(any::<i16>(), n.clone()).prop_map(ArrayValues::Int16),
+        vec(any::<u32>(), n.clone()).prop_map(ArrayValues::Uint32),
+        vec(any::<i32>(), n.clone()).prop_map(ArrayValues::Int32),
+        vec(f32_bits(), n.clone()).prop_map(ArrayValues::Float32),
+        vec(any::<bool>(), n.clone()).prop_map(ArrayValues::Bool),
+        vec(text().prop_map(GgufString::from), n.clone()).prop_map(ArrayValues::String),
+        vec(any::<u64>(), n.clone()).prop_map(ArrayValues::Uint64),
+        vec(any::<i64>(), n.clone()).prop_map(ArrayValues::Int64),
+        vec(f64_bits(), n.clone()).prop_map(ArrayValues::Float64),
     ];
-    leaf.prop_recursive(3, 16, 4, |inner| {
-        vec(inner.prop_map(Array::new), 0..4).prop_map(ArrayValues::Array)
+    leaf.prop_recursive(3, 16, 4, move |inner| {
+        vec(inner.prop_map(Array::new), nested.clone()).prop_map(ArrayValues::Array)
     })
     .boxed()
 }
@@ -136,11 +166,11 @@ pub fn nested_array(depth: u8) -> Value {
     Value::Array(Array::new(values))
 }
 
-/// Any metadata value.
-pub fn value() -> BoxedStrategy<Value> {
+/// Any metadata value (arrays non-empty unless `empty_arrays`).
+pub fn value(empty_arrays: bool) -> BoxedStrategy<Value> {
     prop_oneof![
         6 => scalar(),
-        3 => array_values().prop_map(|v| Value::Array(Array::new(v))),
+        3 => array_values(empty_arrays).prop_map(|v| Value::Array(Array::new(v))),
         1 => (1..=MAX_ARRAY_DEPTH).prop_map(nested_array),
     ]
     .boxed()
@@ -160,8 +190,11 @@ fn alignment() -> BoxedStrategy<Option<u32>> {
 }
 
 /// Metadata with unique keys, `general.alignment` somewhere in it when `alignment` is set.
-fn metadata(alignment: Option<u32>) -> BoxedStrategy<Vec<KeyValue>> {
-    (vec((key(), value()), 0..7), any::<prop::sample::Index>())
+fn metadata(alignment: Option<u32>, empty_arrays: bool) -> BoxedStrategy<Vec<KeyValue>> {
+    (
+        vec((key(), value(empty_arrays)), 0..7),
+        any::<prop::sample::Index>(),
+    )
         .prop_map(move |(pairs, at)| {
             let mut seen = std::collections::HashSet::new();
             let mut kvs: Vec<KeyValue> = (pairs.into_iter())
@@ -178,13 +211,8 @@ fn metadata(alignment: Option<u32>) -> BoxedStrategy<Vec<KeyValue>> {
 
 /// A tensor's type and a shape with whole blocks: 0 to 4 dimensions, small sizes, zeros
 /// included.
-fn tensor_shape() -> BoxedStrategy<(GgmlType, Vec<u64>)> {
-    (
-        select(GgmlType::iter().collect::<Vec<_>>()),
-        0usize..=4,
-        0u64..=2,
-        vec(0u64..=3, 3),
-    )
+fn tensor_shape(types: Vec<GgmlType>) -> BoxedStrategy<(GgmlType, Vec<u64>)> {
+    (select(types), 0usize..=4, 0u64..=2, vec(0u64..=3, 3))
         .prop_map(|(ty, n, blocks, rest)| {
             // A scalar is one element: not whole blocks for a quantized type.
             let n = if ty.block_size() > 1 { n.max(1) } else { n };
@@ -213,9 +241,21 @@ fn pattern(seed: u64, len: usize) -> Vec<u8> {
 
 /// An arbitrary valid file of this version and byte order.
 pub fn file(version: u32, byte_order: ByteOrder) -> BoxedStrategy<Sample> {
-    let tensors = vec((tensor_shape(), 0u64..=2), 0..5);
+    file_with(Options::all(version, byte_order))
+}
+
+/// An arbitrary valid file within `options`.
+pub fn file_with(options: Options) -> BoxedStrategy<Sample> {
+    let Options {
+        version,
+        byte_order,
+        empty_arrays,
+        tensor_types,
+        ggml_layout,
+    } = options;
+    let tensors = vec((tensor_shape(tensor_types), 0u64..=2), 0..5);
     (
-        alignment().prop_flat_map(|a| (Just(a), metadata(a))),
+        alignment().prop_flat_map(move |a| (Just(a), metadata(a, empty_arrays))),
         tensors,
     )
         .prop_flat_map(|((alignment, metadata), tensors)| {
@@ -232,10 +272,27 @@ pub fn file(version: u32, byte_order: ByteOrder) -> BoxedStrategy<Sample> {
         })
         .prop_map(
             move |((_, metadata, tensors), order, seed, trailing, pad_byte, cut, fugg)| {
-                assemble(
-                    version, byte_order, metadata, tensors, order, seed, trailing, pad_byte, cut,
-                    fugg,
-                )
+                if ggml_layout {
+                    let n = tensors.len();
+                    let tensors = tensors.into_iter().map(|(shape, _)| (shape, 0)).collect();
+                    let order = (0..n).collect();
+                    assemble(
+                        version, byte_order, metadata, tensors, order, seed, 0, None, None, false,
+                    )
+                } else {
+                    assemble(
+                        version,
+                        byte_order,
+                        metadata,
+                        tensors,
+                        order,
+                        seed,
+                        trailing,
+                        pad_byte,
+                        Some(cut),
+                        fugg,
+                    )
+                }
             },
         )
         .boxed()
@@ -252,7 +309,7 @@ fn assemble(
     seed: u64,
     trailing: usize,
     pad_byte: Option<u8>,
-    cut: prop::sample::Index,
+    cut: Option<prop::sample::Index>,
     fugg: bool,
 ) -> Sample {
     let mut header = Header {
@@ -293,7 +350,7 @@ fn assemble(
     if let Some(b) = pad_byte {
         header.padding.fill(b);
     }
-    if data.is_empty() {
+    if let Some(cut) = cut.filter(|_| data.is_empty()) {
         // A file may end before its padding does.
         header.padding.truncate(cut.index(header.padding.len() + 1));
     }
