@@ -8,7 +8,7 @@
 use crate::file::Gguf;
 use crate::ggml_type::type_name;
 use crate::tensor_byte_size;
-use ggufrw_schema::{ArrayValues, Value};
+use ggufrw_schema::{ArrayValues, KeyValue, TensorInfo, Value};
 use serde_json::{json, Value as Json};
 use std::fmt::Write as _;
 
@@ -67,10 +67,9 @@ fn array_json(values: &ArrayValues) -> Json {
     }
 }
 
-/// The whole header as one JSON object.
-pub fn dump_json<B: AsRef<[u8]>>(file: &Gguf<B>) -> Json {
-    let header = file.header();
-    let metadata: Vec<Json> = (header.metadata.iter())
+/// Metadata pairs as the list `dump --json` prints.
+pub fn metadata_json(metadata: &[KeyValue]) -> Json {
+    (metadata.iter())
         .map(|kv| {
             let mut entry = json!({
                 "key": kv.key.as_str(),
@@ -82,8 +81,12 @@ pub fn dump_json<B: AsRef<[u8]>>(file: &Gguf<B>) -> Json {
             }
             entry
         })
-        .collect();
-    let tensors: Vec<Json> = (header.tensor_infos.iter().enumerate())
+        .collect()
+}
+
+/// Tensor infos as the list `dump --json` prints.
+pub fn tensors_json(tensor_infos: &[TensorInfo]) -> Json {
+    (tensor_infos.iter().enumerate())
         .map(|(i, t)| {
             json!({
                 "name": t.name.as_str(),
@@ -93,14 +96,19 @@ pub fn dump_json<B: AsRef<[u8]>>(file: &Gguf<B>) -> Json {
                 "size": tensor_byte_size(i, t).ok(),
             })
         })
-        .collect();
+        .collect()
+}
+
+/// The whole header as one JSON object.
+pub fn dump_json<B: AsRef<[u8]>>(file: &Gguf<B>) -> Json {
+    let header = file.header();
     json!({
         "version": header.version,
         "byte_order": header.byte_order.name(),
         "alignment": file.layout().alignment,
         "data_offset": file.layout().data_offset,
-        "metadata": metadata,
-        "tensors": tensors,
+        "metadata": metadata_json(&header.metadata),
+        "tensors": tensors_json(&header.tensor_infos),
     })
 }
 

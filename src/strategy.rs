@@ -59,6 +59,8 @@ pub struct Options {
     /// ggml's layout (contiguous, in declaration order, zero padding, nothing after) instead of
     /// gaps, shuffled order, arbitrary padding bytes and trailing bytes.
     pub ggml_layout: bool,
+    /// Whether big-endian files may spell the magic `FUGG`.
+    pub byte_reversed_magic: bool,
 }
 
 impl Options {
@@ -70,6 +72,7 @@ impl Options {
             empty_arrays: true,
             tensor_types: GgmlType::iter().collect(),
             ggml_layout: false,
+            byte_reversed_magic: true,
         }
     }
 }
@@ -252,6 +255,7 @@ pub fn file_with(options: Options) -> BoxedStrategy<Sample> {
         empty_arrays,
         tensor_types,
         ggml_layout,
+        byte_reversed_magic,
     } = options;
     let tensors = vec((tensor_shape(tensor_types), 0u64..=2), 0..5);
     (
@@ -290,7 +294,7 @@ pub fn file_with(options: Options) -> BoxedStrategy<Sample> {
                         trailing,
                         pad_byte,
                         Some(cut),
-                        fugg,
+                        fugg && byte_reversed_magic,
                     )
                 }
             },

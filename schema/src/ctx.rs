@@ -98,9 +98,10 @@ impl Ctx {
         })
     }
 
-    /// Smallest encoding of a metadata pair: key length, 1 key byte, type id, 1 value byte.
+    /// Smallest encoding of a metadata pair: key length, an empty key (validation, not
+    /// decoding, refuses it), type id, 1 value byte.
     pub fn min_kv_size(&self) -> u64 {
-        self.width().bytes() + 1 + 4 + 1
+        self.width().bytes() + 4 + 1
     }
 
     /// Smallest encoding of a tensor info: name length, n_dimensions, type, offset.

@@ -27,7 +27,8 @@ pub struct TensorInfo {
     #[bw(write_with = write_words, args_raw = ctx)]
     pub dimensions: Vec<u64>,
 
-    /// ggml type id (`ggml_type`).
+    /// ggml type id (`ggml_type`); the spec calls the field `type`.
+    #[br(err_context("type"))]
     pub ggml_type: u32,
 
     /// Offset of the tensor's data from the start of the data section.

@@ -106,7 +106,7 @@ impl Raw {
         for &d in dims {
             self.word(d);
         }
-        self.mark(&format!("tensor[{i}].ggml_type")).u32(ty);
+        self.mark(&format!("tensor[{i}].type")).u32(ty);
         self.mark(&format!("tensor[{i}].offset")).u64(offset)
     }
 
