@@ -1255,10 +1255,21 @@ fn every_truncation_fails_at_the_field_it_cuts() {
     }
 }
 
-/// Runs `ggufrw ARGS`, returning exit code, stdout and stderr, and checking it is quick.
+/// Address space the command may use (it passes at 16 MiB, fails at 4): every corpus file is
+/// under a few MiB, so an allocation
+/// sized from a hostile count (up to 2^64) fails the run instead of passing unnoticed.
+const ADDRESS_SPACE_KIB: u32 = 64 * 1024;
+
+/// Runs `ggufrw ARGS` under [`ADDRESS_SPACE_KIB`], returning exit code, stdout and stderr, and
+/// checking it is quick.
 fn run(args: &[&str]) -> (i32, String, String) {
     let started = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v {ADDRESS_SPACE_KIB} && exec \"$0\" \"$@\""
+        ))
+        .arg(env!("CARGO_BIN_EXE_ggufrw"))
         .args(args)
         .output()
         .expect("the binary runs");
