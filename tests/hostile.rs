@@ -1256,8 +1256,8 @@ fn every_truncation_fails_at_the_field_it_cuts() {
 }
 
 /// Address space the command may use (it passes at 16 MiB, fails at 4): every corpus file is
-/// under a few MiB, so an allocation
-/// sized from a hostile count (up to 2^64) fails the run instead of passing unnoticed.
+/// under a few MiB, so an allocation sized from a hostile count (up to 2^64) fails the run
+/// instead of passing unnoticed.
 const ADDRESS_SPACE_KIB: u32 = 64 * 1024;
 
 /// Runs `ggufrw ARGS` under [`ADDRESS_SPACE_KIB`], returning exit code, stdout and stderr, and
