@@ -41,6 +41,7 @@ mod file;
 pub mod fsutil;
 pub mod ggml_type;
 pub mod json;
+pub mod peer;
 pub mod strategy;
 pub mod validate;
 

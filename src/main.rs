@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use ggufrw::validate::{validate, Profile, Severity};
-use ggufrw::{conform, fsutil, json, Gguf};
+use ggufrw::{conform, fsutil, json, peer, Gguf};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -54,6 +54,13 @@ enum Command {
         /// Seed for the generator (the same seed generates the same files).
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Check against another implementation instead: `gguf-py` (the Python package
+        /// `gguf` 0.19.0) writes files for ggufrw to read, and reads files ggufrw wrote.
+        #[arg(long, value_parser = ["gguf-py"])]
+        peer: Option<String>,
+        /// The Python that has gguf-py (default: $GGUFRW_PYTHON, else python3).
+        #[arg(long, requires = "peer")]
+        python: Option<PathBuf>,
     },
 }
 
@@ -71,7 +78,13 @@ fn main() -> ExitCode {
             json,
         } => check(&files, profile, json),
         Command::Rewrite { input, output } => rewrite(&input, &output),
-        Command::Conform { cases, seed } => run_conform(cases, seed),
+        Command::Conform {
+            cases,
+            seed,
+            peer: Some(_),
+            python,
+        } => run_peer(cases, seed, python),
+        Command::Conform { cases, seed, .. } => run_conform(cases, seed),
     }
 }
 
@@ -192,18 +205,12 @@ fn run_conform(cases: u32, seed: u64) -> ExitCode {
         );
         if let Some((why, bytes)) = &row.failure {
             failed = true;
-            let path = format!(
+            let name = format!(
                 "conform-failure-v{}-{}.gguf",
                 row.version,
                 row.byte_order.name()
             );
-            match std::fs::write(&path, bytes) {
-                Ok(()) => eprintln!(
-                    "  smallest failing case ({} bytes) written to {path}: {why}",
-                    bytes.len()
-                ),
-                Err(e) => eprintln!("  failing case: {why} (could not write {path}: {e})"),
-            }
+            keep_failure(&name, why, bytes);
         }
     }
     println!(
@@ -215,6 +222,73 @@ fn run_conform(cases: u32, seed: u64) -> ExitCode {
         } else {
             "all round-trip byte-identical"
         }
+    );
+    if failed {
+        ExitCode::from(FAILED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Writes a failing case where the user can open it, and says where.
+fn keep_failure(name: &str, why: &str, bytes: &[u8]) {
+    match std::fs::write(name, bytes) {
+        Ok(()) => eprintln!(
+            "  smallest failing case ({} bytes) written to {name}: {why}",
+            bytes.len()
+        ),
+        Err(e) => eprintln!("  failing case: {why} (could not write {name}: {e})"),
+    }
+}
+
+fn run_peer(cases: u32, seed: u64, python: Option<PathBuf>) -> ExitCode {
+    let python = python
+        .or_else(|| peer::python_from_env().ok())
+        .unwrap_or_else(|| PathBuf::from("python3"));
+    let mut py = match peer::GgufPy::start(&python) {
+        Ok(py) => py,
+        Err(e) => {
+            eprintln!("ggufrw conform --peer gguf-py: {e}");
+            return ExitCode::from(USAGE_OR_IO);
+        }
+    };
+    let started = Instant::now();
+    let rows = peer::run(&mut py, cases, seed);
+    println!(
+        "{:<15} {:<8} {:<7} {:>7} {:>11} {:>9}",
+        "direction", "version", "order", "cases", "bytes", "failures"
+    );
+    let mut failed = false;
+    for row in &rows {
+        println!(
+            "{:<15} {:<8} {:<7} {:>7} {:>11} {:>9}",
+            row.direction,
+            row.version,
+            row.byte_order.name(),
+            row.cases,
+            row.bytes,
+            u8::from(row.failure.is_some())
+        );
+        if let Some((why, bytes)) = &row.failure {
+            failed = true;
+            let who = if row.direction.ends_with("writes") {
+                "gguf-py"
+            } else {
+                "ggufrw"
+            };
+            let name = format!(
+                "conform-{who}-wrote-v{}-{}.gguf",
+                row.version,
+                row.byte_order.name()
+            );
+            keep_failure(&name, why, bytes);
+        }
+    }
+    println!(
+        "{} cases against gguf-py, seed {seed}, {:.1} s: {}",
+        rows.iter().map(|r| r.cases).sum::<u64>(),
+        started.elapsed().as_secs_f64(),
+        if failed { "DISAGREEMENT" } else { "all agree" }
     );
     if failed {
         ExitCode::from(FAILED)

@@ -61,6 +61,13 @@ pub struct Options {
     pub ggml_layout: bool,
     /// Whether big-endian files may spell the magic `FUGG`.
     pub byte_reversed_magic: bool,
+    /// Whether `general.alignment` is always a power of two (gguf-py refuses others).
+    pub power_of_two_alignment: bool,
+    /// Tensor types that may have no dimensions (a scalar); `None`: every type whose block is
+    /// one element.
+    pub scalar_types: Option<Vec<GgmlType>>,
+    /// Rewrites each generated metadata value into what a peer can express.
+    pub adapt_value: Option<fn(Value) -> Value>,
 }
 
 impl Options {
@@ -73,6 +80,9 @@ impl Options {
             tensor_types: GgmlType::iter().collect(),
             ggml_layout: false,
             byte_reversed_magic: true,
+            power_of_two_alignment: false,
+            scalar_types: None,
+            adapt_value: None,
         }
     }
 }
@@ -184,16 +194,25 @@ fn key() -> BoxedStrategy<String> {
 }
 
 /// Alignments that the spec accepts (multiples of 8), powers of two and not.
-fn alignment() -> BoxedStrategy<Option<u32>> {
+fn alignment(power_of_two: bool) -> BoxedStrategy<Option<u32>> {
+    let choices = if power_of_two {
+        vec![8u32, 16, 32, 64, 128, 256]
+    } else {
+        vec![8u32, 16, 24, 32, 40, 64, 128, 256]
+    };
     prop_oneof![
         2 => Just(None),
-        1 => select(vec![8u32, 16, 24, 32, 40, 64, 128, 256]).prop_map(Some),
+        1 => select(choices).prop_map(Some),
     ]
     .boxed()
 }
 
 /// Metadata with unique keys, `general.alignment` somewhere in it when `alignment` is set.
-fn metadata(alignment: Option<u32>, empty_arrays: bool) -> BoxedStrategy<Vec<KeyValue>> {
+fn metadata(
+    alignment: Option<u32>,
+    empty_arrays: bool,
+    adapt: Option<fn(Value) -> Value>,
+) -> BoxedStrategy<Vec<KeyValue>> {
     (
         vec((key(), value(empty_arrays)), 0..7),
         any::<prop::sample::Index>(),
@@ -202,7 +221,15 @@ fn metadata(alignment: Option<u32>, empty_arrays: bool) -> BoxedStrategy<Vec<Key
             let mut seen = std::collections::HashSet::new();
             let mut kvs: Vec<KeyValue> = (pairs.into_iter())
                 .filter(|(k, _)| k != ALIGNMENT_KEY && seen.insert(k.clone()))
-                .map(|(k, v)| KeyValue::new(k, v))
+                .map(|(k, v)| {
+                    KeyValue::new(
+                        k,
+                        match adapt {
+                            Some(f) => f(v),
+                            None => v,
+                        },
+                    )
+                })
                 .collect();
             if let Some(a) = alignment {
                 kvs.insert(at.index(kvs.len() + 1), KeyValue::new(ALIGNMENT_KEY, a));
@@ -214,11 +241,18 @@ fn metadata(alignment: Option<u32>, empty_arrays: bool) -> BoxedStrategy<Vec<Key
 
 /// A tensor's type and a shape with whole blocks: 0 to 4 dimensions, small sizes, zeros
 /// included.
-fn tensor_shape(types: Vec<GgmlType>) -> BoxedStrategy<(GgmlType, Vec<u64>)> {
+fn tensor_shape(
+    types: Vec<GgmlType>,
+    scalar_types: Option<Vec<GgmlType>>,
+) -> BoxedStrategy<(GgmlType, Vec<u64>)> {
     (select(types), 0usize..=4, 0u64..=2, vec(0u64..=3, 3))
-        .prop_map(|(ty, n, blocks, rest)| {
+        .prop_map(move |(ty, n, blocks, rest)| {
             // A scalar is one element: not whole blocks for a quantized type.
-            let n = if ty.block_size() > 1 { n.max(1) } else { n };
+            let scalar_ok = match &scalar_types {
+                Some(types) => types.contains(&ty),
+                None => ty.block_size() == 1,
+            };
+            let n = if scalar_ok { n } else { n.max(1) };
             let mut dims = Vec::with_capacity(n);
             if n > 0 {
                 dims.push(blocks * ty.block_size());
@@ -256,10 +290,14 @@ pub fn file_with(options: Options) -> BoxedStrategy<Sample> {
         tensor_types,
         ggml_layout,
         byte_reversed_magic,
+        power_of_two_alignment,
+        scalar_types,
+        adapt_value,
     } = options;
-    let tensors = vec((tensor_shape(tensor_types), 0u64..=2), 0..5);
+    let tensors = vec((tensor_shape(tensor_types, scalar_types), 0u64..=2), 0..5);
     (
-        alignment().prop_flat_map(move |a| (Just(a), metadata(a, empty_arrays))),
+        alignment(power_of_two_alignment)
+            .prop_flat_map(move |a| (Just(a), metadata(a, empty_arrays, adapt_value))),
         tensors,
     )
         .prop_flat_map(|((alignment, metadata), tensors)| {
@@ -280,9 +318,16 @@ pub fn file_with(options: Options) -> BoxedStrategy<Sample> {
                     let n = tensors.len();
                     let tensors = tensors.into_iter().map(|(shape, _)| (shape, 0)).collect();
                     let order = (0..n).collect();
-                    assemble(
+                    let mut sample = assemble(
                         version, byte_order, metadata, tensors, order, seed, 0, None, None, false,
-                    )
+                    );
+                    // ggml pads between tensors with zeros.
+                    let mut zeroed = vec![0u8; sample.data.len()];
+                    for e in &sample.extents {
+                        zeroed[e.clone()].copy_from_slice(&sample.data[e.clone()]);
+                    }
+                    sample.data = zeroed;
+                    sample
                 } else {
                     assemble(
                         version,

