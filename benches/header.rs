@@ -1,0 +1,61 @@
+//! Header parse and write speed on a vocabulary-heavy header like a real model's: 256,000
+//! tokens (~7 bytes each) with f32 scores and i32 token types, 250,000 merges, 1,000 tiny
+//! tensors. `GGUFRW_BENCH_FILE=path` adds a real file (e.g. the Gemma model).
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ggufrw::validate::{validate, Profile};
+use ggufrw::{Builder, GgmlType, Gguf, Value};
+use std::hint::black_box;
+
+fn vocabulary_header() -> Vec<u8> {
+    let tokens: Vec<String> = (0..256_000).map(|i| format!("tok{i:04}")).collect();
+    let merges: Vec<String> = (0..250_000).map(|i| format!("a{i} b{i}")).collect();
+    let mut b = Builder::new()
+        .metadata("general.architecture", "llama")
+        .metadata("tokenizer.ggml.model", "gpt2")
+        .metadata("tokenizer.ggml.tokens", Value::from(tokens))
+        .metadata("tokenizer.ggml.scores", Value::from(vec![0.5f32; 256_000]))
+        .metadata(
+            "tokenizer.ggml.token_type",
+            Value::from(vec![1i32; 256_000]),
+        )
+        .metadata("tokenizer.ggml.merges", Value::from(merges));
+    for i in 0..1000 {
+        b = b
+            .tensor(
+                &format!("blk.{i}.weight"),
+                GgmlType::F32,
+                &[4],
+                vec![0u8; 16],
+            )
+            .unwrap();
+    }
+    b.build().unwrap().to_bytes().unwrap()
+}
+
+fn bench(c: &mut Criterion) {
+    let mut files = vec![("vocabulary", vocabulary_header())];
+    if let Ok(path) = std::env::var("GGUFRW_BENCH_FILE") {
+        files.push(("file", std::fs::read(path).unwrap()));
+    }
+    for (name, bytes) in &files {
+        let header_len = Gguf::from_bytes(&bytes[..]).unwrap().layout().data_offset;
+        let mut group = c.benchmark_group(*name);
+        group.throughput(Throughput::Bytes(header_len));
+        group.sample_size(20);
+        group.bench_function("decode", |b| {
+            b.iter(|| Gguf::from_bytes(black_box(&bytes[..])).unwrap())
+        });
+        let file = Gguf::from_bytes(&bytes[..]).unwrap();
+        group.bench_function("validate", |b| {
+            b.iter(|| validate(black_box(&file), Profile::Spec))
+        });
+        group.bench_function("encode header", |b| {
+            b.iter(|| black_box(&file).header().encode(true).unwrap())
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
