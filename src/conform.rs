@@ -3,7 +3,7 @@
 //! to the same bytes, hands out the right tensor bytes, and validates clean under `spec`.
 
 use crate::file::Gguf;
-use crate::strategy::{file, Sample, COMBINATIONS};
+use crate::strategy::{file_with, Options, Sample, COMBINATIONS};
 use crate::validate::{validate, Profile, Severity};
 use ggufrw_schema::ByteOrder;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
@@ -43,58 +43,80 @@ pub fn check_sample(sample: &Sample) -> Result<usize, String> {
     Ok(bytes.len())
 }
 
-/// One row of the report: a version and byte order, the cases run, their bytes, failures.
+/// One row of a report: what ran, on which version and byte order, how many cases and bytes,
+/// and the shrunk failing case if there was one.
 #[derive(Clone, Debug)]
 pub struct Row {
+    /// What was checked (`round trip`, `gguf-py writes`…).
+    pub check: &'static str,
     /// Format version.
     pub version: u32,
     /// Byte order.
     pub byte_order: ByteOrder,
-    /// Cases that passed.
+    /// Cases run.
     pub cases: u64,
-    /// Bytes encoded and decoded.
+    /// Bytes of the files checked.
     pub bytes: u64,
-    /// The shrunk failing case, if any: why, and the file's bytes.
+    /// The smallest failing case: why, and the file that shows it.
     pub failure: Option<(String, Vec<u8>)>,
+}
+
+/// Runs `check` on `cases` files drawn from `options` with a generator seeded by `seed` and
+/// `stream`; on failure, shrinks and lets `evidence` turn the smallest case into a file.
+pub fn run_property(
+    check: &'static str,
+    options: Options,
+    cases: u32,
+    (seed, stream): (u64, u8),
+    check_one: impl Fn(&Sample) -> Result<u64, String>,
+    evidence: impl FnOnce(&Sample) -> Vec<u8>,
+) -> Row {
+    let mut seed_bytes = [0u8; 32];
+    seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    seed_bytes[8] = stream;
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes);
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    let (count, bytes) = (Cell::new(0u64), Cell::new(0u64));
+    let (version, byte_order) = (options.version, options.byte_order);
+    let result = runner.run(&file_with(options), |sample| {
+        let n = check_one(&sample).map_err(TestCaseError::fail)?;
+        count.set(count.get() + 1);
+        bytes.set(bytes.get() + n);
+        Ok(())
+    });
+    let failure = match result {
+        Ok(()) => None,
+        Err(TestError::Fail(why, sample)) => Some((why.to_string(), evidence(&sample))),
+        Err(TestError::Abort(why)) => Some((why.to_string(), Vec::new())),
+    };
+    Row {
+        check,
+        version,
+        byte_order,
+        cases: count.get(),
+        bytes: bytes.get(),
+        failure,
+    }
 }
 
 /// Runs `cases` cases in all, spread over every version and byte order, from `seed`.
 pub fn run(cases: u32, seed: u64) -> Vec<Row> {
     let per = cases.div_ceil(COMBINATIONS.len() as u32).max(1);
-    (COMBINATIONS.iter().enumerate())
-        .map(|(i, &(version, byte_order))| {
-            let mut seed_bytes = [0u8; 32];
-            seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-            seed_bytes[8] = i as u8;
-            let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes);
-            let config = Config {
-                cases: per,
-                failure_persistence: None,
-                ..Config::default()
-            };
-            let mut runner = TestRunner::new_with_rng(config, rng);
-            let passed = Cell::new(0u64);
-            let bytes = Cell::new(0u64);
-            let result = runner.run(&file(version, byte_order), |sample| {
-                let n = check_sample(&sample).map_err(TestCaseError::fail)?;
-                passed.set(passed.get() + 1);
-                bytes.set(bytes.get() + n as u64);
-                Ok(())
-            });
-            let failure = match result {
-                Ok(()) => None,
-                Err(TestError::Fail(why, sample)) => {
-                    Some((why.to_string(), sample.encode().unwrap_or_default()))
-                }
-                Err(TestError::Abort(why)) => Some((why.to_string(), Vec::new())),
-            };
-            Row {
-                version,
-                byte_order,
-                cases: passed.get(),
-                bytes: bytes.get(),
-                failure,
-            }
+    (COMBINATIONS.iter().zip(0u8..))
+        .map(|(&(version, byte_order), stream)| {
+            run_property(
+                "round trip",
+                Options::all(version, byte_order),
+                per,
+                (seed, stream),
+                |sample| check_sample(sample).map(|n| n as u64),
+                |sample| sample.encode().unwrap_or_default(),
+            )
         })
         .collect()
 }

@@ -189,56 +189,13 @@ fn rewrite(input: &Path, output: &Path) -> ExitCode {
 fn run_conform(cases: u32, seed: u64) -> ExitCode {
     let started = Instant::now();
     let rows = conform::run(cases, seed);
-    println!(
-        "{:<8} {:<7} {:>8} {:>12} {:>9}",
-        "version", "order", "cases", "bytes", "failures"
-    );
-    let mut failed = false;
-    for row in &rows {
-        println!(
-            "{:<8} {:<7} {:>8} {:>12} {:>9}",
+    report(&rows, started, &format!("seed {seed}"), |row| {
+        format!(
+            "conform-failure-v{}-{}.gguf",
             row.version,
-            row.byte_order.name(),
-            row.cases,
-            row.bytes,
-            u8::from(row.failure.is_some())
-        );
-        if let Some((why, bytes)) = &row.failure {
-            failed = true;
-            let name = format!(
-                "conform-failure-v{}-{}.gguf",
-                row.version,
-                row.byte_order.name()
-            );
-            keep_failure(&name, why, bytes);
-        }
-    }
-    println!(
-        "{} cases, seed {seed}, {:.1} s: {}",
-        rows.iter().map(|r| r.cases).sum::<u64>(),
-        started.elapsed().as_secs_f64(),
-        if failed {
-            "FAILED"
-        } else {
-            "all round-trip byte-identical"
-        }
-    );
-    if failed {
-        ExitCode::from(FAILED)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// Writes a failing case where the user can open it, and says where.
-fn keep_failure(name: &str, why: &str, bytes: &[u8]) {
-    match std::fs::write(name, bytes) {
-        Ok(()) => eprintln!(
-            "  smallest failing case ({} bytes) written to {name}: {why}",
-            bytes.len()
-        ),
-        Err(e) => eprintln!("  failing case: {why} (could not write {name}: {e})"),
-    }
+            row.byte_order.name()
+        )
+    })
 }
 
 fn run_peer(cases: u32, seed: u64, python: Option<PathBuf>) -> ExitCode {
@@ -254,41 +211,68 @@ fn run_peer(cases: u32, seed: u64, python: Option<PathBuf>) -> ExitCode {
     };
     let started = Instant::now();
     let rows = peer::run(&mut py, cases, seed);
-    println!(
-        "{:<15} {:<8} {:<7} {:>7} {:>11} {:>9}",
-        "direction", "version", "order", "cases", "bytes", "failures"
-    );
-    let mut failed = false;
-    for row in &rows {
-        println!(
-            "{:<15} {:<8} {:<7} {:>7} {:>11} {:>9}",
-            row.direction,
-            row.version,
-            row.byte_order.name(),
-            row.cases,
-            row.bytes,
-            u8::from(row.failure.is_some())
-        );
-        if let Some((why, bytes)) = &row.failure {
-            failed = true;
-            let who = if row.direction.ends_with("writes") {
+    report(
+        &rows,
+        started,
+        &format!("against gguf-py, seed {seed}"),
+        |row| {
+            let who = if row.check.ends_with("writes") {
                 "gguf-py"
             } else {
                 "ggufrw"
             };
-            let name = format!(
+            format!(
                 "conform-{who}-wrote-v{}-{}.gguf",
                 row.version,
                 row.byte_order.name()
-            );
-            keep_failure(&name, why, bytes);
+            )
+        },
+    )
+}
+
+/// Prints the table, keeps each failing case in the file `name` gives it, and sums up.
+fn report(
+    rows: &[conform::Row],
+    started: Instant,
+    what: &str,
+    name: impl Fn(&conform::Row) -> String,
+) -> ExitCode {
+    let line =
+        |check: &str, version: &str, order: &str, cases: &str, bytes: &str, failures: &str| {
+            println!("{check:<15} {version:<8} {order:<7} {cases:>8} {bytes:>12} {failures:>9}")
+        };
+    line("check", "version", "order", "cases", "bytes", "failures");
+    for row in rows {
+        let failures = u8::from(row.failure.is_some()).to_string();
+        line(
+            row.check,
+            &row.version.to_string(),
+            row.byte_order.name(),
+            &row.cases.to_string(),
+            &row.bytes.to_string(),
+            &failures,
+        );
+        if let Some((why, bytes)) = &row.failure {
+            let name = name(row);
+            match std::fs::write(&name, bytes) {
+                Ok(()) => eprintln!(
+                    "  smallest failing case ({} bytes) written to {name}: {why}",
+                    bytes.len()
+                ),
+                Err(e) => eprintln!("  failing case: {why} (could not write {name}: {e})"),
+            }
         }
     }
+    let failed = rows.iter().any(|r| r.failure.is_some());
     println!(
-        "{} cases against gguf-py, seed {seed}, {:.1} s: {}",
+        "{} cases, {what}, {:.1} s: {}",
         rows.iter().map(|r| r.cases).sum::<u64>(),
         started.elapsed().as_secs_f64(),
-        if failed { "DISAGREEMENT" } else { "all agree" }
+        if failed {
+            "FAILED"
+        } else {
+            "all agree, byte for byte"
+        }
     );
     if failed {
         ExitCode::from(FAILED)

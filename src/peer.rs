@@ -7,14 +7,14 @@
 //!   encodes the same content to the same bytes.
 //! - **peer reads**: ggufrw writes a file; gguf-py reads the same content from it.
 
+use crate::conform::{run_property, Row};
 use crate::file::Gguf;
 use crate::ggml_type::GgmlType;
 use crate::json::{dump_json, metadata_json, tensors_json};
-use crate::strategy::{file_with, Options, Sample};
+use crate::strategy::{Options, Sample};
 use ggufrw_schema::{ArrayValues, ByteOrder, Value};
-use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use serde_json::{json, Value as Json};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -341,102 +341,44 @@ pub fn gguf_py_expressible(value: Value) -> Value {
     }
 }
 
-/// One row of the differential report.
-#[derive(Clone, Debug)]
-pub struct PeerRow {
-    /// `gguf-py writes` or `gguf-py reads`.
-    pub direction: &'static str,
-    /// Format version.
-    pub version: u32,
-    /// Byte order.
-    pub byte_order: ByteOrder,
-    /// Cases run.
-    pub cases: u64,
-    /// Bytes exchanged.
-    pub bytes: u64,
-    /// The shrunk failing case: why, and the file that shows it.
-    pub failure: Option<(String, Vec<u8>)>,
-}
-
 /// Runs both directions over every combination gguf-py supports, `cases` in all.
-pub fn run(py: &mut GgufPy, cases: u32, seed: u64) -> Vec<PeerRow> {
-    type Check = fn(&mut GgufPy, &Sample) -> Result<u64, String>;
-    let plan: [(&'static str, Options, Check); 6] = [
-        (
-            "gguf-py writes",
-            peer_writable(ByteOrder::Little),
-            check_peer_writes,
-        ),
-        (
-            "gguf-py writes",
-            peer_writable(ByteOrder::Big),
-            check_peer_writes,
-        ),
-        (
-            "gguf-py reads",
-            peer_readable(2, ByteOrder::Little),
-            check_peer_reads,
-        ),
-        (
-            "gguf-py reads",
-            peer_readable(2, ByteOrder::Big),
-            check_peer_reads,
-        ),
-        (
-            "gguf-py reads",
-            peer_readable(3, ByteOrder::Little),
-            check_peer_reads,
-        ),
-        (
-            "gguf-py reads",
-            peer_readable(3, ByteOrder::Big),
-            check_peer_reads,
-        ),
-    ];
+pub fn run(py: &mut GgufPy, cases: u32, seed: u64) -> Vec<Row> {
+    let mut plan = vec![("gguf-py writes", peer_writable(ByteOrder::Little))];
+    plan.push(("gguf-py writes", peer_writable(ByteOrder::Big)));
+    for (version, order) in [2, 3]
+        .into_iter()
+        .flat_map(|v| [(v, ByteOrder::Little), (v, ByteOrder::Big)])
+    {
+        plan.push(("gguf-py reads", peer_readable(version, order)));
+    }
     let per = cases.div_ceil(plan.len() as u32).max(1);
     let py = RefCell::new(py);
-    (plan.into_iter().enumerate())
-        .map(|(i, (direction, options, check))| {
-            let mut seed_bytes = [0u8; 32];
-            seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
-            seed_bytes[8] = 100 + i as u8;
-            let config = Config {
-                cases: per,
-                failure_persistence: None,
-                ..Config::default()
-            };
-            let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes);
-            let mut runner = TestRunner::new_with_rng(config, rng);
-            let (count, bytes) = (Cell::new(0u64), Cell::new(0u64));
-            let (version, byte_order) = (options.version, options.byte_order);
-            let result = runner.run(&file_with(options), |sample| {
-                let n = check(&mut py.borrow_mut(), &sample).map_err(TestCaseError::fail)?;
-                count.set(count.get() + 1);
-                bytes.set(bytes.get() + n);
-                Ok(())
-            });
-            let failure = match result {
-                Ok(()) => None,
-                Err(TestError::Fail(why, sample)) => {
-                    let file = if direction == "gguf-py writes" {
-                        let path = py.borrow().dir().join("written-by-gguf-py.gguf");
-                        let _ = py.borrow_mut().write(&describe(&sample), &path);
-                        std::fs::read(path).unwrap_or_default()
+    (plan.into_iter().zip(100u8..))
+        .map(|((check, options), stream)| {
+            let writes = check == "gguf-py writes";
+            run_property(
+                check,
+                options,
+                per,
+                (seed, stream),
+                |sample| {
+                    let py = &mut py.borrow_mut();
+                    if writes {
+                        check_peer_writes(py, sample)
                     } else {
-                        sample.encode().unwrap_or_default()
-                    };
-                    Some((why.to_string(), file))
-                }
-                Err(TestError::Abort(why)) => Some((why.to_string(), Vec::new())),
-            };
-            PeerRow {
-                direction,
-                version,
-                byte_order,
-                cases: count.get(),
-                bytes: bytes.get(),
-                failure,
-            }
+                        check_peer_reads(py, sample)
+                    }
+                },
+                |sample| {
+                    if !writes {
+                        return sample.encode().unwrap_or_default();
+                    }
+                    let py = &mut py.borrow_mut();
+                    let path = py.dir().join("written-by-gguf-py.gguf");
+                    let _ = py.write(&describe(sample), &path);
+                    std::fs::read(path).unwrap_or_default()
+                },
+            )
         })
         .collect()
 }

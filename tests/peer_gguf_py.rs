@@ -86,3 +86,29 @@ fn missing_peer_is_explained() {
         .unwrap();
     assert!(err.contains("cannot run /nonexistent/python"), "{err}");
 }
+
+/// `ggufrw conform --peer gguf-py` runs the same harness from the command line.
+#[test]
+fn conform_peer_from_the_command_line() {
+    let python = python_from_env().unwrap_or_else(|e| panic!("{e}"));
+    let run = |python: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+            .args([
+                "conform", "--peer", "gguf-py", "--cases", "60", "--python", python,
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = run(python.to_str().unwrap());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    for row in [
+        "gguf-py writes  3        little",
+        "gguf-py reads   2        big",
+    ] {
+        assert!(text.contains(row), "{text}");
+    }
+    let out = run("/nonexistent/python");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run /nonexistent/python"));
+}
