@@ -34,8 +34,9 @@
 //! ```
 #![deny(missing_docs)]
 
-mod build;
 pub mod conform;
+pub mod edit;
+mod elements;
 mod error;
 mod file;
 pub mod fsutil;
@@ -44,8 +45,9 @@ pub mod json;
 pub mod peer;
 pub mod strategy;
 pub mod validate;
+mod write;
 
-pub use build::Builder;
+pub use elements::{elements, Element, HOST};
 pub use error::{Error, Result};
 pub use file::{read_header, read_tensor_data, tensor_byte_size, Gguf, Tensor};
 pub use ggml_type::GgmlType;
@@ -54,6 +56,7 @@ pub use ggufrw_schema::{
     Array, ArrayValues, ByteOrder, DecodeError, DecodeErrorKind, EncodeError, GgufString, Header,
     KeyValue, Layout, Magic, TensorInfo, Value, ValueType, ALIGNMENT_KEY,
 };
+pub use write::{Builder, Source};
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

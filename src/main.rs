@@ -1,8 +1,9 @@
 //! `ggufrw`: inspect, check, rewrite GGUF files, and run the conformance harness.
 
 use clap::{Parser, Subcommand};
+use ggufrw::edit::{edit_file, edit_in_place, parse_value, Edit};
 use ggufrw::validate::{validate, Profile, Severity};
-use ggufrw::{conform, fsutil, json, peer, Gguf};
+use ggufrw::{conform, json, peer, Gguf};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -46,6 +47,9 @@ enum Command {
         /// The output file.
         output: PathBuf,
     },
+    /// Change metadata and tensors: to a new file (-o, atomic) or by rewriting only the header
+    /// (--in-place, when it fits). Everything not edited stays byte-identical.
+    Edit(EditArgs),
     /// Generate valid files of every version and byte order and check that each round-trips.
     Conform {
         /// Cases in all, spread over the version × byte order combinations.
@@ -64,6 +68,32 @@ enum Command {
     },
 }
 
+#[derive(clap::Args)]
+struct EditArgs {
+    /// The GGUF file to edit.
+    input: PathBuf,
+    /// Write the result here (through a temporary file beside it); must not be the input.
+    #[arg(short, long, value_name = "OUT")]
+    output: Option<PathBuf>,
+    /// Rewrite only the header of the input, refusing when the new header does not fit.
+    #[arg(long)]
+    in_place: bool,
+    /// Set a key: `general.name=string:Gemma`, `llama.context_length=uint32:8192`,
+    /// `x.ids=array[int32]:[1,2,3]`. Types: uint8 int8 uint16 int16 uint32 int32 uint64
+    /// int64 float32 float64 bool string, and array[TYPE] with a JSON list.
+    #[arg(long = "set", value_name = "KEY=TYPE:VALUE")]
+    set: Vec<String>,
+    /// Delete a key (every occurrence).
+    #[arg(long, value_name = "KEY")]
+    delete: Vec<String>,
+    /// Rename a tensor.
+    #[arg(long, value_name = "OLD=NEW")]
+    rename_tensor: Vec<String>,
+    /// Delete a tensor (with -o; the remaining tensors' data is laid out contiguously).
+    #[arg(long, value_name = "NAME")]
+    delete_tensor: Vec<String>,
+}
+
 /// Exit codes scripts depend on.
 const FAILED: u8 = 1;
 const USAGE_OR_IO: u8 = 2;
@@ -78,6 +108,7 @@ fn main() -> ExitCode {
             json,
         } => check(&files, profile, json),
         Command::Rewrite { input, output } => rewrite(&input, &output),
+        Command::Edit(args) => edit(args),
         Command::Conform {
             cases,
             seed,
@@ -173,14 +204,77 @@ fn check(paths: &[PathBuf], profile: Profile, as_json: bool) -> ExitCode {
 }
 
 fn rewrite(input: &Path, output: &Path) -> ExitCode {
-    let file = match open(input) {
-        Ok(f) => f,
-        Err(code) => return code,
-    };
-    match fsutil::write_atomic(output, |w| file.write_to(w)) {
-        Ok(()) => ExitCode::SUCCESS,
+    write_elsewhere(input, output, &Edit::default())
+}
+
+/// Writes `input` with `edit` applied to `output`, refusing `output` = `input` as a usage error.
+fn write_elsewhere(input: &Path, output: &Path, edit: &Edit) -> ExitCode {
+    if ggufrw::fsutil::same_file(input, output) {
+        eprintln!(
+            "{}: is the input; write elsewhere (or edit --in-place)",
+            output.display()
+        );
+        return ExitCode::from(USAGE_OR_IO);
+    }
+    finish_edit(output, edit_file(input, output, edit))
+}
+
+/// Exit code and message for an edit's outcome: 1 when the input does not decode or the edit
+/// cannot be made, 2 on I/O errors.
+fn finish_edit(target: &Path, result: ggufrw::Result<ggufrw::edit::EditReport>) -> ExitCode {
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("{}: {e}", output.display());
+            eprintln!("{}: {e}", target.display());
+            match e {
+                ggufrw::Error::Io(_) => ExitCode::from(USAGE_OR_IO),
+                _ => ExitCode::from(FAILED),
+            }
+        }
+    }
+}
+
+/// Splits `A=B` at the first `=`.
+fn pair(text: &str, flag: &str) -> Result<(String, String), ExitCode> {
+    match text.split_once('=') {
+        Some((a, b)) if !a.is_empty() => Ok((a.to_owned(), b.to_owned())),
+        _ => {
+            eprintln!("ggufrw edit: {flag} {text:?}: expected A=B");
+            Err(ExitCode::from(USAGE_OR_IO))
+        }
+    }
+}
+
+fn edit(args: EditArgs) -> ExitCode {
+    let mut edit = Edit {
+        delete: args.delete,
+        delete_tensors: args.delete_tensor,
+        ..Edit::default()
+    };
+    for text in &args.set {
+        let parsed = pair(text, "--set").and_then(|(key, value)| match parse_value(&value) {
+            Ok(v) => Ok((key, v)),
+            Err(e) => {
+                eprintln!("ggufrw edit: --set {key}: {e}");
+                Err(ExitCode::from(USAGE_OR_IO))
+            }
+        });
+        match parsed {
+            Ok(kv) => edit.set.push(kv),
+            Err(code) => return code,
+        }
+    }
+    for text in &args.rename_tensor {
+        match pair(text, "--rename-tensor") {
+            Ok(names) => edit.rename_tensors.push(names),
+            Err(code) => return code,
+        }
+    }
+    match (&args.output, args.in_place) {
+        (Some(out), false) => write_elsewhere(&args.input, out, &edit),
+        (None, true) => finish_edit(&args.input, edit_in_place(&args.input, &edit)),
+        _ => {
+            eprintln!("ggufrw edit: give exactly one of -o OUT and --in-place");
             ExitCode::from(USAGE_OR_IO)
         }
     }

@@ -1,0 +1,59 @@
+//! Writes the seed corpus: `SAMPLES` valid files drawn from `ggufrw::strategy::any_file()` with a
+//! fixed seed (every version and byte order, every value type, tensors of every ggml type,
+//! gaps, padding, trailing bytes), and the byte-level fixtures of `ggufrw_fuzz::raw`, into
+//! `DIR/<target>/` for every target (default DIR: `fuzz/corpus`).
+//!
+//! ```sh
+//! cargo run --manifest-path fuzz/Cargo.toml --features seeds --bin seeds [DIR]
+//! ```
+
+use ggufrw::strategy::any_file;
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use std::path::PathBuf;
+
+/// How many generated files.
+const SAMPLES: usize = 200;
+/// The generator's seed: the same corpus every time.
+const SEED: [u8; 32] = *b"ggufrw fuzz seed corpus, fixed.\0";
+/// Every fuzz target (each gets the same seeds; libFuzzer adds its own finds to the folder).
+const TARGETS: [&str; 4] = ["decode", "roundtrip", "validate", "mmap_tensors"];
+
+fn main() {
+    let dir = std::env::args_os()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/corpus")));
+
+    let mut seeds: Vec<(String, Vec<u8>)> = Vec::new();
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &SEED);
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+    let strategy = any_file();
+    for i in 0..SAMPLES {
+        let sample = strategy
+            .new_tree(&mut runner)
+            .expect("the strategy never rejects")
+            .current();
+        let bytes = sample.encode().expect("generated files are writable");
+        seeds.push((format!("sample-{i:03}"), bytes));
+    }
+    for (name, bytes) in ggufrw_fuzz::raw::fixtures() {
+        seeds.push((format!("fixture-{name}"), bytes));
+    }
+
+    for target in TARGETS {
+        let out = dir.join(target);
+        std::fs::create_dir_all(&out).expect("create the corpus folder");
+        for (name, bytes) in &seeds {
+            std::fs::write(out.join(name), bytes).expect("write a seed");
+        }
+    }
+    let total: usize = seeds.iter().map(|(_, b)| b.len()).sum();
+    let largest = seeds.iter().map(|(_, b)| b.len()).max().unwrap_or(0);
+    println!(
+        "{} seeds ({total} bytes, largest {largest}) in each of {}/{{{}}}",
+        seeds.len(),
+        dir.display(),
+        TARGETS.join(",")
+    );
+}

@@ -1,0 +1,82 @@
+//! Typed views of tensor data: the elements of an F32, F16, BF16, F64, I8, I16, I32 or I64
+//! tensor, borrowed from the file when its byte order is the host's and the data is aligned
+//! for the type, converted otherwise.
+
+use crate::error::{Error, Result};
+use crate::file::Gguf;
+use crate::ggml_type::GgmlType;
+use ggufrw_schema::ByteOrder;
+use half::{bf16, f16};
+use std::borrow::Cow;
+
+/// An element type with a ggml tensor type of its own.
+pub trait Element: bytemuck::Pod {
+    /// The ggml type whose elements these are.
+    const GGML_TYPE: GgmlType;
+    /// The element from its bytes in the file's byte order.
+    fn from_bytes(bytes: &[u8], byte_order: ByteOrder) -> Self;
+}
+
+macro_rules! element {
+    ($($ty:ty => $ggml:ident),* $(,)?) => {$(
+        impl Element for $ty {
+            const GGML_TYPE: GgmlType = GgmlType::$ggml;
+            fn from_bytes(bytes: &[u8], byte_order: ByteOrder) -> Self {
+                let array = bytes.try_into().expect("callers pass whole elements");
+                match byte_order {
+                    ByteOrder::Little => <$ty>::from_le_bytes(array),
+                    ByteOrder::Big => <$ty>::from_be_bytes(array),
+                }
+            }
+        }
+    )*};
+}
+
+element! {
+    f32 => F32, f16 => F16, bf16 => BF16, f64 => F64, i8 => I8, i16 => I16, i32 => I32, i64 => I64,
+}
+
+/// The host's byte order.
+pub const HOST: ByteOrder = if cfg!(target_endian = "big") {
+    ByteOrder::Big
+} else {
+    ByteOrder::Little
+};
+
+/// Elements from raw tensor bytes: borrowed when `byte_order` is the host's and the bytes are
+/// aligned for `T`, converted otherwise.
+pub fn elements<T: Element>(bytes: &[u8], byte_order: ByteOrder) -> Cow<'_, [T]> {
+    if byte_order == HOST {
+        if let Ok(slice) = bytemuck::try_cast_slice(bytes) {
+            return Cow::Borrowed(slice);
+        }
+    }
+    let size = std::mem::size_of::<T>();
+    Cow::Owned(
+        bytes
+            .chunks_exact(size)
+            .map(|c| T::from_bytes(c, byte_order))
+            .collect(),
+    )
+}
+
+impl<B: AsRef<[u8]>> Gguf<B> {
+    /// The elements of tensor `index`, which must be of `T`'s ggml type: borrowed from the
+    /// file where its byte order and alignment allow, converted otherwise.
+    pub fn elements<T: Element>(&self, index: usize) -> Result<Cow<'_, [T]>> {
+        let data = self.tensor_data(index)?;
+        let info = &self.header().tensor_infos[index];
+        if info.ggml_type != T::GGML_TYPE.id() {
+            return Err(Error::Tensor {
+                index,
+                name: info.name.to_string(),
+                message: format!(
+                    "is {}, not {}",
+                    crate::ggml_type::type_name(info.ggml_type),
+                    T::GGML_TYPE
+                ),
+            });
+        }
+        Ok(elements(data, self.header().byte_order))
+    }
+}
