@@ -540,7 +540,37 @@ fn gguf_py_reads_what_the_writer_and_edit_produce() {
     edit_in_place(&in_place, &set("llama.context_length", "uint32:4096")).unwrap();
     let typed = dir.path().join("typed-big.gguf");
     std::fs::write(&typed, typed_file(ByteOrder::Big).to_bytes().unwrap()).unwrap();
-    for path in [&input, &edited, &in_place, &typed] {
+    let streamed = dir.path().join("streamed.gguf");
+    let source = std::fs::File::open(&input).unwrap();
+    Builder::new()
+        .version(2)
+        .byte_order(ByteOrder::Big)
+        .alignment(4096)
+        .metadata("general.architecture", "llama")
+        .tensor(
+            "from.file",
+            GgmlType::Q8_0,
+            &[32, 2],
+            Source::File {
+                file: &source,
+                offset: 100,
+                len: 68,
+            },
+        )
+        .unwrap()
+        .tensor(
+            "from.reader",
+            GgmlType::I16,
+            &[3],
+            Source::Reader {
+                reader: Box::new(&[1u8, 2, 3, 4, 5, 6][..]),
+                len: 6,
+            },
+        )
+        .unwrap()
+        .write_file(&streamed)
+        .unwrap();
+    for path in [&input, &edited, &in_place, &typed, &streamed] {
         let ours = dump_json(&Gguf::open(path).unwrap());
         let theirs = py.read(path).unwrap();
         assert_eq!(
