@@ -28,8 +28,17 @@ fn main() -> ggufrw::Result<()> {
             let total = file.metadata()?.len();
             for (i, offset) in (0..total).step_by(TENSOR as usize).enumerate() {
                 let len = TENSOR.min(total - offset);
-                let source = Source::File { file: &file, offset, len };
-                builder = builder.tensor(&format!("blk.{i}.weight"), GgmlType::F32, &[len / 4], source)?;
+                let source = Source::File {
+                    file: &file,
+                    offset,
+                    len,
+                };
+                builder = builder.tensor(
+                    &format!("blk.{i}.weight"),
+                    GgmlType::F32,
+                    &[len / 4],
+                    source,
+                )?;
             }
         }
         other => panic!("unknown mode {other}"),
