@@ -166,6 +166,7 @@ fn check(paths: &[PathBuf], profile: Profile, as_json: bool) -> ExitCode {
             Ok(file) => validate(&file, profile),
             Err(ggufrw::Error::Decode(e)) => vec![ggufrw::validate::Finding {
                 severity: Severity::Error,
+                category: ggufrw::validate::Category::Structure,
                 path: e.path.clone(),
                 offset: e.offset,
                 message: e.kind.to_string(),
@@ -181,7 +182,8 @@ fn check(paths: &[PathBuf], profile: Profile, as_json: bool) -> ExitCode {
             let list: Vec<_> = (findings.iter())
                 .map(|f| {
                     serde_json::json!({"path": f.path, "offset": f.offset,
-                        "severity": f.severity.to_string(), "message": f.message})
+                        "severity": f.severity.to_string(), "category": f.category.to_string(),
+                        "message": f.message})
                 })
                 .collect();
             let ok = !findings.iter().any(|f| f.severity == Severity::Error);

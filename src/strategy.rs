@@ -220,7 +220,9 @@ fn metadata(
         .prop_map(move |(pairs, at)| {
             let mut seen = std::collections::HashSet::new();
             let mut kvs: Vec<KeyValue> = (pairs.into_iter())
-                .filter(|(k, _)| k != ALIGNMENT_KEY && seen.insert(k.clone()))
+                // Standard keys carry meaning that arbitrary values would contradict.
+                .filter(|(k, _)| crate::keys::standard_key(k, None).is_none())
+                .filter(|(k, _)| seen.insert(k.clone()))
                 .map(|(k, v)| {
                     KeyValue::new(
                         k,

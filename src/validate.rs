@@ -7,7 +7,7 @@
 //! | magic spelled `FUGG` | warning | error |
 //! | empty key, duplicate key | error | error |
 //! | key longer than 65,535 bytes | error | – |
-//! | key not lower-case dotted snake_case | warning | – |
+//! | key not lower-case dotted snake_case | warning | warning |
 //! | `general.alignment` not a multiple of 8 | error | – |
 //! | `general.alignment` not a power of two | – | error |
 //! | nested arrays | – | error |
@@ -23,6 +23,8 @@
 //! | data not contiguous in declaration order | – | error |
 //! | non-zero padding | warning | – |
 //! | bytes after the last tensor | info | – |
+//!
+//! And, under both profiles, the meaning of the standard keys ([`crate::semantic`]).
 
 use crate::file::{tensor_byte_size, Gguf};
 use crate::ggml_type::{type_name, GgmlType};
@@ -53,17 +55,36 @@ pub enum Severity {
     Error,
 }
 
+/// What a finding is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display)]
+#[strum(serialize_all = "lowercase")]
+pub enum Category {
+    /// The container: layout, limits, uniqueness (the profiles differ here).
+    Structure,
+    /// What the standard keys mean ([`crate::semantic`]), the same under both profiles.
+    Meaning,
+}
+
 /// One finding: severity, field path, byte offset, message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
     /// How serious.
     pub severity: Severity,
+    /// Structure or meaning.
+    pub category: Category,
     /// The field, as in decode errors (`tensor[2].offset`).
     pub path: String,
     /// Byte offset of the field.
     pub offset: u64,
     /// What is wrong.
     pub message: String,
+}
+
+impl Finding {
+    /// Whether it is an error about the container itself.
+    pub fn is_structural_error(&self) -> bool {
+        self.severity == Severity::Error && self.category == Category::Structure
+    }
 }
 
 impl fmt::Display for Finding {
@@ -111,6 +132,15 @@ pub fn validate_header(
     v.file(header);
     v.metadata(header, layout);
     v.tensors(header, layout, file_len);
+    crate::semantic::check(header, layout, &mut |severity, path, offset, message| {
+        v.findings.push(Finding {
+            severity,
+            category: Category::Meaning,
+            path,
+            offset,
+            message,
+        })
+    });
     v.findings
 }
 
@@ -132,6 +162,7 @@ impl Validator {
         if profiles.contains(&self.profile) {
             self.findings.push(Finding {
                 severity,
+                category: Category::Structure,
                 path: path.into(),
                 offset,
                 message: message.into(),
@@ -203,7 +234,7 @@ impl Validator {
                 );
             } else if !key.is_empty() && !is_conventional_key(key) {
                 self.report(
-                    &[Spec],
+                    &[Spec, Ggml],
                     Severity::Warning,
                     &path,
                     at,

@@ -182,6 +182,7 @@ fn convertible_tensors() -> (serde_json::Value, Vec<Vec<u8>>) {
 fn metadata() -> serde_json::Value {
     json!([
         {"key": "general.architecture", "type": "string", "value": "llama"},
+        {"key": "general.quantization_version", "type": "uint32", "value": 2},
         {"key": "llama.context_length", "type": "uint32", "value": 4096},
         {"key": "x.i64", "type": "int64", "value": -5_000_000_000i64},
         {"key": "x.f64", "type": "float64", "value": 0.1},

@@ -155,3 +155,11 @@ pub fn small_file(version: u32, big: bool) -> Raw {
     r.raw(&[1; 16]).raw(&[0; 16]).raw(&[2; 16]);
     r
 }
+
+/// The findings about the container itself (not what standard keys mean).
+pub fn structural(findings: &[ggufrw::validate::Finding]) -> Vec<ggufrw::validate::Finding> {
+    (findings.iter())
+        .filter(|f| f.category == ggufrw::validate::Category::Structure)
+        .cloned()
+        .collect()
+}

@@ -1,0 +1,294 @@
+//! Parameter counts and size labels, exactly as gguf-py computes them.
+//!
+//! [`count`] is `GGUFWriter.get_total_parameter_count` (gguf-py 0.19.0, `gguf_writer.py`) and
+//! [`size_label`] / [`rounded_notation`] are `size_label` / `model_weight_count_rounded_notation`
+//! (`utility.py`): llama.cpp's converter names files and fills `general.size_label` with them.
+//!
+//! gguf-py sees shapes in numpy order, the reverse of GGUF's `ne` order that
+//! [`TensorInfo::dimensions`] holds: its `shape[-1]` is `ne[0]`, `shape[-2]` is `ne[1]` and
+//! `shape[-3]` is `ne[2]`.
+//!
+//! ```
+//! use ggufrw::params::{count_shapes, size_label};
+//!
+//! // Mixtral-8x7B's shape: 8 experts of 5.6B parameters each, 1.6B shared.
+//! let tensors: [(&str, &[u64]); 2] = [
+//!     ("token_embd.weight", &[4096, 400_000]),
+//!     ("blk.0.ffn_up_exps.weight", &[4096, 14336, 8]),
+//! ];
+//! let p = count_shapes(tensors)?;
+//! assert_eq!((p.shared, p.expert, p.expert_count), (1_638_400_000, 58_720_256, 8));
+//! assert_eq!(p.size_label(), "8x1.7B");
+//! assert_eq!(size_label(46_702_792_704, 1_604_853_760, 5_637_144_576, 8), "8x7.2B");
+//! # Ok::<(), ggufrw::params::ParamError>(())
+//! ```
+
+use crate::TensorInfo;
+use std::fmt;
+
+/// The parameter count of a set of tensors, as `get_total_parameter_count` gives it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ParamCount {
+    /// All parameters counted (LoRA `a` tensors are not counted; each `b` tensor counts as the
+    /// full matrix it updates). gguf-py returns this negated when `lora` is set.
+    pub total: u64,
+    /// Parameters outside expert tensors (`_exps.` tensors of fewer than 3 dimensions count
+    /// here too).
+    pub shared: u64,
+    /// Parameters of one expert: each expert tensor's size divided by its expert count, summed.
+    pub expert: u64,
+    /// Expert tensors' expert counts, averaged (rounded down); 0 without expert tensors.
+    pub expert_count: u64,
+    /// A tensor named `*.lora_a` was seen: gguf-py negates `total` to say it is likely not
+    /// exact, and the converter then names the file `…-LoRA`.
+    pub lora: bool,
+    /// A `*.lora_b` tensor did not directly follow its `*.lora_a` (the last `lora_a` seen had
+    /// another name, or there was none): gguf-py gives up and returns all zeros, as here.
+    pub lora_unmeasured: bool,
+}
+
+impl ParamCount {
+    /// The four numbers `get_total_parameter_count` returns: `(total, shared, expert,
+    /// expert_count)`, the total negated for LoRA adapters.
+    pub fn gguf_py(&self) -> (i128, u64, u64, u64) {
+        let total = i128::from(self.total);
+        let total = if self.lora { -total } else { total };
+        (total, self.shared, self.expert, self.expert_count)
+    }
+
+    /// gguf-py's `size_label(total, shared, expert, expert_count)` of these counts, such as
+    /// `7.2B` or `8x7.2B`.
+    pub fn size_label(&self) -> String {
+        size_label(
+            u128::from(self.total),
+            u128::from(self.shared),
+            u128::from(self.expert),
+            self.expert_count,
+        )
+    }
+}
+
+/// Why a count could not be made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParamError {
+    /// An expert tensor says it has 0 experts (gguf-py: `ZeroDivisionError`).
+    ZeroExperts {
+        /// The tensor's name.
+        tensor: String,
+    },
+    /// A `*.lora_b` tensor's matching `*.lora_a` has no dimensions (gguf-py: `IndexError`).
+    ScalarLoraA {
+        /// The `lora_a` tensor's name.
+        tensor: String,
+    },
+    /// A count does not fit in 64 bits (gguf-py's integers are unbounded).
+    Overflow {
+        /// The tensor being counted.
+        tensor: String,
+    },
+}
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamError::ZeroExperts { tensor } => {
+                write!(f, "expert tensor {tensor:?} has 0 experts")
+            }
+            ParamError::ScalarLoraA { tensor } => {
+                write!(f, "LoRA tensor {tensor:?} has no dimensions")
+            }
+            ParamError::Overflow { tensor } => {
+                write!(f, "parameter count overflows 64 bits at tensor {tensor:?}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ParamError {}
+
+/// Counts the parameters of `tensors`, in file order, as gguf-py does.
+pub fn count(tensors: &[TensorInfo]) -> Result<ParamCount, ParamError> {
+    count_shapes(
+        tensors
+            .iter()
+            .map(|t| (t.name.as_str(), t.dimensions.as_slice())),
+    )
+}
+
+/// Counts the parameters of `(name, dimensions)` pairs (dimensions in GGUF order, `ne[0]`
+/// first), in order: `GGUFWriter.get_total_parameter_count` step by step.
+pub fn count_shapes<'a, I>(tensors: I) -> Result<ParamCount, ParamError>
+where
+    I: IntoIterator<Item = (&'a str, &'a [u64])>,
+{
+    let mut total: u128 = 0;
+    let mut shared: u128 = 0;
+    let mut expert: u128 = 0;
+    let mut expert_sum: u128 = 0;
+    let mut expert_tensors: u128 = 0;
+    let mut last_lora_a: Option<(&str, &[u64])> = None;
+
+    for (name, dims) in tensors {
+        let overflow = || ParamError::Overflow {
+            tensor: name.to_owned(),
+        };
+        // numpy's shape is `dims` reversed; `shape[-1]` is ne[0].
+        let mut shape: Vec<u64> = dims.to_vec();
+        if name.ends_with(".lora_a") {
+            last_lora_a = Some((name, dims));
+            continue;
+        } else if let Some(stem) = name.strip_suffix(".lora_b") {
+            // `last_lora_a[0] != name[:-1] + "a"`
+            match last_lora_a {
+                Some((a_name, a_dims))
+                    if a_name.strip_suffix(".lora_a") == Some(stem) =>
+                {
+                    // `shape = (*shape[:-1], last_lora_a.shape[-1])`: numpy's last axis is
+                    // ne[0], so ne[0] becomes lora_a's ne[0]; a scalar lora_b becomes 1-D.
+                    let a0 = *a_dims.first().ok_or_else(|| ParamError::ScalarLoraA {
+                        tensor: a_name.to_owned(),
+                    })?;
+                    match shape.first_mut() {
+                        Some(ne0) => *ne0 = a0,
+                        None => shape.push(a0),
+                    }
+                }
+                _ => {
+                    return Ok(ParamCount {
+                        lora_unmeasured: true,
+                        ..ParamCount::default()
+                    })
+                }
+            }
+        }
+
+        // `prod(shape)`: 1 for a scalar.
+        let size = shape
+            .iter()
+            .try_fold(1u128, |acc, &d| acc.checked_mul(u128::from(d)))
+            .ok_or_else(overflow)?;
+
+        if name.contains("_exps.") && shape.len() >= 3 {
+            // `shape[-2 if ".bias" in name else -3]`: ne[1] or ne[2].
+            let experts = u128::from(shape[if name.contains(".bias") { 1 } else { 2 }]);
+            if experts == 0 {
+                return Err(ParamError::ZeroExperts {
+                    tensor: name.to_owned(),
+                });
+            }
+            expert = expert.checked_add(size / experts).ok_or_else(overflow)?;
+            expert_sum = expert_sum.checked_add(experts).ok_or_else(overflow)?;
+            expert_tensors += 1;
+        } else {
+            shared = shared.checked_add(size).ok_or_else(overflow)?;
+        }
+        total = total.checked_add(size).ok_or_else(overflow)?;
+        if total > u128::from(u64::MAX) {
+            return Err(overflow());
+        }
+    }
+
+    let expert_count = expert_sum.checked_div(expert_tensors).unwrap_or(0);
+    // total ≥ shared and ≥ expert, and the average expert count ≤ the largest, so each fits.
+    let narrow = |v: u128| u64::try_from(v).expect("bounded by the total");
+    Ok(ParamCount {
+        total: narrow(total),
+        shared: narrow(shared),
+        expert: narrow(expert),
+        expert_count: narrow(expert_count),
+        lora: last_lora_a.is_some(),
+        lora_unmeasured: false,
+    })
+}
+
+/// gguf-py's `size_label(total_params, shared_params, expert_params, expert_count)`: with
+/// experts `{expert_count}x` and the rounded notation of `shared + expert`, else the rounded
+/// notation of `total`, both with at least 2 digits. (gguf-py takes absolute values; these
+/// are magnitudes already.)
+pub fn size_label(total: u128, shared: u128, expert: u128, expert_count: u64) -> String {
+    if expert_count > 0 {
+        // Python's integers do not overflow; a sum past u128 is not a parameter count.
+        let per = shared.saturating_add(expert);
+        format!("{expert_count}x{}", rounded_notation(per, 2))
+    } else {
+        rounded_notation(total, 2)
+    }
+}
+
+/// gguf-py's `model_weight_count_rounded_notation(count, min_digits)`: the count scaled to
+/// thousands, millions, billions or trillions (`K`, `M`, `B`, `T`; the scale is the largest
+/// the count is *strictly* above, so 1,000,000 is `1000K`), with as many decimals as it takes
+/// to show `min_digits` digits of the rounded value (`7.2B`, `270M`, `0.50K`).
+///
+/// Faithful to Python's float arithmetic: the count becomes the nearest `f64`, is multiplied by
+/// the `f64` nearest `1e-3`/`1e-6`/`1e-9`/`1e-12`, the number of digits is taken from
+/// `round()` (ties to even), and the result is formatted like `f"{x:.{fix}f}"`, which rounds
+/// the exact binary value, ties to even (`1.25` → `1.2`).
+pub fn rounded_notation(count: u128, min_digits: usize) -> String {
+    // Comparisons of an int with 1e12 etc. are exact in Python, and these are integers.
+    let (scale, suffix) = if count > 1_000_000_000_000 {
+        (1e-12, 'T')
+    } else if count > 1_000_000_000 {
+        (1e-9, 'B')
+    } else if count > 1_000_000 {
+        (1e-6, 'M')
+    } else {
+        (1e-3, 'K')
+    };
+    // `int * float`: the int is rounded to the nearest double first, as `as` does.
+    let scaled = count as f64 * scale;
+    // `len(str(round(scaled)).lstrip('0'))`: 0 rounds to "0", which strips to "".
+    let rounded = scaled.round_ties_even();
+    let digits = if rounded < 1.0 {
+        0
+    } else {
+        format!("{rounded:.0}").len()
+    };
+    let fix = min_digits.saturating_sub(digits);
+    format!("{}{suffix}", format_fixed(scaled, fix))
+}
+
+/// Python's `f"{x:.{decimals}f}"` for a finite, non-negative `x`: the exact decimal value of
+/// the double, rounded to `decimals` places, ties to even.
+pub fn format_fixed(x: f64, decimals: usize) -> String {
+    // Every finite double has at most 1074 decimals, so this is its exact value.
+    let exact = format!("{x:.1100}");
+    let (int_part, frac_part) = exact.split_once('.').unwrap_or((&exact, ""));
+    let mut digits: Vec<u8> = int_part.bytes().collect();
+    let int_len = digits.len();
+    digits.extend(frac_part.bytes().take(decimals));
+    digits.resize(int_len + decimals, b'0');
+    let rest = frac_part.as_bytes().get(decimals..).unwrap_or(&[]);
+    let round_up = match rest.first() {
+        Some(b'6'..=b'9') => true,
+        Some(b'5') => {
+            let beyond_half = rest[1..].iter().any(|&d| d != b'0');
+            let last_odd = digits.last().is_some_and(|d| (d - b'0') % 2 == 1);
+            beyond_half || last_odd
+        }
+        _ => false,
+    };
+    if round_up {
+        let mut i = digits.len();
+        loop {
+            if i == 0 {
+                digits.insert(0, b'1');
+                break;
+            }
+            i -= 1;
+            if digits[i] == b'9' {
+                digits[i] = b'0';
+            } else {
+                digits[i] += 1;
+                break;
+            }
+        }
+    }
+    let int_len = digits.len() - decimals;
+    let mut out = String::from_utf8(digits[..int_len].to_vec()).expect("ASCII digits");
+    if decimals > 0 {
+        out.push('.');
+        out.push_str(std::str::from_utf8(&digits[int_len..]).expect("ASCII digits"));
+    }
+    out
+}
