@@ -140,7 +140,39 @@ pub fn value_text(value: &Value) -> String {
     }
 }
 
-/// The whole header as readable text.
+/// What a standard value means, beside the raw value: file type and pooling names, token
+/// type names.
+fn interpretation(key: &str, value: &Value) -> Option<String> {
+    use crate::keys::{FileType, PoolingType, TokenType};
+    match (key, value) {
+        ("general.file_type", Value::Uint32(id)) => Some(
+            FileType::from_repr(*id).map_or_else(|| "unknown file type".into(), |t| t.to_string()),
+        ),
+        (k, Value::Uint32(id)) if k.ends_with(".pooling_type") => {
+            PoolingType::from_repr(*id).map(|t| t.to_string())
+        }
+        ("tokenizer.ggml.token_type", Value::Array(a)) => match &a.values {
+            ArrayValues::Int32(types) => {
+                let names: Vec<String> = (types.iter().take(SHOWN_ELEMENTS))
+                    .map(|&t| {
+                        TokenType::from_repr(t).map_or_else(|| format!("?{t}"), |n| n.to_string())
+                    })
+                    .collect();
+                let more = types.len().saturating_sub(SHOWN_ELEMENTS);
+                Some(if more > 0 {
+                    format!("{}, …", names.join(", "))
+                } else {
+                    names.join(", ")
+                })
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The whole header as readable text: keys grouped (general, architecture, tokenizer, other),
+/// standard values interpreted, the parameter count.
 pub fn dump_text<B: AsRef<[u8]>>(file: &Gguf<B>) -> String {
     let header = file.header();
     let layout = file.layout();
@@ -155,17 +187,61 @@ pub fn dump_text<B: AsRef<[u8]>>(file: &Gguf<B>) -> String {
         header.tensor_infos.len(),
         layout.data_offset
     );
-    let _ = writeln!(out, "\nmetadata:");
-    for kv in &header.metadata {
-        let ty = match &kv.value {
-            Value::Array(a) => format!(
-                "array[{}; {}]",
-                a.values.element_type().name(),
-                a.values.len()
-            ),
-            v => v.value_type().name().to_owned(),
-        };
-        let _ = writeln!(out, "  {} ({ty}) = {}", kv.key, value_text(&kv.value));
+    let arch = crate::keys::Meta::new(&header.metadata).architecture();
+    let arch_prefix = arch.map(|a| format!("{a}."));
+    let group = |key: &str| {
+        if key.starts_with("general.") {
+            0
+        } else if arch_prefix.as_deref().is_some_and(|p| key.starts_with(p)) {
+            1
+        } else if key.starts_with("tokenizer.") {
+            2
+        } else {
+            3
+        }
+    };
+    let titles = [
+        "general".to_owned(),
+        format!("architecture ({})", arch.unwrap_or("?")),
+        "tokenizer".to_owned(),
+        "other".to_owned(),
+    ];
+    for (g, title) in titles.iter().enumerate() {
+        let keys: Vec<_> = header
+            .metadata
+            .iter()
+            .filter(|kv| group(&kv.key) == g)
+            .collect();
+        if keys.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title}:");
+        for kv in keys {
+            let ty = match &kv.value {
+                Value::Array(a) => format!(
+                    "array[{}; {}]",
+                    a.values.element_type().name(),
+                    a.values.len()
+                ),
+                v => v.value_type().name().to_owned(),
+            };
+            let _ = write!(out, "  {} ({ty}) = {}", kv.key, value_text(&kv.value));
+            if let Some(meaning) = interpretation(&kv.key, &kv.value) {
+                let _ = write!(out, "  [{meaning}]");
+            }
+            out.push('\n');
+        }
+    }
+    if let Ok(p) = crate::params::count(&header.tensor_infos) {
+        let _ = write!(out, "\nparameters: {} total", p.total);
+        if p.expert_count > 0 {
+            let _ = write!(
+                out,
+                ", {} shared, {} per expert, {} experts",
+                p.shared, p.expert, p.expert_count
+            );
+        }
+        let _ = writeln!(out, " (size label {})", p.size_label());
     }
     let _ = writeln!(out, "\ntensors:");
     for (i, t) in header.tensor_infos.iter().enumerate() {

@@ -43,6 +43,8 @@ pub mod fsutil;
 pub mod ggml_type;
 pub mod json;
 pub mod keys;
+pub mod naming;
+pub mod params;
 pub mod peer;
 pub mod semantic;
 pub mod strategy;
