@@ -47,6 +47,16 @@ enum Command {
         /// The output file.
         output: PathBuf,
     },
+    /// Print the file's conventional name (ggml's naming convention, derived from general.name,
+    /// basename, finetune, version, size_label, file_type and the tensors as llama.cpp's
+    /// converter does); with --check, say where the actual name differs and exit 1 if it does.
+    Name {
+        /// The GGUF file.
+        file: PathBuf,
+        /// Compare with the file's actual name.
+        #[arg(long)]
+        check: bool,
+    },
     /// Change metadata and tensors: to a new file (-o, atomic) or by rewriting only the header
     /// (--in-place, when it fits). Everything not edited stays byte-identical.
     Edit(EditArgs),
@@ -109,6 +119,7 @@ fn main() -> ExitCode {
         } => check(&files, profile, json),
         Command::Rewrite { input, output } => rewrite(&input, &output),
         Command::Edit(args) => edit(args),
+        Command::Name { file, check } => name(&file, check),
         Command::Conform {
             cases,
             seed,
@@ -371,6 +382,51 @@ fn report(
         }
     );
     if failed {
+        ExitCode::from(FAILED)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn name(path: &Path, check: bool) -> ExitCode {
+    use ggufrw::naming::{compare, conventional_file_name};
+    let file = match open(path) {
+        Ok(f) => f,
+        Err(code) => return code,
+    };
+    let output_type = match file.get("general.file_type") {
+        Some(ggufrw::Value::Uint32(id)) => {
+            ggufrw::keys::FileType::from_repr(*id).map(|t| t.encoding())
+        }
+        _ => None,
+    };
+    let expected = conventional_file_name(&file, output_type);
+    let mut out = format!("{expected}\n");
+    let mut differs = false;
+    if check {
+        let actual = (path.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match compare(&actual, &expected) {
+            Ok(diffs) => {
+                for d in &diffs {
+                    out.push_str(&format!("{}: {d}\n", path.display()));
+                }
+                differs = !diffs.is_empty();
+            }
+            Err(e) => {
+                out.push_str(&format!(
+                    "{}: {actual:?} does not follow the naming convention: {e}\n",
+                    path.display()
+                ));
+                differs = true;
+            }
+        }
+    }
+    let printed = print_out(&out);
+    if printed != ExitCode::SUCCESS {
+        printed
+    } else if differs {
         ExitCode::from(FAILED)
     } else {
         ExitCode::SUCCESS

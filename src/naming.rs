@@ -151,9 +151,14 @@ impl fmt::Display for FileName {
             write!(f, "{}-", sidecar.as_str())?;
         }
         f.write_str(&self.base_name)?;
-        for part in [&self.size_label, &self.finetune, &self.version, &self.encoding]
-            .into_iter()
-            .flatten()
+        for part in [
+            &self.size_label,
+            &self.finetune,
+            &self.version,
+            &self.encoding,
+        ]
+        .into_iter()
+        .flatten()
         {
             write!(f, "-{part}")?;
         }
@@ -502,24 +507,17 @@ pub fn naming_convention(
         Some(n) => dashed(n).replace('/', "-"),
         None => "ggml-model".to_owned(),
     };
+    let parts = [
+        size_label.map(str::to_owned),
+        finetune.map(dashed),
+        version.map(dashed),
+        output_type.map(|s| python_upper(&dashed(s))),
+        model_type.map(dashed),
+    ];
     let mut out = name;
-    if let Some(s) = size_label {
+    for part in parts.iter().flatten() {
         out.push('-');
-        out.push_str(s);
-    }
-    for part in [finetune, version] {
-        if let Some(s) = part {
-            out.push('-');
-            out.push_str(&dashed(s));
-        }
-    }
-    if let Some(s) = output_type {
-        out.push('-');
-        out.push_str(&python_upper(&dashed(s)));
-    }
-    if let Some(s) = model_type {
-        out.push('-');
-        out.push_str(&dashed(s));
+        out.push_str(part);
     }
     out
 }

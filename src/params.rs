@@ -11,7 +11,7 @@
 //! ```
 //! use ggufrw::params::{count_shapes, size_label};
 //!
-//! // Mixtral-8x7B's shape: 8 experts of 5.6B parameters each, 1.6B shared.
+//! // A mixture of 8 experts: an expert tensor's ne[2] is its expert count.
 //! let tensors: [(&str, &[u64]); 2] = [
 //!     ("token_embd.weight", &[4096, 400_000]),
 //!     ("blk.0.ffn_up_exps.weight", &[4096, 14336, 8]),
@@ -42,8 +42,8 @@ pub struct ParamCount {
     /// A tensor named `*.lora_a` was seen: gguf-py negates `total` to say it is likely not
     /// exact, and the converter then names the file `…-LoRA`.
     pub lora: bool,
-    /// A `*.lora_b` tensor did not directly follow its `*.lora_a` (the last `lora_a` seen had
-    /// another name, or there was none): gguf-py gives up and returns all zeros, as here.
+    /// A `*.lora_b` tensor came when the last `*.lora_a` seen was not its own (or there was
+    /// none): gguf-py gives up ("tensor order is unusual") and returns all zeros, as here.
     pub lora_unmeasured: bool,
 }
 
@@ -59,12 +59,7 @@ impl ParamCount {
     /// gguf-py's `size_label(total, shared, expert, expert_count)` of these counts, such as
     /// `7.2B` or `8x7.2B`.
     pub fn size_label(&self) -> String {
-        size_label(
-            u128::from(self.total),
-            u128::from(self.shared),
-            u128::from(self.expert),
-            self.expert_count,
-        )
+        size_label(self.total, self.shared, self.expert, self.expert_count)
     }
 }
 
@@ -127,11 +122,11 @@ where
     let mut expert_sum: u128 = 0;
     let mut expert_tensors: u128 = 0;
     let mut last_lora_a: Option<(&str, &[u64])> = None;
+    // The first tensor at which a count passed 64 bits. gguf-py's integers never overflow, so
+    // it carries on, and a later tensor can still make it fail or give up: so do we.
+    let mut overflowed: Option<&str> = None;
 
     for (name, dims) in tensors {
-        let overflow = || ParamError::Overflow {
-            tensor: name.to_owned(),
-        };
         // numpy's shape is `dims` reversed; `shape[-1]` is ne[0].
         let mut shape: Vec<u64> = dims.to_vec();
         if name.ends_with(".lora_a") {
@@ -140,9 +135,7 @@ where
         } else if let Some(stem) = name.strip_suffix(".lora_b") {
             // `last_lora_a[0] != name[:-1] + "a"`
             match last_lora_a {
-                Some((a_name, a_dims))
-                    if a_name.strip_suffix(".lora_a") == Some(stem) =>
-                {
+                Some((a_name, a_dims)) if a_name.strip_suffix(".lora_a") == Some(stem) => {
                     // `shape = (*shape[:-1], last_lora_a.shape[-1])`: numpy's last axis is
                     // ne[0], so ne[0] becomes lora_a's ne[0]; a scalar lora_b becomes 1-D.
                     let a0 = *a_dims.first().ok_or_else(|| ParamError::ScalarLoraA {
@@ -162,30 +155,51 @@ where
             }
         }
 
-        // `prod(shape)`: 1 for a scalar.
-        let size = shape
-            .iter()
-            .try_fold(1u128, |acc, &d| acc.checked_mul(u128::from(d)))
-            .ok_or_else(overflow)?;
-
-        if name.contains("_exps.") && shape.len() >= 3 {
-            // `shape[-2 if ".bias" in name else -3]`: ne[1] or ne[2].
-            let experts = u128::from(shape[if name.contains(".bias") { 1 } else { 2 }]);
-            if experts == 0 {
-                return Err(ParamError::ZeroExperts {
-                    tensor: name.to_owned(),
-                });
-            }
-            expert = expert.checked_add(size / experts).ok_or_else(overflow)?;
-            expert_sum = expert_sum.checked_add(experts).ok_or_else(overflow)?;
-            expert_tensors += 1;
+        // `prod(shape)`: exact, so 0 when a dimension is 0 however large the others; 1 for a
+        // scalar.
+        let size = if shape.contains(&0) {
+            Some(0)
         } else {
-            shared = shared.checked_add(size).ok_or_else(overflow)?;
+            (shape.iter()).try_fold(1u128, |acc, &d| acc.checked_mul(u128::from(d)))
+        };
+
+        let is_expert = name.contains("_exps.") && shape.len() >= 3;
+        // `shape[-2 if ".bias" in name else -3]`: ne[1] or ne[2].
+        let experts =
+            is_expert.then(|| u128::from(shape[if name.contains(".bias") { 1 } else { 2 }]));
+        if experts == Some(0) {
+            return Err(ParamError::ZeroExperts {
+                tensor: name.to_owned(),
+            });
         }
-        total = total.checked_add(size).ok_or_else(overflow)?;
-        if total > u128::from(u64::MAX) {
-            return Err(overflow());
+        if overflowed.is_some() {
+            continue;
         }
+        // Every sum is at most the total (or, for expert counts, far below u128), so checking
+        // the size and the total is enough.
+        let fits = |size: u128| {
+            total
+                .checked_add(size)
+                .is_some_and(|t| t <= u128::from(u64::MAX))
+        };
+        let Some(size) = size.filter(|&size| fits(size)) else {
+            overflowed = Some(name);
+            continue;
+        };
+        match experts {
+            Some(experts) => {
+                expert += size / experts;
+                expert_sum += experts;
+                expert_tensors += 1;
+            }
+            None => shared += size,
+        }
+        total += size;
+    }
+    if let Some(tensor) = overflowed {
+        return Err(ParamError::Overflow {
+            tensor: tensor.to_owned(),
+        });
     }
 
     let expert_count = expert_sum.checked_div(expert_tensors).unwrap_or(0);
@@ -205,13 +219,12 @@ where
 /// experts `{expert_count}x` and the rounded notation of `shared + expert`, else the rounded
 /// notation of `total`, both with at least 2 digits. (gguf-py takes absolute values; these
 /// are magnitudes already.)
-pub fn size_label(total: u128, shared: u128, expert: u128, expert_count: u64) -> String {
+pub fn size_label(total: u64, shared: u64, expert: u64, expert_count: u64) -> String {
     if expert_count > 0 {
-        // Python's integers do not overflow; a sum past u128 is not a parameter count.
-        let per = shared.saturating_add(expert);
+        let per = u128::from(shared) + u128::from(expert);
         format!("{expert_count}x{}", rounded_notation(per, 2))
     } else {
-        rounded_notation(total, 2)
+        rounded_notation(u128::from(total), 2)
     }
 }
 

@@ -178,3 +178,36 @@ fn conform_prints_a_row_per_version_and_byte_order() {
     }
     assert!(text.contains("50 cases, seed 3"), "{text}");
 }
+
+#[test]
+fn name_prints_the_conventional_name_and_checks_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let build = |path: &Path| {
+        ggufrw::Builder::new()
+            .metadata("general.architecture", "llama")
+            .metadata("general.basename", "Mixtral")
+            .metadata("general.size_label", "8x7B")
+            .metadata("general.version", "v0.1")
+            .metadata("general.file_type", 2u32)
+            .tensor("w", ggufrw::GgmlType::Q4_0, &[32], vec![0u8; 18])
+            .unwrap()
+            .write_file(path)
+            .unwrap();
+    };
+    let right = dir.path().join("Mixtral-8x7B-v0.1-Q4_0.gguf");
+    let wrong = dir.path().join("mixtral-q4.gguf");
+    build(&right);
+    build(&wrong);
+    let out = ggufrw(&["name", s(&right)]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Mixtral-8x7B-v0.1-Q4_0.gguf\n"
+    );
+    assert_eq!(
+        ggufrw(&["name", "--check", s(&right)]).status.code(),
+        Some(0)
+    );
+    let out = ggufrw(&["name", "--check", s(&wrong)]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).lines().count() > 1);
+}

@@ -60,10 +60,11 @@ pub enum FileType {
 }
 
 impl FileType {
-    /// The name used in file names: the part after `ALL_`/`MOSTLY_` (`Q4_K_M`, `F32`).
+    /// The name used in file names: the part after `ALL_`/`MOSTLY_` (`Q4_K_M`, `F32`); empty
+    /// for `GUESSED`, as llama.cpp's converter (`partition("_")[2]`) gives it.
     pub fn encoding(self) -> &'static str {
         let name: &'static str = self.into();
-        name.split_once('_').map_or(name, |(_, rest)| rest)
+        name.split_once('_').map_or("", |(_, rest)| rest)
     }
 
     /// The ggml type most tensors of such a file have (None for `GUESSED`).

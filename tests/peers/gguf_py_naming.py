@@ -20,7 +20,8 @@ Requests:
         each a string or null -> gguf.naming_convention(...), a string.
     {"fn": "parameter_count", "tensors": [{"name": "w", "shape": [ne0, ne1]}]}
         shapes in GGUF order (ne[0] first) -> [total, shared, expert,
-        expert_count] from GGUFWriter.get_total_parameter_count(), after
+        expert_count] from GGUFWriter.get_total_parameter_count(), as decimal
+        strings (Python's integers are unbounded, JSON readers' often not), after
         adding each tensor with GGUFWriter.add_tensor_info(name,
         reversed shape (numpy order), float32, 0) to a writer that never
         opens a file (path=None, arch="", no splitting).
@@ -67,13 +68,15 @@ def parameter_count(tensors: Any) -> list[int]:
             raise TypeError('each tensor must be {"name": str, "shape": [int, ...]}')
         ne = [_int(d, "a dimension") for d in t["shape"]]
         writer.add_tensor_info(t["name"], tuple(reversed(ne)), np.dtype(np.float32), 0)
-    return list(writer.get_total_parameter_count())
+    return [str(n) for n in writer.get_total_parameter_count()]
 
 
 def call(req: Any) -> Any:
     if not isinstance(req, dict) or not isinstance(req.get("fn"), str):
         raise ValueError('request must be a JSON object {"fn": "...", ...}')
     fn = req["fn"]
+    if fn not in ("batch", "parameter_count", "size_label", "rounded", "naming_convention", "format"):
+        raise ValueError(f"unknown fn {fn!r}")
     if fn == "batch":
         calls = req.get("calls")
         if not isinstance(calls, list):
@@ -100,7 +103,7 @@ def call(req: Any) -> Any:
         if len(args) != 2 or not isinstance(args[0], (int, float)) or isinstance(args[0], bool):
             raise TypeError("format takes a number and a count of decimals")
         return f"{float(args[0]):.{_int(args[1], 'decimals')}f}"
-    raise ValueError(f"unknown fn {fn!r}")
+    raise AssertionError(fn)
 
 
 def answer(req: Any) -> dict[str, Any]:
