@@ -389,40 +389,11 @@ fn report(
 }
 
 fn name(path: &Path, check: bool) -> ExitCode {
-    use ggufrw::naming::{compare, conventional_file_name};
     let file = match open(path) {
         Ok(f) => f,
         Err(code) => return code,
     };
-    let output_type = match file.get("general.file_type") {
-        Some(ggufrw::Value::Uint32(id)) => {
-            ggufrw::keys::FileType::from_repr(*id).map(|t| t.encoding())
-        }
-        _ => None,
-    };
-    let expected = conventional_file_name(&file, output_type);
-    let mut out = format!("{expected}\n");
-    let mut differs = false;
-    if check {
-        let actual = (path.file_name())
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        match compare(&actual, &expected) {
-            Ok(diffs) => {
-                for d in &diffs {
-                    out.push_str(&format!("{}: {d}\n", path.display()));
-                }
-                differs = !diffs.is_empty();
-            }
-            Err(e) => {
-                out.push_str(&format!(
-                    "{}: {actual:?} does not follow the naming convention: {e}\n",
-                    path.display()
-                ));
-                differs = true;
-            }
-        }
-    }
+    let (out, differs) = ggufrw::naming::name_report(path, &file, check);
     let printed = print_out(&out);
     if printed != ExitCode::SUCCESS {
         printed

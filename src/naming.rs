@@ -619,3 +619,43 @@ pub fn conventional_file_name<B: AsRef<[u8]>>(
 pub fn conventional_name<B: AsRef<[u8]>>(file: &Gguf<B>, output_type: Option<&str>) -> String {
     conventional_file_name(file, output_type).to_string()
 }
+
+/// What `ggufrw name FILE [--check]` prints: the conventional name (the encoding from
+/// `general.file_type`), and with `check` a line per part where the actual file name differs;
+/// and whether it differs.
+pub fn name_report<B: AsRef<[u8]>>(
+    path: &std::path::Path,
+    file: &Gguf<B>,
+    check: bool,
+) -> (String, bool) {
+    let output_type = match file.get("general.file_type") {
+        Some(crate::Value::Uint32(id)) => {
+            crate::keys::FileType::from_repr(*id).map(|t| t.encoding())
+        }
+        _ => None,
+    };
+    let expected = conventional_file_name(file, output_type);
+    let mut out = format!("{expected}\n");
+    let mut differs = false;
+    if check {
+        let actual = (path.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match compare(&actual, &expected) {
+            Ok(diffs) => {
+                for d in &diffs {
+                    out.push_str(&format!("{}: {d}\n", path.display()));
+                }
+                differs = !diffs.is_empty();
+            }
+            Err(e) => {
+                out.push_str(&format!(
+                    "{}: {actual:?} does not follow the naming convention: {e}\n",
+                    path.display()
+                ));
+                differs = true;
+            }
+        }
+    }
+    (out, differs)
+}

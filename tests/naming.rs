@@ -6,8 +6,8 @@
 //! saying how to get it.
 
 use ggufrw::naming::{
-    compare, conventional_file_name, conventional_name, naming_convention, python_strip,
-    python_upper, FileName, ModelType, NameError, Shard, Sidecar,
+    compare, conventional_file_name, conventional_name, name_report, naming_convention,
+    python_strip, python_upper, FileName, ModelType, NameError, Shard, Sidecar,
 };
 use ggufrw::params::{
     count, count_shapes, format_fixed, rounded_notation, size_label, ParamCount, ParamError,
@@ -1499,43 +1499,6 @@ fn size_label_edge_cases_match_gguf_py() {
     );
 }
 
-// ---------------------------------------------------------------------------------------------
-// `ggufrw name FILE [--check]`: the command's body, minus reading general.file_type (the
-// caller's enum), so that it is compiled and tested here.
-
-/// What `ggufrw name` prints, and whether `--check` found a difference (exit 1).
-fn name_command(
-    path: &std::path::Path,
-    file: &Gguf<impl AsRef<[u8]>>,
-    output_type: Option<&str>,
-    check: bool,
-) -> (String, bool) {
-    let expected = conventional_file_name(file, output_type);
-    let mut out = format!("{expected}\n");
-    let mut differs = false;
-    if check {
-        let actual = (path.file_name())
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        match compare(&actual, &expected) {
-            Ok(diffs) => {
-                for d in &diffs {
-                    out.push_str(&format!("{}: {d}\n", path.display()));
-                }
-                differs = !diffs.is_empty();
-            }
-            Err(e) => {
-                out.push_str(&format!(
-                    "{}: {actual:?} does not follow the naming convention: {e}\n",
-                    path.display()
-                ));
-                differs = true;
-            }
-        }
-    }
-    (out, differs)
-}
-
 /// The model the real-file tests use (gemma-3-270m, Q4_K_M, written by llama.cpp's
 /// converter), assembled from its PyPI package.
 fn gemma() -> std::path::PathBuf {
@@ -1564,7 +1527,7 @@ fn real_model_name() {
         file.get("general.file_type"),
         Some(&ggufrw::Value::Uint32(15))
     );
-    let (out, differs) = name_command(&path, &file, Some("Q4_K_M"), true);
+    let (out, differs) = name_report(&path, &file, true);
     let shown = path.display();
     assert_eq!(
         out,
@@ -1593,14 +1556,14 @@ fn name_command_checks() {
     let file = f32_tensor(
         Builder::new()
             .metadata("general.basename", "Tiny")
-            .metadata("general.size_label", "1K"),
+            .metadata("general.size_label", "1K")
+            .metadata("general.file_type", 0u32),
         "w",
         &[4],
     )
     .build()
     .unwrap();
-    let run =
-        |name: &str, check| name_command(std::path::Path::new(name), &file, Some("F32"), check);
+    let run = |name: &str, check| name_report(std::path::Path::new(name), &file, check);
     assert_eq!(
         run("/m/x.gguf", false),
         ("Tiny-1K-F32.gguf\n".into(), false)
