@@ -121,12 +121,14 @@ proptest! {
     #[test]
     fn mutated_files_decode_or_fail_cleanly(
         sample in any_file(),
-        edits in proptest::collection::vec((any::<prop::sample::Index>(), mutation_byte()), 1..4),
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), mutation_byte(), any::<bool>()), 1..4),
         cut in proptest::option::of(any::<prop::sample::Index>()),
     ) {
         let mut bytes = sample.encode().unwrap();
-        for (at, b) in edits {
-            let i = at.index(bytes.len());
+        // Mostly inside the header, where every byte means something.
+        let header_len = bytes.len() - sample.data.len();
+        for (at, b, in_header) in edits {
+            let i = at.index(if in_header { header_len } else { bytes.len() });
             bytes[i] = b;
         }
         if let Some(cut) = cut {
