@@ -1,6 +1,8 @@
 //! Writes a GGUF file of F32 tensors with the streaming writer, for the copy benchmark
 //! (benches/copy.py): `write_f32 memory OUT BYTES` builds the tensor data in memory first;
-//! `write_f32 file OUT SRC` takes it from SRC (a raw file of f32s) as file ranges.
+//! `write_f32 file OUT SRC` takes it from SRC (a raw file of f32s) as file ranges;
+//! `write_f32 raw OUT BYTES` writes the same in-memory bytes with a plain `write` + `fsync`, the
+//! floor for the in-memory case.
 
 use ggufrw::{Builder, GgmlType, Source};
 use std::path::Path;
@@ -40,6 +42,15 @@ fn main() -> ggufrw::Result<()> {
                     source,
                 )?;
             }
+        }
+        "raw" => {
+            let data = vec![0x3fu8; args[3].parse().expect("BYTES")];
+            let started = std::time::Instant::now();
+            let mut out = std::fs::File::create(out)?;
+            std::io::Write::write_all(&mut out, &data)?;
+            out.sync_all()?;
+            println!("{}", started.elapsed().as_secs_f64());
+            return Ok(());
         }
         other => panic!("unknown mode {other}"),
     }
