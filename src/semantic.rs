@@ -17,7 +17,7 @@ use crate::ggml_type::GgmlType;
 use crate::keys::{describe, standard_key, FileType, Required, TokenType, STANDARD_KEYS};
 use crate::validate::Severity;
 use ggufrw_schema::{ArrayValues, Header, Layout, Value};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Special-token ids that must name a token.
 const SPECIAL_TOKENS: &[&str] = &[
@@ -47,19 +47,38 @@ pub fn check(
     report: &mut dyn FnMut(Severity, String, u64, String),
 ) {
     let width = header.ctx().width().bytes();
-    // Where each key's value starts, by key (first occurrence).
-    let mut at: HashMap<&str, (usize, u64)> = HashMap::new();
+    let arch = (header.metadata.iter())
+        .find(|kv| kv.key == *"general.architecture")
+        .and_then(|kv| match &kv.value {
+            Value::String(s) => Some(s.as_str()),
+            _ => None,
+        });
+    // One pass: each standard key's type, and where the first occurrence of each standard key
+    // sits (other keys are not looked up again, so a million of them cost one lookup each).
+    let mut at: HashMap<&str, (usize, u64)> = HashMap::default();
     for (i, kv) in header.metadata.iter().enumerate() {
+        let Some(standard) = standard_key(&kv.key, arch) else {
+            continue;
+        };
         let offset = layout.kv_offsets[i] + width + kv.key.len() as u64;
         at.entry(kv.key.as_str()).or_insert((i, offset));
+        if !(standard.matches)(&kv.value) {
+            report(
+                Severity::Error,
+                format!("kv[{i}].value"),
+                offset,
+                format!(
+                    "{} holds {}, the standard type is {}",
+                    kv.key,
+                    describe(&kv.value),
+                    standard.expected
+                ),
+            );
+        }
     }
     let value = |key: &str| {
         at.get(key)
             .map(|&(i, offset)| (&header.metadata[i].value, format!("kv[{i}].value"), offset))
-    };
-    let arch = match value("general.architecture") {
-        Some((Value::String(s), _, _)) => Some(s.as_str()),
-        _ => None,
     };
 
     // Required keys.
@@ -83,26 +102,6 @@ pub fn check(
                 16 + width,
                 format!("{} is required{why}", key.pattern),
             );
-        }
-    }
-
-    // Standard types.
-    for (i, kv) in header.metadata.iter().enumerate() {
-        if let Some(standard) = standard_key(&kv.key, arch) {
-            if !(standard.matches)(&kv.value) {
-                let offset = layout.kv_offsets[i] + width + kv.key.len() as u64;
-                report(
-                    Severity::Error,
-                    format!("kv[{i}].value"),
-                    offset,
-                    format!(
-                        "{} holds {}, the standard type is {}",
-                        kv.key,
-                        describe(&kv.value),
-                        standard.expected
-                    ),
-                );
-            }
         }
     }
 

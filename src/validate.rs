@@ -29,7 +29,7 @@
 use crate::file::{tensor_byte_size, Gguf};
 use crate::ggml_type::{type_name, GgmlType};
 use ggufrw_schema::{ArrayValues, ByteOrder, Header, Layout, Magic, Value, ALIGNMENT_KEY};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 
 /// Which rules to check.
@@ -150,12 +150,13 @@ struct Validator {
 }
 
 impl Validator {
-    /// Records a finding if `profiles` includes the active one.
+    /// Records a finding if `profiles` includes the active one; the path is only formatted
+    /// then, so that a clean file of a million keys allocates no paths.
     fn report(
         &mut self,
         profiles: &[Profile],
         severity: Severity,
-        path: impl Into<String>,
+        path: impl fmt::Display,
         offset: u64,
         message: impl Into<String>,
     ) {
@@ -163,7 +164,7 @@ impl Validator {
             self.findings.push(Finding {
                 severity,
                 category: Category::Structure,
-                path: path.into(),
+                path: path.to_string(),
                 offset,
                 message: message.into(),
             });
@@ -207,19 +208,20 @@ impl Validator {
     fn metadata(&mut self, header: &Header, layout: &Layout) {
         use Profile::*;
         let width = header.ctx().width().bytes();
-        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(header.metadata.len());
+        let mut seen: HashMap<&str, usize> =
+            HashMap::with_capacity_and_hasher(header.metadata.len(), Default::default());
         for (i, kv) in header.metadata.iter().enumerate() {
             let at = layout.kv_offsets[i];
             let key = kv.key.as_str();
-            let path = format!("kv[{i}].key");
+            let path = Field("kv", i, "key");
             if key.is_empty() {
-                self.report(&[Spec, Ggml], Severity::Error, &path, at, "key is empty");
+                self.report(&[Spec, Ggml], Severity::Error, path, at, "key is empty");
             } else if let Some(first) = seen.insert(key, i) {
                 seen.insert(key, first);
                 self.report(
                     &[Spec, Ggml],
                     Severity::Error,
-                    &path,
+                    path,
                     at,
                     format!("duplicate key {key:?} (first at kv[{first}])"),
                 );
@@ -228,7 +230,7 @@ impl Validator {
                 self.report(
                     &[Spec],
                     Severity::Error,
-                    &path,
+                    path,
                     at,
                     format!("key is {} bytes, at most {SPEC_MAX_KEY}", key.len()),
                 );
@@ -236,7 +238,7 @@ impl Validator {
                 self.report(
                     &[Spec, Ggml],
                     Severity::Warning,
-                    &path,
+                    path,
                     at,
                     format!("key {key:?} is not lower-case snake_case parts separated by dots"),
                 );
@@ -245,21 +247,21 @@ impl Validator {
                 self.report(
                     &[Ggml],
                     Severity::Error,
-                    &path,
+                    path,
                     at,
                     "key is longer than ggml's 1 GiB limit",
                 );
             }
             let value_at = at + width + key.len() as u64;
-            let value_path = format!("kv[{i}].value");
-            self.value(&kv.value, &value_path, value_at);
+            let value_path = Field("kv", i, "value");
+            self.value(&kv.value, value_path, value_at);
             if key == ALIGNMENT_KEY && seen.get(key) == Some(&i) {
                 if let Value::Uint32(a) = kv.value {
                     if a % 8 != 0 {
                         self.report(
                             &[Spec],
                             Severity::Error,
-                            &value_path,
+                            value_path,
                             value_at,
                             format!("alignment {a} is not a multiple of 8"),
                         );
@@ -268,7 +270,7 @@ impl Validator {
                         self.report(
                             &[Ggml],
                             Severity::Error,
-                            &value_path,
+                            value_path,
                             value_at,
                             format!("alignment {a} is not a power of two"),
                         );
@@ -279,7 +281,7 @@ impl Validator {
     }
 
     /// ggml's limits on values: no nesting, bounded strings and arrays.
-    fn value(&mut self, value: &Value, path: &str, at: u64) {
+    fn value(&mut self, value: &Value, path: Field<'_>, at: u64) {
         let too_long = |s: &str| s.len() as u64 > GGML_MAX_STRING;
         match value {
             Value::String(s) if too_long(s) => {
@@ -333,7 +335,8 @@ impl Validator {
         let ctx = header.ctx();
         let alignment = u64::from(layout.alignment);
         let data_len = file_len.saturating_sub(layout.data_offset);
-        let mut names: HashMap<&str, usize> = HashMap::with_capacity(header.tensor_infos.len());
+        let mut names: HashMap<&str, usize> =
+            HashMap::with_capacity_and_hasher(header.tensor_infos.len(), Default::default());
         // (offset, end, index) of every tensor whose extent is known, for the overlap check.
         let mut extents: Vec<(u64, u64, usize)> = Vec::with_capacity(header.tensor_infos.len());
         let mut expected_offset = Some(0u64);
@@ -488,6 +491,16 @@ impl Validator {
                 format!("{} bytes after the last tensor's data", data_len - used),
             );
         }
+    }
+}
+
+/// A field path such as `kv[3].value`, formatted only when a finding needs it.
+#[derive(Clone, Copy)]
+struct Field<'a>(&'a str, usize, &'a str);
+
+impl fmt::Display for Field<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{}].{}", self.0, self.1, self.2)
     }
 }
 

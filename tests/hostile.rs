@@ -1367,3 +1367,147 @@ fn check_command_reports_every_hostile_file() {
         failures.join("\n")
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Bounds, measured: heap per decoded byte, time at scale, stack under deep nesting.
+
+/// Counts this thread's heap: bytes live now and the most live at once since the last reset.
+struct CountingAlloc;
+
+thread_local! {
+    static LIVE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    static PEAK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+// SAFETY: defers every allocation to the system allocator unchanged; only counts sizes.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let ptr = unsafe { std::alloc::System.alloc(layout) };
+        if !ptr.is_null() {
+            let _ = LIVE.try_with(|live| {
+                live.set(live.get() + layout.size());
+                let _ = PEAK.try_with(|peak| peak.set(peak.get().max(live.get())));
+            });
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        unsafe { std::alloc::System.dealloc(ptr, layout) };
+        let _ = LIVE.try_with(|live| live.set(live.get().saturating_sub(layout.size())));
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: CountingAlloc = CountingAlloc;
+
+/// Peak heap bytes (above what was live before) while `f` runs on this thread.
+fn peak_heap<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let base = LIVE.with(|l| l.get());
+    PEAK.with(|p| p.set(base));
+    let out = f();
+    (out, PEAK.with(|p| p.get()) - base)
+}
+
+/// Heap allowed for decoding and validating a file of `len` bytes: a fixed multiple of the
+/// file plus a constant.
+fn heap_bound(len: usize) -> usize {
+    8 * len + (64 << 10)
+}
+
+#[test]
+fn heap_stays_within_a_multiple_of_the_file_size() {
+    let mut worst = (0.0f64, String::new());
+    for case in cases() {
+        let len = case.bytes.len();
+        let (_, peak) = peak_heap(|| {
+            if let Ok(file) = Gguf::from_bytes(&case.bytes[..]) {
+                let _ = validate(&file, Profile::Spec);
+                let _ = validate(&file, Profile::Ggml);
+            }
+        });
+        assert!(
+            peak <= heap_bound(len),
+            "{}: {peak} bytes of heap for a {len}-byte file",
+            case.name
+        );
+        let ratio = peak as f64 / (len as f64 + 1.0);
+        if ratio > worst.0 {
+            worst = (ratio, case.name.clone());
+        }
+    }
+    eprintln!("worst heap per file byte: {:.1} ({})", worst.0, worst.1);
+}
+
+/// A v3 file with `kvs` uint8 pairs and `tensors` F32 tensors of one element each.
+fn wide_file(kvs: usize, tensors: usize) -> Vec<u8> {
+    let mut r = head(3, false, tensors as u64, kvs as u64);
+    for i in 0..kvs {
+        r.string(&format!("k.{i}")).u32(ty::UINT8).u8(1);
+    }
+    for i in 0..tensors {
+        r.string(&format!("t.{i}"))
+            .u32(1)
+            .u64(1)
+            .u32(F32)
+            .u64(32 * i as u64);
+    }
+    r.pad(32);
+    r.raw(&vec![0; 32 * tensors]);
+    r.done()
+}
+
+#[test]
+fn a_million_keys_and_100000_tensors_validate_in_about_the_time_of_reading_them() {
+    for (kvs, tensors) in [(1_000_000, 0), (0, 100_000), (100_000, 100_000)] {
+        let bytes = wide_file(kvs, tensors);
+        let started = Instant::now();
+        let (file, peak) = peak_heap(|| Gguf::from_bytes(&bytes[..]).unwrap());
+        let decode = started.elapsed();
+        let started = Instant::now();
+        let findings = validate(&file, Profile::Ggml);
+        let check = started.elapsed();
+        assert!(
+            errors(&findings).is_empty(),
+            "{:?}",
+            &findings[..findings.len().min(3)]
+        );
+        // Duplicate detection hashes; a quadratic step would take minutes here, not a multiple.
+        assert!(
+            check <= decode * 4 + Duration::from_millis(500),
+            "{kvs} keys, {tensors} tensors: validation {check:?} against decoding {decode:?}"
+        );
+        assert!(
+            peak <= heap_bound(bytes.len()),
+            "{peak} bytes of heap for {}",
+            bytes.len()
+        );
+        eprintln!(
+            "{kvs} keys, {tensors} tensors ({} bytes): decode {decode:?}, validate {check:?}, peak heap {peak}",
+            bytes.len()
+        );
+    }
+}
+
+#[test]
+fn deep_nesting_is_refused_on_a_small_stack() {
+    // 100,000 levels in the file; the decoder never recurses past MAX_ARRAY_DEPTH, so 256 KiB
+    // of stack is plenty.
+    let bytes = nested(100_000).done();
+    let at_limit = nested(MAX_ARRAY_DEPTH as usize).done();
+    let outcome = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || {
+            let deep = Gguf::from_bytes(&bytes[..])
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            let ok = Gguf::from_bytes(&at_limit[..]).map(|f| f.to_bytes().unwrap() == at_limit);
+            (deep, ok.map_err(|e| e.to_string()))
+        })
+        .unwrap()
+        .join()
+        .expect("no stack overflow");
+    let (deep, at_limit) = outcome;
+    assert!(deep.unwrap_err().contains("nested deeper than"));
+    assert_eq!(at_limit, Ok(true));
+}

@@ -23,7 +23,9 @@ pub use kinds::{
 };
 
 use ggufrw_schema::{KeyValue, Value};
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
+use std::sync::OnceLock;
 
 /// Why a typed getter could not answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,9 +115,50 @@ fn pattern_matches(pattern: &str, key: &str, arch: Option<&str>) -> bool {
         .any(|n| pattern_matches(tail, &key_rest[n..], arch))
 }
 
+/// The registry indexed for lookups: exact keys, `{arch}.…` keys by what follows the
+/// architecture, and the few patterns with other placeholders.
+struct Index {
+    exact: HashMap<&'static str, &'static StandardKey>,
+    by_arch_suffix: HashMap<&'static str, &'static StandardKey>,
+    placeholders: Vec<&'static StandardKey>,
+}
+
+fn index() -> &'static Index {
+    static INDEX: OnceLock<Index> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let mut index = Index {
+            exact: HashMap::default(),
+            by_arch_suffix: HashMap::default(),
+            placeholders: Vec::new(),
+        };
+        for key in STANDARD_KEYS {
+            match key.pattern.strip_prefix("{arch}") {
+                _ if !key.pattern.contains('{') => {
+                    index.exact.insert(key.pattern, key);
+                }
+                Some(suffix) if !suffix.contains('{') => {
+                    index.by_arch_suffix.insert(suffix, key);
+                }
+                _ => index.placeholders.push(key),
+            }
+        }
+        index
+    })
+}
+
 /// The standard key `key` is, in a file of architecture `arch`.
 pub fn standard_key(key: &str, arch: Option<&str>) -> Option<&'static StandardKey> {
-    STANDARD_KEYS.iter().find(|k| k.is(key, arch))
+    let index = index();
+    if let Some(k) = index.exact.get(key) {
+        return Some(k);
+    }
+    let by_arch = arch
+        .and_then(|a| key.strip_prefix(a))
+        .and_then(|suffix| index.by_arch_suffix.get(suffix));
+    if let Some(k) = by_arch {
+        return Some(k);
+    }
+    index.placeholders.iter().copied().find(|k| k.is(key, arch))
 }
 
 /// Read access to metadata through the standard keys.
