@@ -68,6 +68,12 @@ impl Gguf<Mmap> {
     /// Opens and memory-maps a file, decoding its header. The tensor data is not read.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let file = File::open(path)?;
+        if !file.metadata()?.is_file() {
+            return Err(Error::Io(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file",
+            )));
+        }
         // SAFETY: the map is read-only; another process truncating the file while it is mapped
         // is outside what any mmap-based reader can defend against.
         let map = unsafe { Mmap::map(&file)? };
