@@ -1,0 +1,60 @@
+//! Times header parsing for the speed comparison (benches/speed.py): for each FILE, the floor
+//! (read() the header's bytes + one pass), ggufrw's owned decode from those bytes, and decode +
+//! validation (what `ggufrw check` does), each the median of RUNS; prints one JSON line per file.
+//!
+//! `parse_bench RUNS FILE...`
+
+use ggufrw::validate::{validate, Profile};
+use ggufrw::Gguf;
+use std::hint::black_box;
+use std::io::Read;
+use std::time::Instant;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn time(runs: usize, mut f: impl FnMut()) -> f64 {
+    median(
+        (0..runs)
+            .map(|_| {
+                let started = Instant::now();
+                f();
+                started.elapsed().as_secs_f64() * 1e3
+            })
+            .collect(),
+    )
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let runs: usize = args[1].parse().expect("RUNS");
+    for path in &args[2..] {
+        let header_len = Gguf::open(path).expect("decodes").layout().data_offset as usize;
+        let read_header = || {
+            let mut buf = vec![0u8; header_len];
+            std::fs::File::open(path)
+                .unwrap()
+                .read_exact(&mut buf)
+                .unwrap();
+            buf
+        };
+        let floor = time(runs, || {
+            let buf = read_header();
+            black_box(buf.iter().fold(0u64, |a, &x| a.wrapping_add(u64::from(x))));
+        });
+        let owned = time(runs, || {
+            black_box(Gguf::from_bytes(read_header()).unwrap());
+        });
+        let check = time(runs, || {
+            let file = Gguf::from_bytes(read_header()).unwrap();
+            black_box(validate(&file, Profile::Spec));
+        });
+        println!(
+            "{}",
+            serde_json::json!({"file": path, "header_bytes": header_len, "floor_ms": floor,
+                "owned_ms": owned, "check_ms": check})
+        );
+    }
+}
