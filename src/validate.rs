@@ -391,11 +391,12 @@ impl Validator {
                     Severity::Error,
                     path("type"),
                     type_at,
-                    format!(
-                        "type id {} is {}",
-                        info.ggml_type,
-                        type_name(info.ggml_type).replace(':', " ")
-                    ),
+                    match type_name(info.ggml_type).split_once(':') {
+                        Some(("retired", was)) => {
+                            format!("type id {} is retired (was {was})", info.ggml_type)
+                        }
+                        _ => format!("type id {} is unknown", info.ggml_type),
+                    },
                 );
                 None
             } else {
