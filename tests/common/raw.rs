@@ -155,4 +155,3 @@ pub fn small_file(version: u32, big: bool) -> Raw {
     r.raw(&[1; 16]).raw(&[0; 16]).raw(&[2; 16]);
     r
 }
-
