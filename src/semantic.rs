@@ -68,8 +68,8 @@ pub fn check(
                 format!("kv[{i}].value"),
                 offset,
                 format!(
-                    "{} holds {}, the standard type is {}",
-                    kv.key,
+                    "{:?} holds {}, the standard type is {}",
+                    kv.key.as_str(),
                     describe(&kv.value),
                     standard.expected
                 ),
@@ -99,7 +99,7 @@ pub fn check(
             report(
                 Severity::Warning,
                 "metadata".into(),
-                16 + width,
+                8 + 2 * width,
                 format!("{} is required{why}", key.pattern),
             );
         }

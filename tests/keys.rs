@@ -290,7 +290,7 @@ fn semantic_findings() {
         has(
             &found,
             Severity::Error,
-            "llama.block_count holds float32, the standard type is uint32"
+            "\"llama.block_count\" holds float32, the standard type is uint32"
         ),
         "{found:?}"
     );
