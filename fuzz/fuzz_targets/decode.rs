@@ -38,7 +38,11 @@ fn run(data: &[u8]) {
     assert!(layout.tensor_infos_end > previous || previous == 0);
     assert!(layout.tensor_infos_end <= len as u64, "{layout:?}");
     assert!(layout.alignment > 0);
-    assert_eq!(layout.data_offset % u64::from(layout.alignment), 0, "{layout:?}");
+    assert_eq!(
+        layout.data_offset % u64::from(layout.alignment),
+        0,
+        "{layout:?}"
+    );
     assert!(layout.data_offset >= layout.tensor_infos_end);
     assert!(layout.data_offset - layout.tensor_infos_end < u64::from(layout.alignment));
     assert_eq!(file.bytes(), data);

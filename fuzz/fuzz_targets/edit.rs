@@ -29,17 +29,27 @@ fn run(data: &[u8]) {
         set: vec![("fuzz.key".into(), Value::Uint32(7))],
         ..Edit::default()
     };
-    if let Some(kv) = header.metadata.first().filter(|kv| kv.key != *ALIGNMENT_KEY) {
+    if let Some(kv) = header
+        .metadata
+        .first()
+        .filter(|kv| kv.key != *ALIGNMENT_KEY)
+    {
         edit.delete.push(kv.key.to_string());
     }
     if let Some(t) = header.tensor_infos.first() {
-        edit.rename_tensors.push((t.name.to_string(), "fuzz.renamed".into()));
+        edit.rename_tensors
+            .push((t.name.to_string(), "fuzz.renamed".into()));
     }
     match edit_file(&input, &out, &edit) {
         Ok(_) => {
-            let new = Gguf::open(&out).unwrap_or_else(|e| panic!("an edited file does not decode: {e}"));
+            let new =
+                Gguf::open(&out).unwrap_or_else(|e| panic!("an edited file does not decode: {e}"));
             assert_eq!(new.get("fuzz.key"), Some(&Value::Uint32(7)));
-            assert_eq!(new.data_section(), file.data_section(), "the data section changed");
+            assert_eq!(
+                new.data_section(),
+                file.data_section(),
+                "the data section changed"
+            );
         }
         Err(_) => assert!(!out.exists(), "a failed edit left an output"),
     }
@@ -52,16 +62,26 @@ fn run(data: &[u8]) {
             ..Edit::default()
         };
         if edit_file(&input, &out, &edit).is_ok() {
-            let new = Gguf::open(&out).unwrap_or_else(|e| panic!("an edited file does not decode: {e}"));
+            let new =
+                Gguf::open(&out).unwrap_or_else(|e| panic!("an edited file does not decode: {e}"));
             for t in new.tensors() {
-                let old = file.tensor(t.name()).expect("a kept tensor was in the input");
-                assert_eq!(new.tensor_data(t.index).ok(), file.tensor_data(old.index).ok());
+                let old = file
+                    .tensor(t.name())
+                    .expect("a kept tensor was in the input");
+                assert_eq!(
+                    new.tensor_data(t.index).ok(),
+                    file.tensor_data(old.index).ok()
+                );
             }
         } else {
             assert!(!out.exists(), "a failed edit left an output");
         }
     }
-    assert_eq!(std::fs::read(&input).expect("the input is there"), data, "the input changed");
+    assert_eq!(
+        std::fs::read(&input).expect("the input is there"),
+        data,
+        "the input changed"
+    );
 
     // In place on a copy: setting the first key to its own value always fits.
     if let Some(kv) = header.metadata.first() {
@@ -72,10 +92,19 @@ fn run(data: &[u8]) {
             ..Edit::default()
         };
         if edit_in_place(&copy, &edit).is_ok() {
-            let new = Gguf::open(&copy).unwrap_or_else(|e| panic!("an edited file does not decode: {e}"));
-            assert_eq!(new.data_section(), file.data_section(), "in place moved the data");
+            let new =
+                Gguf::open(&copy).unwrap_or_else(|e| panic!("an edited file does not decode: {e}"));
+            assert_eq!(
+                new.data_section(),
+                file.data_section(),
+                "in place moved the data"
+            );
         } else {
-            assert_eq!(std::fs::read(&copy).expect("the copy is there"), data, "a refused edit changed the file");
+            assert_eq!(
+                std::fs::read(&copy).expect("the copy is there"),
+                data,
+                "a refused edit changed the file"
+            );
         }
     }
 }

@@ -34,7 +34,10 @@ fn run(data: &[u8]) {
         (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
         (Ok(file), Ok((header, layout))) => {
             assert_eq!(file.bytes(), data, "the map is not the file");
-            assert!(same_header(file.header(), header), "mmap and reader headers differ");
+            assert!(
+                same_header(file.header(), header),
+                "mmap and reader headers differ"
+            );
             assert_eq!(file.layout(), layout);
             let n = header.tensor_infos.len();
             for i in 0..=n {

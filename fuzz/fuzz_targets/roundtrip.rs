@@ -37,5 +37,8 @@ fn run(data: &[u8]) {
     let data_follows = !file.data_section().is_empty();
     let header = (file.header().encode(data_follows))
         .unwrap_or_else(|e| panic!("the header does not encode: {e}"));
-    assert!(data.starts_with(&header), "the header alone encodes differently");
+    assert!(
+        data.starts_with(&header),
+        "the header alone encodes differently"
+    );
 }

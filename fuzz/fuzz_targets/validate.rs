@@ -53,7 +53,10 @@ fn check_record(path: &str, offset: u64, layout: &Layout, line: &str) {
         (None, Some(i)) => layout.kv_offsets.len() + i,
         (None, None) => return,
     };
-    assert!(record + 1 < starts.len(), "finding on a record that does not exist: {line}");
+    assert!(
+        record + 1 < starts.len(),
+        "finding on a record that does not exist: {line}"
+    );
     assert!(
         (starts[record]..starts[record + 1]).contains(&offset),
         "finding outside its record's bytes 0x{:x}..0x{:x}: {line}",

@@ -166,8 +166,7 @@ fn same_values(a: &ArrayValues, b: &ArrayValues) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
         }
         (ArrayValues::Array(x), ArrayValues::Array(y)) => {
-            x.len() == y.len()
-                && (x.iter().zip(y)).all(|(p, q)| same_values(&p.values, &q.values))
+            x.len() == y.len() && (x.iter().zip(y)).all(|(p, q)| same_values(&p.values, &q.values))
         }
         _ => a == b,
     }
@@ -185,6 +184,12 @@ pub fn check_decode_error(e: &ggufrw::Error, len: usize) {
         d.offset
     );
     let text = d.to_string();
-    assert!(!text.contains('\n'), "decode error is not one line: {text:?}");
-    assert!(!d.path.is_empty(), "decode error without a field path: {text}");
+    assert!(
+        !text.contains('\n'),
+        "decode error is not one line: {text:?}"
+    );
+    assert!(
+        !d.path.is_empty(),
+        "decode error without a field path: {text}"
+    );
 }

@@ -168,7 +168,10 @@ fn every_type(version: u32, big: bool) -> Raw {
         ("a.i64", ty::INT64, 8),
         ("a.f64", ty::FLOAT64, 8),
     ] {
-        r.kv(name, ty::ARRAY).u32(t).word(2).raw(&vec![0; 2 * width]);
+        r.kv(name, ty::ARRAY)
+            .u32(t)
+            .word(2)
+            .raw(&vec![0; 2 * width]);
     }
     r.kv("a.string", ty::ARRAY)
         .u32(ty::STRING)
@@ -243,7 +246,11 @@ pub fn fixtures() -> Vec<(String, Vec<u8>)> {
         let mut r = head(3, false, 0, 1);
         r.u64(count).raw(b"general.name").raw(&pad);
         add(&format!("key-len-{count}"), &r);
-        for (name, t) in [("u32", ty::UINT32), ("string", ty::STRING), ("array", ty::ARRAY)] {
+        for (name, t) in [
+            ("u32", ty::UINT32),
+            ("string", ty::STRING),
+            ("array", ty::ARRAY),
+        ] {
             let mut r = head(3, false, 0, 1);
             r.kv("arr", ty::ARRAY).u32(t).u64(count).raw(&pad);
             add(&format!("array-{name}-count-{count}"), &r);
@@ -295,15 +302,15 @@ pub fn fixtures() -> Vec<(String, Vec<u8>)> {
         "overlap",
         &tensors_file(None, &[("a", &[16], F32, 0), ("b", &[8], F32, 32)], 64),
     );
-    add(
-        "unaligned",
-        &tensors_file(None, &[("a", &[4], F16, 4)], 32),
-    );
+    add("unaligned", &tensors_file(None, &[("a", &[4], F16, 4)], 32));
     add(
         "q4_k-blocks",
         &tensors_file(Some(64), &[("k", &[256, 2], Q4_K, 0)], 288),
     );
-    add("unknown-type", &tensors_file(None, &[("u", &[4], 99, 0)], 32));
+    add(
+        "unknown-type",
+        &tensors_file(None, &[("u", &[4], 99, 0)], 32),
+    );
     // Alignment: 0, not UINT32, not a power of two, 1.
     for a in [0u32, 1, 24, 1 << 31] {
         add(

@@ -17,7 +17,7 @@ const SAMPLES: usize = 200;
 /// The generator's seed: the same corpus every time.
 const SEED: [u8; 32] = *b"ggufrw fuzz seed corpus, fixed.\0";
 /// Every fuzz target (each gets the same seeds; libFuzzer adds its own finds to the folder).
-const TARGETS: [&str; 4] = ["decode", "roundtrip", "validate", "mmap_tensors"];
+const TARGETS: [&str; 5] = ["decode", "roundtrip", "validate", "mmap_tensors", "edit"];
 
 fn main() {
     let dir = std::env::args_os()
