@@ -9,7 +9,6 @@ use crate::fsutil::{same_file, write_atomic_file, Progress};
 use crate::write::{set_metadata, write_parts, Part, Source};
 use ggufrw_schema::{Array, ArrayValues, Header, Value, ValueType, ALIGNMENT_KEY};
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::str::FromStr;
 
@@ -113,8 +112,8 @@ fn plan<'a, B: AsRef<[u8]>>(
         return Ok((old.clone(), whole_data()));
     }
     let (mut new, origin) = edit.apply_tracked(old)?;
+    new.pad()?;
     if edit.delete_tensors.is_empty() {
-        new.pad()?;
         return Ok((new, whole_data()));
     }
     // Deleting tensors: the rest are laid out again as ggml lays them out.
@@ -171,7 +170,7 @@ pub fn edit_in_place(path: &Path, edit: &Edit) -> Result<EditReport> {
             "deleting tensors in place would leave a hole in the data section; write a new file with -o".into(),
         ));
     }
-    let (header_bytes, data_offset) = {
+    let (new, layout, has_data) = {
         let file = Gguf::open(path)?;
         let mut new = edit.apply(file.header())?;
         new.pad()?;
@@ -192,17 +191,18 @@ pub fn edit_in_place(path: &Path, edit: &Edit) -> Result<EditReport> {
                 )
             }));
         }
-        (new.encode(has_data)?, old_start)
+        (new, layout, has_data)
     };
-    let out = OpenOptions::new().write(true).open(path)?;
-    out.write_all_at(&header_bytes, 0)?;
-    if header_bytes.len() as u64 > data_offset {
-        // A file that ended inside its padding grows by what the padding now needs.
-        out.set_len(header_bytes.len() as u64)?;
+    let mut out = OpenOptions::new().write(true).open(path)?;
+    new.write_to(&mut out, has_data)?;
+    if !has_data {
+        // A file without data ends where its data would begin: grown if it was cut inside its
+        // padding, cut if the header shrank.
+        out.set_len(layout.data_offset)?;
     }
     out.sync_all()?;
     Ok(EditReport {
-        header_bytes: header_bytes.len() as u64,
+        header_bytes: layout.data_offset,
         data_bytes: 0,
     })
 }

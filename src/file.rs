@@ -169,7 +169,7 @@ impl<B: AsRef<[u8]>> Gguf<B> {
     /// Writes the file back: header, padding and data section exactly as decoded.
     pub fn write_to<W: Write>(&self, mut out: W) -> Result<()> {
         let data = self.data_section();
-        out.write_all(&self.header.encode(!data.is_empty())?)?;
+        self.header.write_to(&mut out, !data.is_empty())?;
         out.write_all(data)?;
         Ok(())
     }

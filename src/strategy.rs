@@ -6,8 +6,8 @@
 use crate::ggml_type::GgmlType;
 use ggufrw_schema::limits::MAX_ARRAY_DEPTH;
 use ggufrw_schema::{
-    Array, ArrayValues, ByteOrder, EncodeError, GgufString, Header, KeyValue, Magic, TensorInfo,
-    Value, ALIGNMENT_KEY,
+    Array, ArrayValues, ByteOrder, EncodeError, GgufString, Header, KeyValue, Magic, Padding,
+    TensorInfo, Value, ALIGNMENT_KEY,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -373,7 +373,7 @@ fn assemble(
         version,
         metadata,
         tensor_infos: Vec::new(),
-        padding: Vec::new(),
+        padding: Padding::default(),
     };
     let alignment = u64::from(header.alignment());
     let sizes: Vec<u64> = (tensors.iter())
@@ -399,11 +399,12 @@ fn assemble(
         .collect();
     header.pad().expect("generated headers are writable");
     if let Some(b) = pad_byte {
-        header.padding.fill(b);
+        header.padding = Padding::from_bytes(vec![b; header.padding.len() as usize]);
     }
     if let Some(cut) = cut.filter(|_| data.is_empty()) {
         // A file may end before its padding does.
-        header.padding.truncate(cut.index(header.padding.len() + 1));
+        let len = header.padding.len() as usize;
+        header.padding.truncate(cut.index(len + 1) as u64);
     }
     Sample {
         header,

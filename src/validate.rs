@@ -469,7 +469,7 @@ impl Validator {
                 last_index = Some(i);
             }
         }
-        if header.padding.iter().any(|&b| b != 0) {
+        if !header.padding.is_zero() {
             self.report(
                 &[Spec],
                 Severity::Warning,

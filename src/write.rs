@@ -293,20 +293,21 @@ pub(crate) fn write_parts<S: Sink>(
     progress: &Progress,
 ) -> Result<u64> {
     let data_follows = parts.iter().any(|p| p.len() > 0);
-    let header_bytes = header.encode(data_follows)?;
-    out.write_all(&header_bytes)?;
-    let mut written = header_bytes.len() as u64;
+    // Streamed: the padding of a large alignment is never held in memory.
+    let mut written = header.write_to(&mut *out, data_follows)?;
     let zeros = vec![0u8; BUFFER];
+    let write_zeros = |n: u64, out: &mut S| -> io::Result<()> {
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(zeros.len() as u64) as usize;
+            out.write_all(&zeros[..k])?;
+            left -= k as u64;
+        }
+        Ok(())
+    };
     for part in parts.iter_mut() {
         match part {
-            Part::Zeros(n) => {
-                let mut left = *n;
-                while left > 0 {
-                    let k = left.min(zeros.len() as u64) as usize;
-                    out.write_all(&zeros[..k])?;
-                    left -= k as u64;
-                }
-            }
+            Part::Zeros(n) => write_zeros(*n, out)?,
             Part::Data(Source::Owned(v)) => {
                 out.write_all(v)?;
                 progress.advance(v.len() as u64);

@@ -1511,3 +1511,59 @@ fn deep_nesting_is_refused_on_a_small_stack() {
     assert!(deep.unwrap_err().contains("nested deeper than"));
     assert_eq!(at_limit, Ok(true));
 }
+
+#[test]
+fn padding_of_a_huge_alignment_is_streamed_not_held() {
+    // general.alignment may be anything up to 2^32-1; the padding it calls for is written as
+    // zeros in pieces, so writing or editing such a file holds a few MiB whatever it asks.
+    const ALIGNMENT: u32 = 1 << 30;
+    let bound = 16 << 20;
+    let (written, peak) = peak_heap(|| {
+        ggufrw::Builder::new()
+            .alignment(ALIGNMENT)
+            .tensor("t", ggufrw::GgmlType::F32, &[1], vec![0u8; 4])
+            .unwrap()
+            .write_to(std::io::sink())
+            .unwrap()
+    });
+    // The header's padding, the tensor's 4 bytes, and zeros to the next alignment after them.
+    assert_eq!(written, 2 * u64::from(ALIGNMENT));
+    assert!(
+        peak <= bound,
+        "{peak} bytes of heap to write 2 GiB of padding"
+    );
+
+    // A header with that alignment and no data, edited in place and to a new file: the file
+    // ends where its data would begin, 64 MiB into the file here.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.gguf");
+    let mut r = head(3, false, 0, 1);
+    r.kv(0, "general.alignment", ty::UINT32).u32(64 << 20);
+    std::fs::write(&input, r.done()).unwrap();
+    let edit = ggufrw::edit::Edit {
+        set: vec![("a".into(), ggufrw::Value::Uint8(1))],
+        ..Default::default()
+    };
+    let output = dir.path().join("out.gguf");
+    let (report, peak) = peak_heap(|| ggufrw::edit::edit_file(&input, &output, &edit).unwrap());
+    assert_eq!(report.header_bytes, 64 << 20);
+    assert_eq!(std::fs::metadata(&output).unwrap().len(), 64 << 20);
+    assert!(peak <= bound, "{peak} bytes of heap to edit to a new file");
+    let (report, peak) = peak_heap(|| ggufrw::edit::edit_in_place(&input, &edit).unwrap());
+    assert_eq!(report.header_bytes, 64 << 20);
+    assert!(peak <= bound, "{peak} bytes of heap to edit in place");
+    // Zero padding decodes to a length, not to bytes.
+    let (file, peak) = peak_heap(|| Gguf::open(&output).unwrap());
+    assert_eq!(
+        file.header().padding.len(),
+        (64 << 20) - file.layout().tensor_infos_end
+    );
+    assert!(
+        peak <= bound,
+        "{peak} bytes of heap to decode 64 MiB of padding"
+    );
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        std::fs::read(&output).unwrap()
+    );
+}

@@ -97,7 +97,7 @@ fn break_sample(sample: &mut Sample, how: &Breakage) {
             .metadata
             .push(KeyValue::new("deep", nested_array(MAX_ARRAY_DEPTH + 1))),
         Breakage::WrongPadding(extra) => {
-            h.padding.extend(std::iter::repeat_n(0, extra));
+            h.padding = ggufrw::schema::Padding::zeros(h.padding.len() + extra as u64);
             sample.data.push(0);
         }
     }

@@ -4,13 +4,15 @@ use crate::ctx::{read_count, ByteOrder, Ctx, Word};
 use crate::error::{
     custom, to_decode_error, to_encode_error, DecodeError, DecodeErrorKind, EncodeError,
 };
-use crate::io::{Counter, Tracked};
+use crate::io::{Counter, Positioned, Tracked};
+use crate::padding::Padding;
 use crate::string::GgufString;
 use crate::tensor::TensorInfo;
 use crate::value::{read_each, Value};
 use binrw::error::ContextExt;
 use binrw::io::{Cursor, Read, Seek, SeekFrom, Write};
 use binrw::{binrw, BinRead, BinResult, BinWrite, Endian};
+use std::io::BufWriter;
 
 /// The key whose UINT32 value sets the data alignment.
 pub const ALIGNMENT_KEY: &str = "general.alignment";
@@ -91,9 +93,11 @@ impl KeyValue {
     }
 }
 
-/// Everything before the tensor data.
+/// Everything before the tensor data. Written with the context and whether tensor data follows
+/// (see [`Padding`]).
 #[binrw]
-#[brw(import_raw(ctx: Ctx))]
+#[br(import_raw(ctx: Ctx))]
+#[bw(import(ctx: Ctx, data_follows: bool))]
 #[derive(Clone, Debug, PartialEq)]
 pub struct Header {
     /// `GGUF` (or `FUGG`).
@@ -127,8 +131,9 @@ pub struct Header {
 
     /// The bytes between the tensor infos and the aligned start of the data section, as found
     /// (fewer when the file ends first).
-    #[br(parse_with = read_padding, args(alignment_or_default(&metadata), ctx), err_context("padding"))]
-    pub padding: Vec<u8>,
+    #[br(args(alignment_or_default(&metadata), ctx), err_context("padding"))]
+    #[bw(args(alignment_or_default(metadata), data_follows))]
+    pub padding: Padding,
 }
 
 /// Where each part of a header lands in the file.
@@ -155,7 +160,7 @@ impl Header {
             version: 3,
             metadata: Vec::new(),
             tensor_infos: Vec::new(),
-            padding: Vec::new(),
+            padding: Padding::default(),
         };
         header.pad().expect("an empty header has a valid layout");
         header
@@ -173,9 +178,14 @@ impl Header {
 
     /// Sets the padding to the zero bytes the alignment calls for.
     pub fn pad(&mut self) -> Result<(), EncodeError> {
-        let layout = self.layout()?;
-        self.padding = vec![0; (layout.data_offset - layout.tensor_infos_end) as usize];
+        self.padding = Padding::zeros(self.padding_len()?);
         Ok(())
+    }
+
+    /// How many padding bytes the alignment calls for between the tensor infos and the data.
+    pub fn padding_len(&self) -> Result<u64, EncodeError> {
+        let layout = self.layout()?;
+        Ok(layout.data_offset - layout.tensor_infos_end)
     }
 
     /// Where each part lands when encoded; fails where [`Header::encode`] would.
@@ -210,23 +220,26 @@ impl Header {
         })
     }
 
-    /// The header's bytes. `data_follows` says whether tensor data will be written after it:
-    /// then the padding must reach the data offset exactly; without data it may stop short
-    /// (files cut at the end of the tensor infos stay as they are).
+    /// The header's bytes, padding included. `data_follows` says whether tensor data will be
+    /// written after it: then the padding must reach the data offset exactly; without data it
+    /// may stop short (files cut at the end of the tensor infos stay as they are).
     pub fn encode(&self, data_follows: bool) -> Result<Vec<u8>, EncodeError> {
+        let mut out = Cursor::new(Vec::new());
+        self.write_to(&mut out, data_follows)?;
+        Ok(out.into_inner())
+    }
+
+    /// Writes the header to `out` as [`Header::encode`] would, holding no padding in memory;
+    /// returns the bytes written. On error, some of the header may have been written.
+    pub fn write_to<W: Write>(&self, out: W, data_follows: bool) -> Result<u64, EncodeError> {
         check_writable(self)?;
         let ctx = self.ctx();
-        let mut out = Cursor::new(Vec::new());
-        self.write_options(&mut out, self.byte_order.endian(), ctx)
+        // binrw writes field by field: buffered, so that a file gets few large writes.
+        let mut w = Positioned::new(BufWriter::with_capacity(1 << 16, out));
+        self.write_options(&mut w, self.byte_order.endian(), (ctx, data_follows))
             .map_err(to_encode_error)?;
-        let bytes = out.into_inner();
-        let infos_end = (bytes.len() - self.padding.len()) as u64;
-        let expected = infos_end.next_multiple_of(u64::from(self.alignment())) - infos_end;
-        let present = self.padding.len() as u64;
-        if present > expected || (data_follows && present != expected) {
-            return Err(EncodeError::BadPadding { present, expected });
-        }
-        Ok(bytes)
+        w.flush().map_err(|e| EncodeError::Other(e.to_string()))?;
+        Ok(w.position())
     }
 }
 
@@ -293,20 +306,6 @@ fn read_tensor_infos<R: Read + Seek>(
 ) -> BinResult<Vec<TensorInfo>> {
     let count = usize::try_from(count).unwrap_or(usize::MAX);
     read_each(reader, count, |r| TensorInfo::read_options(r, endian, ctx))
-}
-
-/// Reads the padding up to the alignment, or up to the end of the input if that comes first.
-fn read_padding<R: Read + Seek>(
-    reader: &mut R,
-    _: Endian,
-    (alignment, ctx): (u32, Ctx),
-) -> BinResult<Vec<u8>> {
-    let pos = reader.stream_position()?;
-    let target = pos.next_multiple_of(u64::from(alignment.max(1)));
-    let len = target.min(ctx.end).saturating_sub(pos);
-    let mut padding = vec![0u8; len as usize];
-    reader.read_exact(&mut padding)?;
-    Ok(padding)
 }
 
 /// Magic, byte order and version from a file's first eight bytes (fewer when it is shorter).

@@ -86,3 +86,56 @@ impl Seek for Counter {
         }
     }
 }
+
+/// A writer that knows its position without asking the OS, so that binrw (which asks for the
+/// position of every struct it writes) can write to any `Write`.
+#[derive(Debug)]
+pub(crate) struct Positioned<W> {
+    inner: W,
+    pos: u64,
+}
+
+impl<W> Positioned<W> {
+    pub(crate) fn new(inner: W) -> Self {
+        Positioned { inner, pos: 0 }
+    }
+
+    /// Bytes written so far.
+    pub(crate) fn position(&self) -> u64 {
+        self.pos
+    }
+}
+
+impl<W: io::Write> io::Write for Positioned<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.inner.write_all(buf)?;
+        self.pos += buf.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<W> Seek for Positioned<W> {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
+        match to {
+            SeekFrom::Current(0) => Ok(self.pos),
+            _ => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a streamed header cannot seek",
+            )),
+        }
+    }
+
+    fn stream_position(&mut self) -> io::Result<u64> {
+        Ok(self.pos)
+    }
+}

@@ -7,7 +7,7 @@
 //! | magic `GGUF`, version, tensor count, metadata count | [`Header`] (`magic`, `version`, counts implied by the lists) |
 //! | metadata key/value pairs | [`KeyValue`] = [`GgufString`] key + [`Value`] (type id, then the value) |
 //! | tensor infos | [`TensorInfo`]: name, dimensions, ggml type id, offset in the data section |
-//! | padding up to `general.alignment` (32 if absent) | [`Header::padding`], the bytes actually present |
+//! | padding up to `general.alignment` (32 if absent) | [`Header::padding`], as found ([`Padding`]: a length when all zero) |
 //! | tensor data | not read here: it starts at [`Layout::data_offset`] |
 //!
 //! Version 1 stores counts, string lengths, array lengths and dimensions as `u32`; versions 2
@@ -32,6 +32,7 @@ mod error;
 mod header;
 mod io;
 pub mod limits;
+mod padding;
 mod string;
 mod tensor;
 mod value;
@@ -43,6 +44,7 @@ pub use header::{
     DEFAULT_ALIGNMENT,
 };
 pub use io::Tracked;
+pub use padding::Padding;
 pub use string::GgufString;
 pub use tensor::TensorInfo;
 pub use value::{Array, ArrayValues, Value, ValueType};
