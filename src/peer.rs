@@ -309,7 +309,7 @@ pub fn gguf_py_expressible(value: Value) -> Value {
         }
     }
     fn adapt(values: ArrayValues, depth: u32) -> ArrayValues {
-        use ArrayValues::*;
+        use ggufrw_schema::ArrayValuesOf::*;
         let inferable = |v: &ArrayValues| match v {
             Int32(_) | Float32(_) | Bool(_) | String(_) | Array(_) => true,
             Uint8(_) => depth == 0,

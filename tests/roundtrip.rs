@@ -97,7 +97,9 @@ fn break_sample(sample: &mut Sample, how: &Breakage) {
             .metadata
             .push(KeyValue::new("deep", nested_array(MAX_ARRAY_DEPTH + 1))),
         Breakage::WrongPadding(extra) => {
-            h.padding = ggufrw::schema::Padding::zeros(h.padding.len() + extra as u64);
+            // Past what the alignment calls for (a cut sample's padding may be short of it).
+            let full = h.padding_len().expect("generated headers are writable");
+            h.padding = ggufrw::schema::Padding::zeros(full + extra as u64);
             sample.data.push(0);
         }
     }

@@ -6,9 +6,11 @@ use crate::error::{
 };
 use crate::io::{Counter, Positioned, Tracked};
 use crate::padding::Padding;
+use crate::repr::{Owned, Repr};
 use crate::string::GgufString;
-use crate::tensor::TensorInfo;
-use crate::value::{read_each, Value};
+use crate::string::GgufStringOf;
+use crate::tensor::TensorInfoOf;
+use crate::value::{read_each, Value, ValueOf};
 use binrw::error::ContextExt;
 use binrw::io::{Cursor, Read, Seek, SeekFrom, Write};
 use binrw::{binrw, BinRead, BinResult, BinWrite, Endian};
@@ -74,14 +76,17 @@ impl BinWrite for Magic {
 #[binrw]
 #[brw(import_raw(ctx: Ctx))]
 #[derive(Clone, Debug, PartialEq)]
-pub struct KeyValue {
+pub struct KeyValueOf<H: Repr> {
     /// The key, such as `general.architecture`.
     #[brw(args_raw = ctx)]
-    pub key: GgufString,
+    pub key: GgufStringOf<H>,
     /// The value with its type.
     #[brw(args_raw = ctx)]
-    pub value: Value,
+    pub value: ValueOf<H>,
 }
+
+/// A metadata pair of the owned model.
+pub type KeyValue = KeyValueOf<Owned>;
 
 impl KeyValue {
     /// A pair.
@@ -99,7 +104,7 @@ impl KeyValue {
 #[br(import_raw(ctx: Ctx))]
 #[bw(import(ctx: Ctx, data_follows: bool))]
 #[derive(Clone, Debug, PartialEq)]
-pub struct Header {
+pub struct HeaderOf<H: Repr> {
     /// `GGUF` (or `FUGG`).
     pub magic: Magic,
 
@@ -122,17 +127,17 @@ pub struct Header {
     /// Metadata in file order (duplicates kept: validation reports them).
     #[br(parse_with = read_metadata, args(metadata_kv_count.get(), ctx), err_context("kv"))]
     #[bw(args_raw = ctx)]
-    pub metadata: Vec<KeyValue>,
+    pub metadata: Vec<KeyValueOf<H>>,
 
     /// Tensor infos in file order.
     #[br(parse_with = read_tensor_infos, args(tensor_count.get(), ctx), err_context("tensor"))]
     #[bw(args_raw = ctx)]
-    pub tensor_infos: Vec<TensorInfo>,
+    pub tensor_infos: Vec<TensorInfoOf<H>>,
 
     /// The bytes between the tensor infos and the aligned start of the data section, as found
     /// (fewer when the file ends first).
-    #[br(args(alignment_or_default(&metadata), ctx), err_context("padding"))]
-    #[bw(args(alignment_or_default(metadata), data_follows))]
+    #[br(parse_with = read_padding, args(&metadata, ctx), err_context("padding"))]
+    #[bw(args(written_alignment(metadata), data_follows))]
     pub padding: Padding,
 }
 
@@ -151,6 +156,16 @@ pub struct Layout {
     pub data_offset: u64,
 }
 
+/// The header of the owned model: what is edited and written.
+pub type Header = HeaderOf<Owned>;
+
+impl<H: Repr> HeaderOf<H> {
+    /// The context its fields are written in.
+    pub fn ctx(&self) -> Ctx {
+        Ctx::new(self.version, self.byte_order, u64::MAX)
+    }
+}
+
 impl Header {
     /// An empty version 3 little-endian header, padded.
     pub fn new_v3() -> Self {
@@ -164,11 +179,6 @@ impl Header {
         };
         header.pad().expect("an empty header has a valid layout");
         header
-    }
-
-    /// The context its fields are written in.
-    pub fn ctx(&self) -> Ctx {
-        Ctx::new(self.version, self.byte_order, u64::MAX)
     }
 
     /// The data alignment: `general.alignment` if present, else 32.
@@ -261,12 +271,21 @@ fn check_writable(header: &Header) -> Result<(), EncodeError> {
 /// The alignment the metadata sets: the first `general.alignment`, which must be a non-zero
 /// UINT32 (else the index of that pair and why); 32 when absent.
 pub fn find_alignment(metadata: &[KeyValue]) -> Result<u32, (usize, String)> {
-    let Some(i) = metadata.iter().position(|kv| kv.key == *ALIGNMENT_KEY) else {
+    let first = metadata.iter().position(|kv| kv.key == *ALIGNMENT_KEY);
+    alignment_at(metadata, first)
+}
+
+/// The alignment pair `index` (the first `general.alignment`, if any) sets.
+pub fn alignment_at<H: Repr>(
+    metadata: &[KeyValueOf<H>],
+    index: Option<usize>,
+) -> Result<u32, (usize, String)> {
+    let Some(i) = index else {
         return Ok(DEFAULT_ALIGNMENT);
     };
     match metadata[i].value {
-        Value::Uint32(0) => Err((i, "is 0".into())),
-        Value::Uint32(n) => Ok(n),
+        ValueOf::Uint32(0) => Err((i, "is 0".into())),
+        ValueOf::Uint32(n) => Ok(n),
         ref other => Err((
             i,
             format!("must be uint32, found {}", other.value_type().name()),
@@ -278,20 +297,27 @@ fn alignment_or_default(metadata: &[KeyValue]) -> u32 {
     find_alignment(metadata).unwrap_or(DEFAULT_ALIGNMENT)
 }
 
-fn read_metadata<R: Read + Seek>(
-    reader: &mut R,
+/// The alignment a header is written with (spans, which cannot be written, say 32).
+fn written_alignment<H: Repr>(metadata: &[KeyValueOf<H>]) -> u32 {
+    let first = (metadata.iter()).position(|kv| H::as_text(&kv.key.string) == Some(ALIGNMENT_KEY));
+    alignment_at(metadata, first).unwrap_or(DEFAULT_ALIGNMENT)
+}
+
+/// Reads the metadata, refusing a bad first `general.alignment` where its value starts.
+fn read_metadata<H: Repr, Rd: Read + Seek>(
+    reader: &mut Rd,
     endian: Endian,
     (count, ctx): (u64, Ctx),
-) -> BinResult<Vec<KeyValue>> {
+) -> BinResult<Vec<KeyValueOf<H>>> {
     let count = usize::try_from(count).unwrap_or(usize::MAX);
     let mut alignment_seen = false;
     read_each(reader, count, |r| {
         let start = r.stream_position()?;
-        let kv = KeyValue::read_options(r, endian, ctx)?;
-        if !alignment_seen && kv.key == *ALIGNMENT_KEY {
+        let kv = KeyValueOf::<H>::read_options(r, endian, ctx)?;
+        if !alignment_seen && H::str_eq(&kv.key.string, ALIGNMENT_KEY, r)? {
             alignment_seen = true;
-            if let Err((_, why)) = find_alignment(std::slice::from_ref(&kv)) {
-                let at = start + ctx.width().bytes() + kv.key.len() as u64;
+            if let Err((_, why)) = alignment_at(std::slice::from_ref(&kv), Some(0)) {
+                let at = start + ctx.width().bytes() + kv.key.byte_len();
                 return Err(custom(at, DecodeErrorKind::BadAlignment(why)).with_message("value"));
             }
         }
@@ -299,13 +325,32 @@ fn read_metadata<R: Read + Seek>(
     })
 }
 
-fn read_tensor_infos<R: Read + Seek>(
-    reader: &mut R,
+/// Reads the padding the first `general.alignment` calls for.
+fn read_padding<H: Repr, Rd: Read + Seek>(
+    reader: &mut Rd,
+    endian: Endian,
+    (metadata, ctx): (&[KeyValueOf<H>], Ctx),
+) -> BinResult<Padding> {
+    let mut first = None;
+    for (i, kv) in metadata.iter().enumerate() {
+        if H::str_eq(&kv.key.string, ALIGNMENT_KEY, reader)? {
+            first = Some(i);
+            break;
+        }
+    }
+    let alignment = alignment_at(metadata, first).unwrap_or(DEFAULT_ALIGNMENT);
+    Padding::read_options(reader, endian, (alignment, ctx))
+}
+
+fn read_tensor_infos<H: Repr, Rd: Read + Seek>(
+    reader: &mut Rd,
     endian: Endian,
     (count, ctx): (u64, Ctx),
-) -> BinResult<Vec<TensorInfo>> {
+) -> BinResult<Vec<TensorInfoOf<H>>> {
     let count = usize::try_from(count).unwrap_or(usize::MAX);
-    read_each(reader, count, |r| TensorInfo::read_options(r, endian, ctx))
+    read_each(reader, count, |r| {
+        TensorInfoOf::<H>::read_options(r, endian, ctx)
+    })
 }
 
 /// Magic, byte order and version from a file's first eight bytes (fewer when it is shorter).
@@ -351,6 +396,16 @@ pub fn detect(first: &[u8]) -> Result<(Magic, ByteOrder, u32), DecodeError> {
 /// Decodes the header of the input `reader` holds from its start. Reads the header and
 /// nothing of the tensor data; allocates only for what the input's bytes back.
 pub fn decode_header<R: Read + Seek>(reader: &mut R) -> Result<Header, DecodeError> {
+    decode_header_as::<Owned, R>(reader)
+}
+
+/// [`decode_header`], holding strings and arrays as `R` holds them: [`Spans`] leaves them
+/// in the input (checked all the same), for a zero-copy view.
+///
+/// [`Spans`]: crate::Spans
+pub fn decode_header_as<H: Repr, Rd: Read + Seek>(
+    reader: &mut Rd,
+) -> Result<HeaderOf<H>, DecodeError> {
     let io_error = |e: std::io::Error| DecodeError {
         kind: DecodeErrorKind::Io(e.to_string()),
         path: String::new(),
@@ -368,6 +423,6 @@ pub fn decode_header<R: Read + Seek>(reader: &mut R) -> Result<Header, DecodeErr
     reader.seek(SeekFrom::Start(0)).map_err(io_error)?;
     let mut tracked = Tracked::new(reader).map_err(io_error)?;
     let ctx = Ctx::new(version, byte_order, end);
-    Header::read_options(&mut tracked, byte_order.endian(), ctx)
+    HeaderOf::<H>::read_options(&mut tracked, byte_order.endian(), ctx)
         .map_err(|e| to_decode_error(e, tracked.last_read(), end))
 }

@@ -33,6 +33,7 @@ mod header;
 mod io;
 pub mod limits;
 mod padding;
+mod repr;
 mod string;
 mod tensor;
 mod value;
@@ -40,11 +41,12 @@ mod value;
 pub use ctx::{ByteOrder, Ctx, Width};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
 pub use header::{
-    decode_header, detect, find_alignment, Header, KeyValue, Layout, Magic, ALIGNMENT_KEY,
-    DEFAULT_ALIGNMENT,
+    alignment_at, decode_header, decode_header_as, detect, find_alignment, Header, HeaderOf,
+    KeyValue, KeyValueOf, Layout, Magic, ALIGNMENT_KEY, DEFAULT_ALIGNMENT,
 };
 pub use io::Tracked;
 pub use padding::Padding;
-pub use string::GgufString;
-pub use tensor::TensorInfo;
-pub use value::{Array, ArrayValues, Value, ValueType};
+pub use repr::{Element, NumSpan, Owned, Repr, Span, Spans, StrsSpan};
+pub use string::{GgufString, GgufStringOf};
+pub use tensor::{TensorInfo, TensorInfoOf};
+pub use value::{Array, ArrayOf, ArrayValues, ArrayValuesOf, Value, ValueOf, ValueType};

@@ -1,24 +1,48 @@
 //! `gguf_string_t`: a length, then that many bytes of UTF-8, no NUL.
 
 use crate::ctx::{read_count, Ctx, Word};
-use crate::error::{custom, DecodeErrorKind};
+use crate::repr::{Owned, Repr};
+use binrw::error::ContextExt;
 use binrw::io::{Read, Seek, Write};
-use binrw::{binrw, BinResult, Endian};
+use binrw::{BinRead, BinResult, BinWrite, Endian};
 use std::fmt;
 
-/// A GGUF string: `len` (u32 in version 1, u64 after) and UTF-8 bytes.
-#[binrw]
-#[brw(import_raw(ctx: Ctx))]
+/// A GGUF string: `len` (u32 in version 1, u64 after) and UTF-8 bytes, held as `R` holds
+/// strings: a `String` ([`Owned`]) or a span of the input ([`crate::Spans`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct GgufString {
-    #[br(temp, parse_with = read_count, args(ctx, 1))]
-    #[bw(try_calc = Word::narrow(string.len(), ctx))]
-    len: Word,
+pub struct GgufStringOf<H: Repr> {
+    /// The text, or where it lies.
+    pub string: H::Str,
+}
 
-    /// The text.
-    #[br(parse_with = read_utf8, args(len.get()))]
-    #[bw(write_with = write_utf8)]
-    pub string: String,
+/// A string of the owned model.
+pub type GgufString = GgufStringOf<Owned>;
+
+impl<H: Repr> GgufStringOf<H> {
+    /// Bytes of text.
+    pub fn byte_len(&self) -> u64 {
+        H::str_len(&self.string)
+    }
+}
+
+impl<H: Repr> BinRead for GgufStringOf<H> {
+    type Args<'a> = Ctx;
+
+    fn read_options<Rd: Read + Seek>(reader: &mut Rd, endian: Endian, ctx: Ctx) -> BinResult<Self> {
+        let len = read_count(reader, endian, (ctx, 1)).map_err(|e| e.with_message("len"))?;
+        let string = H::read_str(reader, len.get()).map_err(|e| e.with_message("string"))?;
+        Ok(GgufStringOf { string })
+    }
+}
+
+impl<H: Repr> BinWrite for GgufStringOf<H> {
+    type Args<'a> = Ctx;
+
+    fn write_options<W: Write + Seek>(&self, w: &mut W, endian: Endian, ctx: Ctx) -> BinResult<()> {
+        let len = Word::narrow(self.byte_len(), ctx).map_err(|e| e.into_binrw(w))?;
+        len.write_options(w, endian, ())?;
+        H::write_str(&self.string, w)
+    }
 }
 
 impl GgufString {
@@ -59,30 +83,4 @@ impl fmt::Display for GgufString {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.string)
     }
-}
-
-/// Reads `len` bytes of strict UTF-8; the caller has checked that they are present.
-fn read_utf8<R: Read + Seek>(reader: &mut R, _: Endian, (len,): (u64,)) -> BinResult<String> {
-    let pos = reader.stream_position()?;
-    let len = usize::try_from(len).map_err(|_| {
-        custom(
-            pos,
-            DecodeErrorKind::CountTooLarge {
-                count: len,
-                item_size: 1,
-                left: 0,
-            },
-        )
-    })?;
-    let mut bytes = vec![0u8; len];
-    reader.read_exact(&mut bytes)?;
-    String::from_utf8(bytes).map_err(|e| {
-        let bad = e.utf8_error().valid_up_to() as u64;
-        custom(pos + bad, DecodeErrorKind::InvalidUtf8)
-    })
-}
-
-fn write_utf8<W: Write + Seek>(s: &String, writer: &mut W, _: Endian, _: ()) -> BinResult<()> {
-    writer.write_all(s.as_bytes())?;
-    Ok(())
 }

@@ -3,7 +3,8 @@
 use crate::ctx::{read_words, write_words, Ctx};
 use crate::error::{custom, DecodeErrorKind, EncodeError};
 use crate::limits::MAX_DIMS;
-use crate::string::GgufString;
+use crate::repr::{Owned, Repr};
+use crate::string::GgufStringOf;
 use binrw::io::{Read, Seek};
 use binrw::{binrw, BinRead, BinResult, Endian};
 
@@ -12,10 +13,10 @@ use binrw::{binrw, BinRead, BinResult, Endian};
 #[binrw]
 #[brw(import_raw(ctx: Ctx))]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct TensorInfo {
+pub struct TensorInfoOf<H: Repr> {
     /// Tensor name.
     #[brw(args_raw = ctx)]
-    pub name: GgufString,
+    pub name: GgufStringOf<H>,
 
     #[br(temp, parse_with = read_n_dimensions)]
     #[bw(try_calc = u32::try_from(dimensions.len()).ok().filter(|&n| n <= MAX_DIMS)
@@ -35,12 +36,15 @@ pub struct TensorInfo {
     pub offset: u64,
 }
 
-impl TensorInfo {
+/// A tensor info of the owned model.
+pub type TensorInfo = TensorInfoOf<Owned>;
+
+impl<H: Repr> TensorInfoOf<H> {
     /// Byte offsets of the `n_dimensions`, `type` and `offset` fields, for a tensor info that
     /// starts at `start` in a file whose counts are `ctx.width()` wide.
     pub fn field_offsets(&self, start: u64, ctx: Ctx) -> [u64; 3] {
         let w = ctx.width().bytes();
-        let n_dims = start + w + self.name.len() as u64;
+        let n_dims = start + w + self.name.byte_len();
         let ty = n_dims + 4 + w * self.dimensions.len() as u64;
         [n_dims, ty, ty + 4]
     }

@@ -3,10 +3,11 @@
 
 use crate::ctx::{read_count, Ctx, Width, Word};
 use crate::error::{custom, DecodeErrorKind, EncodeError};
-use crate::string::GgufString;
+use crate::repr::{Owned, Repr};
+use crate::string::GgufStringOf;
 use binrw::error::ContextExt;
 use binrw::io::{Read, Seek, Write};
-use binrw::{binrw, BinRead, BinResult, BinWrite, Endian, VecArgs};
+use binrw::{BinRead, BinResult, BinWrite, Endian};
 
 /// The 13 value types, with their ids and the spec's names (lower case: `uint32`, `string`…).
 #[derive(
@@ -83,34 +84,41 @@ impl BinWrite for ValueType {
 /// and encoding is written down once for scalars and arrays, reading and writing.
 macro_rules! value_types {
     ($($variant:ident($ty:ty)),* $(,)?) => {
-        /// A metadata value. Floats keep their exact bits (NaN payloads, -0.0).
+        /// A metadata value, its strings and arrays held as `R` holds them. Floats keep their
+        /// exact bits (NaN payloads, -0.0).
         #[derive(Clone, Debug, PartialEq)]
         #[allow(missing_docs)]
-        pub enum Value {
+        pub enum ValueOf<H: Repr> {
             $($variant($ty),)*
             Bool(bool),
-            String(GgufString),
-            Array(Array),
+            String(GgufStringOf<H>),
+            Array(ArrayOf<H>),
         }
+
+        /// A value of the owned model.
+        pub type Value = ValueOf<Owned>;
 
         /// The elements of an array, all of one type.
         #[derive(Clone, Debug, PartialEq)]
         #[allow(missing_docs)]
-        pub enum ArrayValues {
-            $($variant(Vec<$ty>),)*
-            Bool(Vec<bool>),
-            String(Vec<GgufString>),
-            Array(Vec<Array>),
+        pub enum ArrayValuesOf<H: Repr> {
+            $($variant(H::Nums<$ty>),)*
+            Bool(H::Nums<bool>),
+            String(H::Strs),
+            Array(Vec<ArrayOf<H>>),
         }
 
-        impl Value {
+        /// Array elements of the owned model.
+        pub type ArrayValues = ArrayValuesOf<Owned>;
+
+        impl<H: Repr> ValueOf<H> {
             /// Its type id.
             pub fn value_type(&self) -> ValueType {
                 match self {
-                    $(Value::$variant(_) => ValueType::$variant,)*
-                    Value::Bool(_) => ValueType::Bool,
-                    Value::String(_) => ValueType::String,
-                    Value::Array(_) => ValueType::Array,
+                    $(ValueOf::$variant(_) => ValueType::$variant,)*
+                    ValueOf::Bool(_) => ValueType::Bool,
+                    ValueOf::String(_) => ValueType::String,
+                    ValueOf::Array(_) => ValueType::Array,
                 }
             }
 
@@ -121,23 +129,23 @@ macro_rules! value_types {
                 ctx: Ctx,
             ) -> BinResult<Self> {
                 Ok(match ty {
-                    $(ValueType::$variant => Value::$variant(<$ty>::read_options(reader, endian, ())?),)*
-                    ValueType::Bool => Value::Bool(read_bool(reader)?),
-                    ValueType::String => Value::String(GgufString::read_options(reader, endian, ctx)?),
+                    $(ValueType::$variant => ValueOf::$variant(<$ty>::read_options(reader, endian, ())?),)*
+                    ValueType::Bool => ValueOf::Bool(read_bool(reader)?),
+                    ValueType::String => ValueOf::String(GgufStringOf::read_options(reader, endian, ctx)?),
                     ValueType::Array => {
                         let pos = reader.stream_position()?;
                         let inner = ctx.deeper().ok_or_else(|| custom(pos, DecodeErrorKind::NestingTooDeep))?;
-                        Value::Array(Array::read_options(reader, endian, inner)?)
+                        ValueOf::Array(ArrayOf::read_options(reader, endian, inner)?)
                     }
                 })
             }
 
             fn write_payload<W: Write + Seek>(&self, w: &mut W, endian: Endian, ctx: Ctx) -> BinResult<()> {
                 match self {
-                    $(Value::$variant(v) => v.write_options(w, endian, ()),)*
-                    Value::Bool(b) => u8::from(*b).write_options(w, endian, ()),
-                    Value::String(s) => s.write_options(w, endian, ctx),
-                    Value::Array(a) => {
+                    $(ValueOf::$variant(v) => v.write_options(w, endian, ()),)*
+                    ValueOf::Bool(b) => u8::from(*b).write_options(w, endian, ()),
+                    ValueOf::String(s) => s.write_options(w, endian, ctx),
+                    ValueOf::Array(a) => {
                         let inner = ctx.deeper().ok_or_else(|| EncodeError::NestingTooDeep.into_binrw(w))?;
                         a.write_options(w, endian, inner)
                     }
@@ -145,24 +153,24 @@ macro_rules! value_types {
             }
         }
 
-        impl ArrayValues {
+        impl<H: Repr> ArrayValuesOf<H> {
             /// The element type.
             pub fn element_type(&self) -> ValueType {
                 match self {
-                    $(ArrayValues::$variant(_) => ValueType::$variant,)*
-                    ArrayValues::Bool(_) => ValueType::Bool,
-                    ArrayValues::String(_) => ValueType::String,
-                    ArrayValues::Array(_) => ValueType::Array,
+                    $(ArrayValuesOf::$variant(_) => ValueType::$variant,)*
+                    ArrayValuesOf::Bool(_) => ValueType::Bool,
+                    ArrayValuesOf::String(_) => ValueType::String,
+                    ArrayValuesOf::Array(_) => ValueType::Array,
                 }
             }
 
             /// Number of elements.
             pub fn len(&self) -> usize {
                 match self {
-                    $(ArrayValues::$variant(v) => v.len(),)*
-                    ArrayValues::Bool(v) => v.len(),
-                    ArrayValues::String(v) => v.len(),
-                    ArrayValues::Array(v) => v.len(),
+                    $(ArrayValuesOf::$variant(v) => H::nums_len(v),)*
+                    ArrayValuesOf::Bool(v) => H::nums_len(v),
+                    ArrayValuesOf::String(v) => H::strs_len(v),
+                    ArrayValuesOf::Array(v) => v.len(),
                 }
             }
 
@@ -170,6 +178,9 @@ macro_rules! value_types {
             pub fn is_empty(&self) -> bool {
                 self.len() == 0
             }
+        }
+
+        impl ArrayValues {
 
             /// An empty array of `ty`.
             pub fn empty(ty: ValueType) -> Self {
@@ -183,46 +194,39 @@ macro_rules! value_types {
         }
 
         /// Reads `count` elements of `ty`; the count has been checked against the bytes left.
-        fn read_values<R: Read + Seek>(
-            reader: &mut R,
+        fn read_values<H: Repr, Rd: Read + Seek>(
+            reader: &mut Rd,
             endian: Endian,
             (ty, count, ctx): (ValueType, u64, Ctx),
-        ) -> BinResult<ArrayValues> {
+        ) -> BinResult<ArrayValuesOf<H>> {
             let pos = reader.stream_position()?;
-            let count = usize::try_from(count).map_err(|_| {
-                custom(pos, DecodeErrorKind::CountTooLarge { count, item_size: 1, left: 0 })
-            })?;
             Ok(match ty {
-                $(ValueType::$variant => ArrayValues::$variant(
-                    Vec::<$ty>::read_options(reader, endian, VecArgs { count, inner: () })?,
-                ),)*
-                ValueType::Bool => {
-                    let bytes = Vec::<u8>::read_options(reader, endian, VecArgs { count, inner: () })?;
-                    ArrayValues::Bool(bools(&bytes, pos)?)
-                }
-                ValueType::String => ArrayValues::String(read_each(reader, count, |r| {
-                    GgufString::read_options(r, endian, ctx)
-                })?),
+                $(ValueType::$variant => ArrayValuesOf::$variant(H::read_nums::<$ty, _>(reader, endian, count)?),)*
+                ValueType::Bool => ArrayValuesOf::Bool(H::read_nums::<bool, _>(reader, endian, count)?),
+                ValueType::String => ArrayValuesOf::String(H::read_strs(reader, endian, count, ctx)?),
                 ValueType::Array => {
                     let inner = ctx.deeper().ok_or_else(|| custom(pos, DecodeErrorKind::NestingTooDeep))?;
-                    ArrayValues::Array(read_each(reader, count, |r| Array::read_options(r, endian, inner))?)
+                    let count = usize::try_from(count).map_err(|_| {
+                        custom(pos, DecodeErrorKind::CountTooLarge { count, item_size: 1, left: 0 })
+                    })?;
+                    ArrayValuesOf::Array(read_each(reader, count, |r| ArrayOf::read_options(r, endian, inner))?)
                 }
             })
         }
 
-        fn write_values<W: Write + Seek>(
-            values: &ArrayValues,
+        fn write_values<H: Repr, W: Write + Seek>(
+            values: &ArrayValuesOf<H>,
             w: &mut W,
             endian: Endian,
             ctx: Ctx,
         ) -> BinResult<()> {
             match values {
-                $(ArrayValues::$variant(v) => v.write_options(w, endian, ()),)*
-                ArrayValues::Bool(v) => v.iter().try_for_each(|b| u8::from(*b).write_options(w, endian, ())),
-                ArrayValues::String(v) => v.write_options(w, endian, ctx),
-                ArrayValues::Array(v) => {
+                $(ArrayValuesOf::$variant(v) => H::write_nums(v, w, endian),)*
+                ArrayValuesOf::Bool(v) => H::write_nums(v, w, endian),
+                ArrayValuesOf::String(v) => H::write_strs(v, w, endian, ctx),
+                ArrayValuesOf::Array(v) => {
                     let inner = ctx.deeper().ok_or_else(|| EncodeError::NestingTooDeep.into_binrw(w))?;
-                    v.write_options(w, endian, inner)
+                    v.iter().try_for_each(|a| a.write_options(w, endian, inner))
                 }
             }
         }
@@ -242,16 +246,16 @@ value_types! {
     Float64(f64),
 }
 
-impl BinRead for Value {
+impl<H: Repr> BinRead for ValueOf<H> {
     type Args<'a> = Ctx;
 
-    fn read_options<R: Read + Seek>(reader: &mut R, endian: Endian, ctx: Ctx) -> BinResult<Self> {
+    fn read_options<Rd: Read + Seek>(reader: &mut Rd, endian: Endian, ctx: Ctx) -> BinResult<Self> {
         let ty = ValueType::read_options(reader, endian, ()).map_err(|e| e.with_message("type"))?;
-        Value::read_payload(ty, reader, endian, ctx)
+        ValueOf::read_payload(ty, reader, endian, ctx)
     }
 }
 
-impl BinWrite for Value {
+impl<H: Repr> BinWrite for ValueOf<H> {
     type Args<'a> = Ctx;
 
     fn write_options<W: Write + Seek>(&self, w: &mut W, endian: Endian, ctx: Ctx) -> BinResult<()> {
@@ -261,28 +265,43 @@ impl BinWrite for Value {
 }
 
 /// An array value: element type, count, elements.
-#[binrw]
-#[brw(import_raw(ctx: Ctx))]
 #[derive(Clone, Debug, PartialEq)]
-pub struct Array {
-    #[br(temp)]
-    #[bw(calc = values.element_type())]
-    element_type: ValueType,
-
-    #[br(temp, parse_with = read_count, args(ctx, element_type.min_size(ctx.width())))]
-    #[bw(try_calc = Word::narrow(values.len(), ctx))]
-    count: Word,
-
+pub struct ArrayOf<H: Repr> {
     /// The elements.
-    #[br(parse_with = read_values, args(element_type, count.get(), ctx), err_context(""))]
-    #[bw(write_with = write_values, args_raw = ctx)]
-    pub values: ArrayValues,
+    pub values: ArrayValuesOf<H>,
 }
+
+/// An array of the owned model.
+pub type Array = ArrayOf<Owned>;
 
 impl Array {
     /// An array of these elements.
     pub fn new(values: ArrayValues) -> Self {
         Array { values }
+    }
+}
+
+impl<H: Repr> BinRead for ArrayOf<H> {
+    type Args<'a> = Ctx;
+
+    fn read_options<Rd: Read + Seek>(reader: &mut Rd, endian: Endian, ctx: Ctx) -> BinResult<Self> {
+        let element_type = ValueType::read_options(reader, endian, ())
+            .map_err(|e| e.with_message("element_type"))?;
+        let count = read_count(reader, endian, (ctx, element_type.min_size(ctx.width())))
+            .map_err(|e| e.with_message("count"))?;
+        let values = read_values(reader, endian, (element_type, count.get(), ctx))?;
+        Ok(ArrayOf { values })
+    }
+}
+
+impl<H: Repr> BinWrite for ArrayOf<H> {
+    type Args<'a> = Ctx;
+
+    fn write_options<W: Write + Seek>(&self, w: &mut W, endian: Endian, ctx: Ctx) -> BinResult<()> {
+        self.values.element_type().write_options(w, endian, ())?;
+        let count = Word::narrow(self.values.len(), ctx).map_err(|e| e.into_binrw(w))?;
+        count.write_options(w, endian, ())?;
+        write_values(&self.values, w, endian, ctx)
     }
 }
 

@@ -1,0 +1,532 @@
+//! How decoded strings and arrays are held: copied out of the input ([`Owned`], the model that
+//! edits and writes), or as spans of it ([`Spans`], what a zero-copy view is built on). The
+//! schema types take one of the two as a parameter, so both come from the same definition and
+//! the same checks: a file that one decodes, the other decodes too, and they fail alike.
+
+use crate::ctx::{Ctx, Width};
+use crate::error::{custom, DecodeErrorKind, EncodeError};
+use crate::string::GgufString;
+use binrw::error::ContextExt;
+use binrw::io::{Read, Seek, SeekFrom, Write};
+use binrw::{BinResult, Endian};
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::marker::PhantomData;
+
+/// How strings and arrays are held. Implemented by [`Owned`] and [`Spans`] only.
+pub trait Repr: Copy + Clone + Debug + Default + PartialEq + Eq + Hash + 'static {
+    /// One string.
+    type Str: Clone + Debug + Default + PartialEq + Eq + Hash + PartialOrd + Ord;
+    /// An array of numbers or bools.
+    type Nums<T: Element>: Clone + Debug + PartialEq;
+    /// An array of strings.
+    type Strs: Clone + Debug + PartialEq;
+
+    /// Reads `len` bytes of strict UTF-8 (present: the caller checked).
+    fn read_str<R: Read + Seek>(reader: &mut R, len: u64) -> BinResult<Self::Str>;
+    /// Reads `count` elements (present: the caller checked).
+    fn read_nums<T: Element, R: Read + Seek>(
+        reader: &mut R,
+        endian: Endian,
+        count: u64,
+    ) -> BinResult<Self::Nums<T>>;
+    /// Reads `count` strings.
+    fn read_strs<R: Read + Seek>(
+        reader: &mut R,
+        endian: Endian,
+        count: u64,
+        ctx: Ctx,
+    ) -> BinResult<Self::Strs>;
+
+    /// Bytes of a string.
+    fn str_len(s: &Self::Str) -> u64;
+    /// A string's text, when it is held.
+    fn as_text(s: &Self::Str) -> Option<&str>;
+    /// Whether a string is `text`; spans look in the input, and leave the reader where it was.
+    fn str_eq<R: Read + Seek>(s: &Self::Str, text: &str, reader: &mut R) -> BinResult<bool>;
+    /// Elements of an array of numbers.
+    fn nums_len<T: Element>(a: &Self::Nums<T>) -> usize;
+    /// Elements of an array of strings.
+    fn strs_len(a: &Self::Strs) -> usize;
+
+    /// Writes a string's bytes.
+    fn write_str<W: Write + Seek>(s: &Self::Str, w: &mut W) -> BinResult<()>;
+    /// Writes an array's elements.
+    fn write_nums<T: Element, W: Write + Seek>(
+        a: &Self::Nums<T>,
+        w: &mut W,
+        endian: Endian,
+    ) -> BinResult<()>;
+    /// Writes an array's strings.
+    fn write_strs<W: Write + Seek>(
+        a: &Self::Strs,
+        w: &mut W,
+        endian: Endian,
+        ctx: Ctx,
+    ) -> BinResult<()>;
+}
+
+/// Everything copied out of the input: `String`, `Vec<T>`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Owned;
+
+/// Everything left in the input, as offsets: what [`Spans`] holds for a string.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Spans;
+
+/// Where a string's bytes lie in the input; they were checked to be UTF-8 when decoded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Span {
+    /// Offset of the first byte.
+    pub offset: u64,
+    /// Bytes.
+    pub len: u64,
+}
+
+/// Where an array of numbers lies in the input, in the file's byte order; bools were checked
+/// to be 0 or 1 when decoded.
+#[derive(Debug, PartialEq, Eq)]
+pub struct NumSpan<T> {
+    /// Offset of the first element.
+    pub offset: u64,
+    /// Elements.
+    pub count: u64,
+    _type: PhantomData<T>,
+}
+
+impl<T> Clone for NumSpan<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for NumSpan<T> {}
+
+/// Where an array of strings lies in the input: `count` length-prefixed strings in `bytes`
+/// bytes from `offset`, every one checked to be UTF-8 when decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StrsSpan {
+    /// Offset of the first string's length.
+    pub offset: u64,
+    /// Bytes of the whole array, lengths included.
+    pub bytes: u64,
+    /// Strings.
+    pub count: u64,
+}
+
+/// A number type an array can hold, or bool.
+pub trait Element: Copy + Debug + PartialEq + 'static {
+    /// Bytes per element.
+    const SIZE: usize;
+    /// Whether some byte patterns are not elements (bools), so that arrays must be read.
+    const CHECKED: bool = false;
+    /// Decodes one element from exactly `SIZE` bytes; `None` for a bool that is not 0 or 1.
+    fn decode(bytes: &[u8], endian: Endian) -> Option<Self>;
+    /// Appends the element's bytes.
+    fn encode(self, out: &mut Vec<u8>, endian: Endian);
+}
+
+macro_rules! numeric_elements {
+    ($($ty:ty),*) => {$(
+        impl Element for $ty {
+            const SIZE: usize = std::mem::size_of::<$ty>();
+            #[inline]
+            fn decode(bytes: &[u8], endian: Endian) -> Option<Self> {
+                let array = bytes.try_into().ok()?;
+                Some(match endian {
+                    Endian::Little => <$ty>::from_le_bytes(array),
+                    Endian::Big => <$ty>::from_be_bytes(array),
+                })
+            }
+            #[inline]
+            fn encode(self, out: &mut Vec<u8>, endian: Endian) {
+                out.extend_from_slice(&match endian {
+                    Endian::Little => self.to_le_bytes(),
+                    Endian::Big => self.to_be_bytes(),
+                });
+            }
+        }
+    )*};
+}
+
+numeric_elements!(u8, i8, u16, i16, u32, i32, f32, u64, i64, f64);
+
+impl Element for bool {
+    const SIZE: usize = 1;
+    const CHECKED: bool = true;
+    #[inline]
+    fn decode(bytes: &[u8], _: Endian) -> Option<Self> {
+        match bytes {
+            [0] => Some(false),
+            [1] => Some(true),
+            _ => None,
+        }
+    }
+    #[inline]
+    fn encode(self, out: &mut Vec<u8>, _: Endian) {
+        out.push(u8::from(self));
+    }
+}
+
+/// Bytes read at once from the input for arrays.
+const CHUNK: usize = 64 << 10;
+
+/// Reads `count` elements in chunks, handing each chunk's decoded elements to `each`; refuses a
+/// bool that is not 0 or 1 at its offset.
+fn each_num_chunk<T: Element, R: Read + Seek>(
+    reader: &mut R,
+    endian: Endian,
+    count: u64,
+    mut each: impl FnMut(&[u8]),
+) -> BinResult<()> {
+    let mut pos = reader.stream_position()?;
+    let total = count.saturating_mul(T::SIZE as u64);
+    let mut buf = vec![0u8; (total.min(CHUNK as u64) as usize / T::SIZE) * T::SIZE];
+    let mut left = total;
+    while left > 0 {
+        let n = (left.min(buf.len() as u64)) as usize;
+        reader.read_exact(&mut buf[..n])?;
+        if let Some(bad) =
+            (buf[..n].chunks_exact(T::SIZE)).position(|b| T::decode(b, endian).is_none())
+        {
+            let at = pos + (bad * T::SIZE) as u64;
+            return Err(custom(at, DecodeErrorKind::InvalidBool(buf[bad * T::SIZE])));
+        }
+        each(&buf[..n]);
+        pos += n as u64;
+        left -= n as u64;
+    }
+    Ok(())
+}
+
+/// Walks `count` length-prefixed strings from the reader, in chunks, checking each length
+/// against the input and each string's UTF-8, and hands each string's offset and bytes (UTF-8)
+/// to `each`. Reads nothing past the last string. Errors name the string `[i]` and its field
+/// (`len`, `string`), as the single-string reader does.
+fn walk_strs<R: Read + Seek>(
+    reader: &mut R,
+    endian: Endian,
+    count: u64,
+    ctx: Ctx,
+    mut each: impl FnMut(u64, &[u8]) -> BinResult<()>,
+) -> BinResult<()> {
+    let width = ctx.width().bytes() as usize;
+    let mut pos = reader.stream_position()?;
+    let mut buf = Vec::new();
+    let mut found: Vec<(usize, usize)> = Vec::new();
+    // Starts small and doubles, so that a short array does not read a whole chunk ahead.
+    let mut chunk = 256usize;
+    let mut i = 0u64;
+    while i < count {
+        let avail = ctx.end.saturating_sub(pos).min(chunk as u64) as usize;
+        chunk = (chunk * 2).min(CHUNK);
+        buf.resize(avail, 0);
+        reader.read_exact(&mut buf)?;
+        let mut at = 0usize;
+        let mut ascii_lengths = true;
+        found.clear();
+        while i < count && at + width <= buf.len() {
+            let len_bytes = &buf[at..at + width];
+            let len = match ctx.width() {
+                Width::W32 => u64::from(u32::decode(len_bytes, endian).unwrap_or(0)),
+                Width::W64 => u64::decode(len_bytes, endian).unwrap_or(0),
+            };
+            ascii_lengths &= len_bytes.iter().all(|&b| b < 0x80);
+            let start = at + width;
+            if len > (buf.len() - start) as u64 {
+                let left = ctx.end.saturating_sub(pos + start as u64);
+                if len > left {
+                    let err = custom(
+                        pos + at as u64,
+                        DecodeErrorKind::CountTooLarge {
+                            count: len,
+                            item_size: 1,
+                            left,
+                        },
+                    );
+                    return Err(err.with_message("len").with_message(format!("[{i}]")));
+                }
+                if at > 0 {
+                    break;
+                }
+                // One string longer than what was read: read the rest of it (the input has it).
+                let had = buf.len();
+                buf.resize(start + len as usize, 0);
+                reader.read_exact(&mut buf[had..])?;
+            }
+            found.push((start, len as usize));
+            at = start + len as usize;
+            i += 1;
+        }
+        if at == 0 {
+            // Not even a whole length is left in the input: the read fails where it should.
+            reader.seek(SeekFrom::Start(pos + buf.len() as u64))?;
+            let mut rest = [0u8; 8];
+            reader.read_exact(&mut rest[..width]).map_err(|e| {
+                binrw::Error::from(e)
+                    .with_message("len")
+                    .with_message(format!("[{i}]"))
+            })?;
+        }
+        // Lengths of ASCII bytes can neither finish nor start a multi-byte sequence, so the run
+        // of lengths and strings is UTF-8 exactly when every string is: one check for it all.
+        let whole_run = ascii_lengths && simdutf8::basic::from_utf8(&buf[..at]).is_ok();
+        let first = i - found.len() as u64;
+        for (k, &(start, len)) in found.iter().enumerate() {
+            let bytes = &buf[start..start + len];
+            if !whole_run {
+                simdutf8::compat::from_utf8(bytes).map_err(|e| {
+                    custom(
+                        pos + (start + e.valid_up_to()) as u64,
+                        DecodeErrorKind::InvalidUtf8,
+                    )
+                    .with_message("string")
+                    .with_message(format!("[{}]", first + k as u64))
+                })?;
+            }
+            each(pos + start as u64, bytes)?;
+        }
+        pos += at as u64;
+        reader.seek(SeekFrom::Start(pos))?;
+    }
+    Ok(())
+}
+
+impl Repr for Owned {
+    type Str = String;
+    type Nums<T: Element> = Vec<T>;
+    type Strs = Vec<GgufString>;
+
+    fn read_str<R: Read + Seek>(reader: &mut R, len: u64) -> BinResult<String> {
+        let pos = reader.stream_position()?;
+        let mut bytes = vec![0u8; checked_len(len, pos)?];
+        reader.read_exact(&mut bytes)?;
+        String::from_utf8(bytes).map_err(|e| {
+            custom(
+                pos + e.utf8_error().valid_up_to() as u64,
+                DecodeErrorKind::InvalidUtf8,
+            )
+        })
+    }
+
+    fn read_nums<T: Element, R: Read + Seek>(
+        reader: &mut R,
+        endian: Endian,
+        count: u64,
+    ) -> BinResult<Vec<T>> {
+        let pos = reader.stream_position()?;
+        let mut out = Vec::with_capacity(checked_len(count, pos)?);
+        each_num_chunk::<T, R>(reader, endian, count, |chunk| {
+            out.extend(
+                chunk
+                    .chunks_exact(T::SIZE)
+                    .filter_map(|b| T::decode(b, endian)),
+            );
+        })?;
+        Ok(out)
+    }
+
+    fn read_strs<R: Read + Seek>(
+        reader: &mut R,
+        endian: Endian,
+        count: u64,
+        ctx: Ctx,
+    ) -> BinResult<Vec<GgufString>> {
+        let pos = reader.stream_position()?;
+        let mut out = Vec::with_capacity(checked_len(count, pos)?);
+        walk_strs(reader, endian, count, ctx, |at, bytes| {
+            let text =
+                std::str::from_utf8(bytes).map_err(|_| custom(at, DecodeErrorKind::InvalidUtf8))?;
+            out.push(GgufString::from(text));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    fn str_len(s: &String) -> u64 {
+        s.len() as u64
+    }
+
+    fn as_text(s: &String) -> Option<&str> {
+        Some(s)
+    }
+
+    fn str_eq<R: Read + Seek>(s: &String, text: &str, _: &mut R) -> BinResult<bool> {
+        Ok(s == text)
+    }
+
+    fn nums_len<T: Element>(a: &Vec<T>) -> usize {
+        a.len()
+    }
+
+    fn strs_len(a: &Vec<GgufString>) -> usize {
+        a.len()
+    }
+
+    fn write_str<W: Write + Seek>(s: &String, w: &mut W) -> BinResult<()> {
+        Ok(w.write_all(s.as_bytes())?)
+    }
+
+    fn write_nums<T: Element, W: Write + Seek>(
+        a: &Vec<T>,
+        w: &mut W,
+        endian: Endian,
+    ) -> BinResult<()> {
+        let mut buf = Vec::with_capacity(CHUNK);
+        for piece in a.chunks(CHUNK / T::SIZE) {
+            buf.clear();
+            piece.iter().for_each(|v| v.encode(&mut buf, endian));
+            w.write_all(&buf)?;
+        }
+        Ok(())
+    }
+
+    fn write_strs<W: Write + Seek>(
+        a: &Vec<GgufString>,
+        w: &mut W,
+        endian: Endian,
+        ctx: Ctx,
+    ) -> BinResult<()> {
+        use binrw::BinWrite;
+        a.iter().try_for_each(|s| s.write_options(w, endian, ctx))
+    }
+}
+
+impl Repr for Spans {
+    type Str = Span;
+    type Nums<T: Element> = NumSpan<T>;
+    type Strs = StrsSpan;
+
+    fn read_str<R: Read + Seek>(reader: &mut R, len: u64) -> BinResult<Span> {
+        let offset = reader.stream_position()?;
+        // Checked here, chunk by chunk, so that nothing of the input is held.
+        let mut chunk = [0u8; 4096];
+        let mut done = 0u64;
+        let mut carry = 0usize;
+        while done < len {
+            let n = (chunk.len() - carry).min((len - done) as usize);
+            reader.read_exact(&mut chunk[carry..carry + n])?;
+            let have = carry + n;
+            let last = done + n as u64 == len;
+            match simdutf8::compat::from_utf8(&chunk[..have]) {
+                Ok(_) => carry = 0,
+                // A sequence cut by the chunk's end is finished by the next chunk.
+                Err(e) if e.error_len().is_none() && !last => {
+                    let valid = e.valid_up_to();
+                    chunk.copy_within(valid..have, 0);
+                    carry = have - valid;
+                }
+                Err(e) => {
+                    // The chunk starts `have - n` bytes (the carry) before `done`.
+                    let chunk_start = offset + done - (have - n) as u64;
+                    let at = chunk_start + e.valid_up_to() as u64;
+                    return Err(custom(at, DecodeErrorKind::InvalidUtf8));
+                }
+            }
+            done += n as u64;
+        }
+        Ok(Span { offset, len })
+    }
+
+    fn read_nums<T: Element, R: Read + Seek>(
+        reader: &mut R,
+        endian: Endian,
+        count: u64,
+    ) -> BinResult<NumSpan<T>> {
+        let offset = reader.stream_position()?;
+        if T::CHECKED {
+            // Bools: each byte must be 0 or 1, which only reading them shows.
+            each_num_chunk::<T, R>(reader, endian, count, |_| {})?;
+        } else {
+            reader.seek(SeekFrom::Start(offset + count * T::SIZE as u64))?;
+        }
+        Ok(NumSpan {
+            offset,
+            count,
+            _type: PhantomData,
+        })
+    }
+
+    fn read_strs<R: Read + Seek>(
+        reader: &mut R,
+        endian: Endian,
+        count: u64,
+        ctx: Ctx,
+    ) -> BinResult<StrsSpan> {
+        let offset = reader.stream_position()?;
+        walk_strs(reader, endian, count, ctx, |_, _| Ok(()))?;
+        let end = reader.stream_position()?;
+        Ok(StrsSpan {
+            offset,
+            bytes: end - offset,
+            count,
+        })
+    }
+
+    fn str_len(s: &Span) -> u64 {
+        s.len
+    }
+
+    fn as_text(_: &Span) -> Option<&str> {
+        None
+    }
+
+    fn str_eq<R: Read + Seek>(s: &Span, text: &str, reader: &mut R) -> BinResult<bool> {
+        if s.len != text.len() as u64 {
+            return Ok(false);
+        }
+        let back = reader.stream_position()?;
+        reader.seek(SeekFrom::Start(s.offset))?;
+        let mut bytes = vec![0u8; text.len()];
+        let read = reader.read_exact(&mut bytes);
+        reader.seek(SeekFrom::Start(back))?;
+        read?;
+        Ok(bytes == text.as_bytes())
+    }
+
+    fn nums_len<T: Element>(a: &NumSpan<T>) -> usize {
+        a.count as usize
+    }
+
+    fn strs_len(a: &StrsSpan) -> usize {
+        a.count as usize
+    }
+
+    fn write_str<W: Write + Seek>(_: &Span, w: &mut W) -> BinResult<()> {
+        Err(spans_unwritable(w))
+    }
+
+    fn write_nums<T: Element, W: Write + Seek>(
+        _: &NumSpan<T>,
+        w: &mut W,
+        _: Endian,
+    ) -> BinResult<()> {
+        Err(spans_unwritable(w))
+    }
+
+    fn write_strs<W: Write + Seek>(_: &StrsSpan, w: &mut W, _: Endian, _: Ctx) -> BinResult<()> {
+        Err(spans_unwritable(w))
+    }
+}
+
+/// Spans mean nothing without their input: a view is written by copying its bytes.
+fn spans_unwritable<W: Seek>(w: &mut W) -> binrw::Error {
+    EncodeError::Other(
+        "a view holds spans of its input; write its bytes, or convert it to the owned model".into(),
+    )
+    .into_binrw(w)
+}
+
+/// `len` as a `usize`, or the error a count too large for memory gets.
+fn checked_len(len: u64, pos: u64) -> BinResult<usize> {
+    usize::try_from(len).map_err(|_| {
+        custom(
+            pos,
+            DecodeErrorKind::CountTooLarge {
+                count: len,
+                item_size: 1,
+                left: 0,
+            },
+        )
+    })
+}
