@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::file::{tensor_byte_size, Gguf};
 use crate::fsutil::{same_file, write_atomic_file, Progress};
 use crate::write::{set_metadata, write_parts, Part, Source};
-use ggufrw_schema::{Array, ArrayValues, Header, Value, ValueType, ALIGNMENT_KEY};
+use ggufrw_schema::{Array, ArrayValues, Header, TensorInfo, Value, ValueType, ALIGNMENT_KEY};
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 use std::str::FromStr;
@@ -69,21 +69,28 @@ impl Edit {
                 new.alignment()
             )));
         }
+        // A name several tensors share (a file validation rejects) says not which one is meant.
+        let only = |infos: &[TensorInfo], flag: &str, name: &str| {
+            let mut found = infos.iter().enumerate().filter(|(_, t)| t.name == *name);
+            match (found.next(), found.next()) {
+                (Some((at, _)), None) => Ok(at),
+                (None, _) => Err(Error::Invalid(format!("{flag} {name}: no such tensor"))),
+                (Some(_), Some(_)) => Err(Error::Invalid(format!(
+                    "{flag} {name}: several tensors have that name, so it does not say which"
+                ))),
+            }
+        };
         for (old, renamed) in &self.rename_tensors {
+            let at = only(&new.tensor_infos, "--rename-tensor", old)?;
             if old != renamed && new.tensor_infos.iter().any(|t| t.name == **renamed) {
                 return Err(Error::Invalid(format!(
                     "--rename-tensor {old}={renamed}: {renamed} exists"
                 )));
             }
-            let info = (new.tensor_infos.iter_mut())
-                .find(|t| t.name == **old)
-                .ok_or_else(|| Error::Invalid(format!("--rename-tensor {old}: no such tensor")))?;
-            info.name = renamed.as_str().into();
+            new.tensor_infos[at].name = renamed.as_str().into();
         }
         for name in &self.delete_tensors {
-            let at = (new.tensor_infos.iter())
-                .position(|t| t.name == **name)
-                .ok_or_else(|| Error::Invalid(format!("--delete-tensor {name}: no such tensor")))?;
+            let at = only(&new.tensor_infos, "--delete-tensor", name)?;
             new.tensor_infos.remove(at);
             origin.remove(at);
         }

@@ -391,6 +391,31 @@ fn edits_that_cannot_be_made_are_refused() {
         assert!(!out.exists());
     }
     assert!(edit_file(&input, &input, &Edit::default()).is_err());
+
+    // Two tensors named alike (a file validation rejects): naming one does not say which.
+    let twins = dir.path().join("twins.gguf");
+    let f32s = |x: f32| x.to_le_bytes().to_vec();
+    Builder::new()
+        .tensor("t", GgmlType::F32, &[1], f32s(1.0))
+        .unwrap()
+        .tensor("t", GgmlType::F32, &[1], f32s(2.0))
+        .unwrap()
+        .write_file(&twins)
+        .unwrap();
+    for edit in [
+        Edit {
+            delete_tensors: vec!["t".into()],
+            ..Edit::default()
+        },
+        Edit {
+            rename_tensors: vec![("t".into(), "u".into())],
+            ..Edit::default()
+        },
+    ] {
+        let err = edit_file(&twins, &out, &edit).unwrap_err().to_string();
+        assert!(err.contains("several tensors have that name"), "{err}");
+        assert!(!out.exists());
+    }
     for bad in [
         "uint32",
         "uint8:300",
