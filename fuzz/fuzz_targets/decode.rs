@@ -1,11 +1,16 @@
 //! `Gguf::from_bytes` on arbitrary bytes: no panic, no allocation out of proportion to the
 //! input, no leak; a failure is a one-line `DecodeError` inside the input; a success has a
-//! consistent layout and dumps as JSON and as text.
+//! consistent layout and dumps as JSON and as text. The zero-copy decode (`Spans`) fails with
+//! the same error, or succeeds with spans that hold exactly the owned model's strings and arrays.
 #![no_main]
 
-use ggufrw::Gguf;
+use ggufrw::schema::{
+    decode_header, decode_header_as, ArrayValuesOf, Element, Header, HeaderOf, Spans, ValueOf,
+};
+use ggufrw::{ArrayValues, ByteOrder, Gguf, Value};
 use ggufrw_fuzz::{check_decode_error, decode_allocation_bound, no_leak, peak_of, Tracking};
 use libfuzzer_sys::fuzz_target;
+use std::io::Cursor;
 
 #[global_allocator]
 static ALLOC: Tracking = Tracking;
@@ -20,10 +25,20 @@ fn run(data: &[u8]) {
         "decoding {len} bytes allocated {peak} bytes at once (bound {})",
         decode_allocation_bound(len)
     );
+    let spans = decode_header_as::<Spans, _>(&mut Cursor::new(data));
     let file = match result {
         Ok(file) => file,
-        Err(e) => return check_decode_error(&e, len),
+        Err(e) => {
+            let owned = decode_header(&mut Cursor::new(data));
+            if let Err(owned) = owned {
+                assert_eq!(spans.err(), Some(owned), "the span decode fails otherwise");
+            }
+            return check_decode_error(&e, len);
+        }
     };
+    let spans =
+        spans.unwrap_or_else(|e| panic!("the span decode fails where the owned one does not: {e}"));
+    spans_agree(file.header(), &spans, data);
 
     // The layout is consistent with the header and the input.
     let (header, layout) = (file.header(), file.layout());
@@ -51,4 +66,92 @@ fn run(data: &[u8]) {
     assert!(json.starts_with('{'));
     let text = ggufrw::json::dump_text(&file);
     assert!(text.starts_with("GGUF v"));
+}
+
+/// Every span of `spans` holds what `owned` holds.
+fn spans_agree(owned: &Header, spans: &HeaderOf<Spans>, data: &[u8]) {
+    assert_eq!(owned.metadata.len(), spans.metadata.len());
+    assert_eq!(owned.tensor_infos.len(), spans.tensor_infos.len());
+    assert_eq!(owned.padding, spans.padding);
+    let ctx = owned.ctx();
+    let text = |offset: u64, len: u64| &data[offset as usize..(offset + len) as usize];
+    for (o, s) in owned.metadata.iter().zip(&spans.metadata) {
+        assert_eq!(
+            o.key.as_bytes(),
+            text(s.key.string.offset, s.key.string.len)
+        );
+        value_agrees(&o.value, &s.value, data, ctx);
+    }
+    for (o, s) in owned.tensor_infos.iter().zip(&spans.tensor_infos) {
+        assert_eq!(
+            o.name.as_bytes(),
+            text(s.name.string.offset, s.name.string.len)
+        );
+        assert_eq!(
+            (&o.dimensions, o.ggml_type, o.offset),
+            (&s.dimensions, s.ggml_type, s.offset)
+        );
+    }
+}
+
+fn value_agrees(owned: &Value, spans: &ValueOf<Spans>, data: &[u8], ctx: ggufrw::schema::Ctx) {
+    match (owned, spans) {
+        (Value::String(o), ValueOf::String(s)) => {
+            let span = s.string;
+            assert_eq!(
+                o.as_bytes(),
+                &data[span.offset as usize..(span.offset + span.len) as usize]
+            );
+        }
+        (Value::Array(o), ValueOf::Array(s)) => array_agrees(&o.values, &s.values, data, ctx),
+        (o, s) => assert_eq!(format!("{o:?}"), format!("{s:?}")),
+    }
+}
+
+fn array_agrees(
+    owned: &ArrayValues,
+    spans: &ArrayValuesOf<Spans>,
+    data: &[u8],
+    ctx: ggufrw::schema::Ctx,
+) {
+    let endian = ctx.byte_order.endian();
+    fn nums<T: Element>(o: &[T], offset: u64, count: u64, data: &[u8], order: ByteOrder) {
+        assert_eq!(o.len() as u64, count);
+        let mut bytes = Vec::new();
+        o.iter().for_each(|v| v.encode(&mut bytes, order.endian()));
+        assert_eq!(
+            &bytes[..],
+            &data[offset as usize..offset as usize + bytes.len()]
+        );
+    }
+    macro_rules! each_num {
+        ($($v:ident),*) => {
+            match (owned, spans) {
+                $((ArrayValues::$v(o), ArrayValuesOf::$v(s)) => nums(o, s.offset, s.count, data, ctx.byte_order),)*
+                (ArrayValues::String(o), ArrayValuesOf::String(s)) => {
+                    assert_eq!(o.len() as u64, s.count);
+                    let mut bytes = Vec::new();
+                    for string in o {
+                        let len = string.len() as u64;
+                        if ctx.version == 1 {
+                            (len as u32).encode(&mut bytes, endian);
+                        } else {
+                            len.encode(&mut bytes, endian);
+                        }
+                        bytes.extend_from_slice(string.as_bytes());
+                    }
+                    assert_eq!(bytes.len() as u64, s.bytes);
+                    assert_eq!(&bytes[..], &data[s.offset as usize..(s.offset + s.bytes) as usize]);
+                }
+                (ArrayValues::Array(o), ArrayValuesOf::Array(s)) => {
+                    assert_eq!(o.len(), s.len());
+                    for (o, s) in o.iter().zip(s) {
+                        array_agrees(&o.values, &s.values, data, ctx);
+                    }
+                }
+                (o, s) => panic!("element types differ: {:?} and {:?}", o.element_type(), s.element_type()),
+            }
+        };
+    }
+    each_num!(Uint8, Int8, Uint16, Int16, Uint32, Int32, Float32, Bool, Uint64, Int64, Float64);
 }
