@@ -49,35 +49,39 @@ impl Tensor<'_> {
 
 /// Bytes of data a tensor info describes: the type must be known and the shape whole blocks.
 pub fn tensor_byte_size(index: usize, info: &TensorInfo) -> Result<u64> {
+    size_of(index, &info.name, info.ggml_type, &info.dimensions)
+}
+
+/// [`tensor_byte_size`] from the info's parts.
+pub(crate) fn size_of(index: usize, name: &str, ggml_type: u32, dimensions: &[u64]) -> Result<u64> {
     let fail = |message: String| Error::Tensor {
         index,
-        name: info.name.to_string(),
+        name: name.to_string(),
         message,
     };
-    let ty = GgmlType::from_id(info.ggml_type).ok_or_else(|| {
-        fail(format!(
-            "type {} has no known size",
-            type_name(info.ggml_type)
-        ))
-    })?;
-    ty.byte_size(&info.dimensions)
-        .map_err(|e| fail(e.to_string()))
+    let ty = GgmlType::from_id(ggml_type)
+        .ok_or_else(|| fail(format!("type {} has no known size", type_name(ggml_type))))?;
+    ty.byte_size(dimensions).map_err(|e| fail(e.to_string()))
+}
+
+/// Memory-maps a regular file read-only.
+pub(crate) fn map_file(path: &Path) -> Result<Mmap> {
+    let file = File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(Error::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
+    }
+    // SAFETY: the map is read-only; another process truncating the file while it is mapped
+    // is outside what any mmap-based reader can defend against.
+    Ok(unsafe { Mmap::map(&file)? })
 }
 
 impl Gguf<Mmap> {
     /// Opens and memory-maps a file, decoding its header. The tensor data is not read.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        let file = File::open(path)?;
-        if !file.metadata()?.is_file() {
-            return Err(Error::Io(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "not a regular file",
-            )));
-        }
-        // SAFETY: the map is read-only; another process truncating the file while it is mapped
-        // is outside what any mmap-based reader can defend against.
-        let map = unsafe { Mmap::map(&file)? };
-        Gguf::from_bytes(map)
+        Gguf::from_bytes(map_file(path.as_ref())?)
     }
 }
 

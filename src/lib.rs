@@ -49,6 +49,7 @@ pub mod peer;
 pub mod semantic;
 pub mod strategy;
 pub mod validate;
+pub mod view;
 mod write;
 
 pub use elements::{elements, Element, HOST};

@@ -12,6 +12,7 @@
 
 mod common;
 
+use common::view_agrees;
 use common::{small_file, ty, Raw};
 use ggufrw::validate::{validate, Finding, Profile, Severity};
 use ggufrw::{DecodeError, DecodeErrorKind, Gguf};
@@ -1024,6 +1025,7 @@ fn check(case: &Case) -> Vec<String> {
         if let Ok(file) = &decoded {
             exercise(file, bytes, &mut problems);
         }
+        view_agrees(&decoded, bytes, &mut problems);
         (
             decoded.map(|f| (validate(&f, Profile::Spec), validate(&f, Profile::Ggml))),
             problems,
@@ -1197,6 +1199,9 @@ fn every_truncation_fails_at_the_field_it_cuts() {
             let prefix = &bytes[..cut];
             let label = format!("v{version} big={big} cut at {cut} (0x{cut:x})");
             let (field, start) = field_at(&r.fields, cut);
+            let mut problems = Vec::new();
+            view_agrees(&Gguf::from_bytes(prefix), prefix, &mut problems);
+            assert!(problems.is_empty(), "{label}: {problems:?}");
             let decoded = catch_unwind(|| Gguf::from_bytes(prefix).map(|f| f.to_bytes().ok()));
             match decoded {
                 Err(_) => panic!("{label}: panicked"),

@@ -1,5 +1,7 @@
 //! The core properties, over arbitrary valid files of every version and byte order.
 
+mod common;
+
 use ggufrw::conform::check_sample;
 use ggufrw::schema::limits::MAX_ARRAY_DEPTH;
 use ggufrw::strategy::{any_file, nested_array, Sample};
@@ -148,6 +150,15 @@ proptest! {
             }
             Err(e) => prop_assert!(e.to_string().contains(" @ 0x"), "untyped error: {}", e),
         }
+    }
+
+    /// The zero-copy view decodes every valid file to what the owned model holds.
+    #[test]
+    fn view_matches_owned(sample in any_file()) {
+        let bytes = sample.encode().expect("generated files encode");
+        let mut problems = Vec::new();
+        common::view_agrees(&Gguf::from_bytes(&bytes[..]), &bytes, &mut problems);
+        prop_assert!(problems.is_empty(), "{:?}", problems);
     }
 
     /// The writer refuses what the reader would reject.

@@ -3,7 +3,7 @@
 
 use crate::ctx::{read_count, Ctx, Width, Word};
 use crate::error::{custom, DecodeErrorKind, EncodeError};
-use crate::repr::{Owned, Repr};
+use crate::repr::{Element, Owned, Repr, Spans};
 use crate::string::GgufStringOf;
 use binrw::error::ContextExt;
 use binrw::io::{Read, Seek, Write};
@@ -177,6 +177,17 @@ macro_rules! value_types {
             /// Whether there are no elements.
             pub fn is_empty(&self) -> bool {
                 self.len() == 0
+            }
+        }
+
+        impl ArrayValuesOf<Spans> {
+            /// Where the elements of a numeric or bool array lie: offset and length in bytes.
+            pub fn number_bytes(&self) -> Option<(u64, u64)> {
+                match self {
+                    $(ArrayValuesOf::$variant(s) => Some((s.offset, s.count * <$ty as Element>::SIZE as u64)),)*
+                    ArrayValuesOf::Bool(s) => Some((s.offset, s.count)),
+                    _ => None,
+                }
             }
         }
 

@@ -1,0 +1,422 @@
+//! A zero-copy view of a GGUF header: strings, string arrays and numeric arrays stay in the
+//! file's bytes (typically a memory map) and are handed out as borrowed `&str` and slices.
+//!
+//! Decoded by the same schema as the owned [`Header`], held as
+//! [`Spans`]: every check runs when the view is made (lengths against
+//! the input, UTF-8 of every string, bools 0 or 1, nesting depth, `general.alignment`), so a
+//! file either fails [`GgufView::new`] with the same [`DecodeError`](crate::DecodeError) as
+//! [`Gguf::from_bytes`](crate::Gguf::from_bytes) or every accessor below succeeds.
+//!
+//! ```
+//! use ggufrw::{Builder, GgmlType, view::{GgufView, ValueRef}};
+//! let bytes = Builder::new()
+//!     .metadata("tokenizer.ggml.tokens", vec!["<s>", "hello"])
+//!     .tensor("w", GgmlType::F32, &[2], vec![0u8; 8])?
+//!     .build()?
+//!     .to_bytes()?;
+//! let view = GgufView::new(&bytes)?;
+//! let tokens = view.get("tokenizer.ggml.tokens").and_then(|v| v.as_array()).unwrap();
+//! assert_eq!(tokens.strings().unwrap().collect::<Vec<&str>>(), ["<s>", "hello"]);
+//! assert_eq!(view.tensors().next().unwrap().name, "w");
+//! # Ok::<(), ggufrw::Error>(())
+//! ```
+//!
+//! [`Header`]: crate::Header
+//! [`Spans`]: ggufrw_schema::Spans
+
+use crate::error::{Error, Result};
+use crate::file::{map_file, size_of};
+use ggufrw_schema::{
+    alignment_at, decode_header_as, Array, ArrayValues, ArrayValuesOf, ByteOrder, Element,
+    GgufString, Header, HeaderOf, Span, Spans, StrsSpan, Value, ValueOf, ValueType, Width,
+    ALIGNMENT_KEY,
+};
+use memmap2::Mmap;
+use std::io::Cursor;
+use std::path::Path;
+
+/// A header decoded in place: borrows everything from `bytes`.
+#[derive(Debug)]
+pub struct GgufView<'a> {
+    bytes: &'a [u8],
+    header: HeaderOf<Spans>,
+    alignment: u32,
+    data_offset: u64,
+}
+
+/// Memory-maps a file read-only, for [`GgufView::new`].
+pub fn map(path: impl AsRef<Path>) -> Result<Mmap> {
+    map_file(path.as_ref())
+}
+
+impl<'a> GgufView<'a> {
+    /// Decodes the header at the start of `bytes`, leaving strings and arrays where they are.
+    pub fn new(bytes: &'a [u8]) -> Result<Self> {
+        let mut cursor = Cursor::new(bytes);
+        let header = decode_header_as::<Spans, _>(&mut cursor)?;
+        let text = |s: &Span| slice(bytes, s.offset, s.len);
+        let first = (header.metadata.iter())
+            .position(|kv| text(&kv.key.string) == ALIGNMENT_KEY.as_bytes());
+        // The decoder refused a bad alignment already.
+        let alignment = alignment_at(&header.metadata, first)
+            .map_err(|(_, why)| Error::Invalid(format!("{ALIGNMENT_KEY} {why}")))?;
+        // The decoder stops after the padding, which starts where the tensor infos end.
+        let infos_end = cursor.position() - header.padding.len();
+        let data_offset = infos_end.next_multiple_of(u64::from(alignment));
+        Ok(GgufView {
+            bytes,
+            header,
+            alignment,
+            data_offset,
+        })
+    }
+
+    /// The header as decoded: spans into [`GgufView::bytes`].
+    pub fn header(&self) -> &HeaderOf<Spans> {
+        &self.header
+    }
+
+    /// The bytes the view borrows from.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Format version.
+    pub fn version(&self) -> u32 {
+        self.header.version
+    }
+
+    /// Byte order of every number.
+    pub fn byte_order(&self) -> ByteOrder {
+        self.header.byte_order
+    }
+
+    /// The data alignment in force.
+    pub fn alignment(&self) -> u32 {
+        self.alignment
+    }
+
+    /// Where the data section starts.
+    pub fn data_offset(&self) -> u64 {
+        self.data_offset
+    }
+
+    /// Metadata pairs in file order.
+    pub fn metadata(&self) -> impl ExactSizeIterator<Item = (&'a str, ValueRef<'a, '_>)> + '_ {
+        (self.header.metadata.iter()).map(|kv| (self.str(&kv.key.string), self.value(&kv.value)))
+    }
+
+    /// The value of the first pair with this key.
+    pub fn get(&self, key: &str) -> Option<ValueRef<'a, '_>> {
+        self.metadata().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    /// Tensor infos in file order.
+    pub fn tensors(&self) -> impl ExactSizeIterator<Item = TensorRef<'a, '_>> + '_ {
+        (self.header.tensor_infos.iter()).map(|t| TensorRef {
+            name: self.str(&t.name.string),
+            dimensions: &t.dimensions,
+            ggml_type: t.ggml_type,
+            offset: t.offset,
+        })
+    }
+
+    /// Bytes of tensor `index`'s data, or why they cannot be had.
+    pub fn tensor_data(&self, index: usize) -> Result<&'a [u8]> {
+        let info = (self.header.tensor_infos.get(index))
+            .ok_or_else(|| Error::Invalid(format!("no tensor {index}")))?;
+        let name = self.str(&info.name.string);
+        let size = size_of(index, name, info.ggml_type, &info.dimensions)?;
+        let data = self
+            .bytes
+            .get(self.data_offset as usize..)
+            .unwrap_or_default();
+        info.offset
+            .checked_add(size)
+            .filter(|&end| end <= data.len() as u64)
+            .map(|end| &data[info.offset as usize..end as usize])
+            .ok_or_else(|| Error::Tensor {
+                index,
+                name: name.to_string(),
+                message: format!(
+                    "bytes {}..+{size} are outside the {}-byte data section",
+                    info.offset,
+                    data.len()
+                ),
+            })
+    }
+
+    /// The owned model of the same header, for editing and writing.
+    pub fn to_owned_header(&self) -> Result<Header> {
+        Ok(ggufrw_schema::decode_header(&mut Cursor::new(self.bytes))?)
+    }
+
+    fn str(&self, span: &Span) -> &'a str {
+        as_str(slice(self.bytes, span.offset, span.len))
+    }
+
+    fn value<'h>(&self, value: &'h ValueOf<Spans>) -> ValueRef<'a, 'h> {
+        match value {
+            ValueOf::Uint8(v) => ValueRef::Uint8(*v),
+            ValueOf::Int8(v) => ValueRef::Int8(*v),
+            ValueOf::Uint16(v) => ValueRef::Uint16(*v),
+            ValueOf::Int16(v) => ValueRef::Int16(*v),
+            ValueOf::Uint32(v) => ValueRef::Uint32(*v),
+            ValueOf::Int32(v) => ValueRef::Int32(*v),
+            ValueOf::Float32(v) => ValueRef::Float32(*v),
+            ValueOf::Uint64(v) => ValueRef::Uint64(*v),
+            ValueOf::Int64(v) => ValueRef::Int64(*v),
+            ValueOf::Float64(v) => ValueRef::Float64(*v),
+            ValueOf::Bool(v) => ValueRef::Bool(*v),
+            ValueOf::String(s) => ValueRef::String(self.str(&s.string)),
+            ValueOf::Array(a) => ValueRef::Array(ArrayRef {
+                values: &a.values,
+                bytes: self.bytes,
+                byte_order: self.header.byte_order,
+                width: self.header.ctx().width(),
+            }),
+        }
+    }
+}
+
+fn slice(bytes: &[u8], offset: u64, len: u64) -> &[u8] {
+    // Spans come from decoding these very bytes, so they lie inside them.
+    bytes
+        .get(offset as usize..(offset + len) as usize)
+        .unwrap_or_default()
+}
+
+fn as_str(bytes: &[u8]) -> &str {
+    // Every string was checked to be UTF-8 when the view was made.
+    simdutf8::basic::from_utf8(bytes).unwrap_or_default()
+}
+
+/// One tensor info, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub struct TensorRef<'a, 'h> {
+    /// Name.
+    pub name: &'a str,
+    /// Element counts per dimension, fastest-varying first.
+    pub dimensions: &'h [u64],
+    /// ggml type id.
+    pub ggml_type: u32,
+    /// Offset of its data from the start of the data section.
+    pub offset: u64,
+}
+
+/// A metadata value, borrowed: strings from the file's bytes, arrays as [`ArrayRef`].
+#[derive(Clone, Copy, Debug)]
+#[allow(missing_docs)]
+pub enum ValueRef<'a, 'h> {
+    Uint8(u8),
+    Int8(i8),
+    Uint16(u16),
+    Int16(i16),
+    Uint32(u32),
+    Int32(i32),
+    Float32(f32),
+    Uint64(u64),
+    Int64(i64),
+    Float64(f64),
+    Bool(bool),
+    String(&'a str),
+    Array(ArrayRef<'a, 'h>),
+}
+
+impl<'a, 'h> ValueRef<'a, 'h> {
+    /// The string, if it is one.
+    pub fn as_str(&self) -> Option<&'a str> {
+        match self {
+            ValueRef::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The array, if it is one.
+    pub fn as_array(&self) -> Option<ArrayRef<'a, 'h>> {
+        match self {
+            ValueRef::Array(a) => Some(*a),
+            _ => None,
+        }
+    }
+
+    /// The same value in the owned model (copies strings and arrays).
+    pub fn to_value(&self) -> Value {
+        match *self {
+            ValueRef::Uint8(v) => Value::Uint8(v),
+            ValueRef::Int8(v) => Value::Int8(v),
+            ValueRef::Uint16(v) => Value::Uint16(v),
+            ValueRef::Int16(v) => Value::Int16(v),
+            ValueRef::Uint32(v) => Value::Uint32(v),
+            ValueRef::Int32(v) => Value::Int32(v),
+            ValueRef::Float32(v) => Value::Float32(v),
+            ValueRef::Uint64(v) => Value::Uint64(v),
+            ValueRef::Int64(v) => Value::Int64(v),
+            ValueRef::Float64(v) => Value::Float64(v),
+            ValueRef::Bool(v) => Value::Bool(v),
+            ValueRef::String(s) => Value::from(s),
+            ValueRef::Array(a) => Value::Array(Array::new(a.to_values())),
+        }
+    }
+}
+
+/// An array whose elements stay in the file's bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct ArrayRef<'a, 'h> {
+    values: &'h ArrayValuesOf<Spans>,
+    bytes: &'a [u8],
+    byte_order: ByteOrder,
+    width: Width,
+}
+
+impl<'a, 'h> ArrayRef<'a, 'h> {
+    /// The element type.
+    pub fn element_type(&self) -> ValueType {
+        self.values.element_type()
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The strings, if these are strings.
+    pub fn strings(&self) -> Option<Strings<'a>> {
+        match self.values {
+            ArrayValuesOf::String(StrsSpan {
+                offset,
+                bytes,
+                count,
+            }) => Some(Strings {
+                rest: slice(self.bytes, *offset, *bytes),
+                left: *count,
+                byte_order: self.byte_order,
+                width: self.width,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The elements, if they are of type `T` (`u8` … `f64`, `bool`), decoded from the file's
+    /// byte order one by one (the bytes need not be aligned).
+    pub fn numbers<T: Element>(&self) -> Option<impl Iterator<Item = T> + 'a> {
+        let raw = self.raw_numbers()?;
+        if !type_is::<T>(self.element_type()) {
+            return None;
+        }
+        let endian = self.byte_order.endian();
+        // Every element was checked when the view was made (bools 0 or 1): none is skipped.
+        Some(
+            raw.chunks_exact(T::SIZE)
+                .filter_map(move |b| T::decode(b, endian)),
+        )
+    }
+
+    /// The elements' bytes as stored (file byte order), for numeric and bool arrays.
+    pub fn raw_numbers(&self) -> Option<&'a [u8]> {
+        let (offset, len) = self.values.number_bytes()?;
+        Some(slice(self.bytes, offset, len))
+    }
+
+    /// The elements in the owned model (copied).
+    pub fn to_values(&self) -> ArrayValues {
+        fn all<T: Element>(a: &ArrayRef<'_, '_>) -> Vec<T> {
+            a.numbers::<T>().map(Iterator::collect).unwrap_or_default()
+        }
+        match self.element_type() {
+            ValueType::Uint8 => ArrayValues::Uint8(all(self)),
+            ValueType::Int8 => ArrayValues::Int8(all(self)),
+            ValueType::Uint16 => ArrayValues::Uint16(all(self)),
+            ValueType::Int16 => ArrayValues::Int16(all(self)),
+            ValueType::Uint32 => ArrayValues::Uint32(all(self)),
+            ValueType::Int32 => ArrayValues::Int32(all(self)),
+            ValueType::Float32 => ArrayValues::Float32(all(self)),
+            ValueType::Uint64 => ArrayValues::Uint64(all(self)),
+            ValueType::Int64 => ArrayValues::Int64(all(self)),
+            ValueType::Float64 => ArrayValues::Float64(all(self)),
+            ValueType::Bool => ArrayValues::Bool(all(self)),
+            ValueType::String => ArrayValues::String(
+                (self.strings().into_iter().flatten())
+                    .map(GgufString::from)
+                    .collect(),
+            ),
+            ValueType::Array => ArrayValues::Array(
+                (self.arrays().into_iter().flatten())
+                    .map(|a| Array::new(a.to_values()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// The inner arrays, if these are arrays.
+    pub fn arrays(&self) -> Option<impl ExactSizeIterator<Item = ArrayRef<'a, 'h>> + '_> {
+        match self.values {
+            ArrayValuesOf::Array(arrays) => Some(arrays.iter().map(|a| ArrayRef {
+                values: &a.values,
+                ..*self
+            })),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `T` is the Rust type of elements of `ty`.
+fn type_is<T: Element>(ty: ValueType) -> bool {
+    use std::any::TypeId;
+    let id = TypeId::of::<T>();
+    match ty {
+        ValueType::Uint8 => id == TypeId::of::<u8>(),
+        ValueType::Int8 => id == TypeId::of::<i8>(),
+        ValueType::Uint16 => id == TypeId::of::<u16>(),
+        ValueType::Int16 => id == TypeId::of::<i16>(),
+        ValueType::Uint32 => id == TypeId::of::<u32>(),
+        ValueType::Int32 => id == TypeId::of::<i32>(),
+        ValueType::Float32 => id == TypeId::of::<f32>(),
+        ValueType::Uint64 => id == TypeId::of::<u64>(),
+        ValueType::Int64 => id == TypeId::of::<i64>(),
+        ValueType::Float64 => id == TypeId::of::<f64>(),
+        ValueType::Bool => id == TypeId::of::<bool>(),
+        ValueType::String | ValueType::Array => false,
+    }
+}
+
+/// The strings of an array, borrowed, in order.
+#[derive(Clone, Debug)]
+pub struct Strings<'a> {
+    rest: &'a [u8],
+    left: u64,
+    byte_order: ByteOrder,
+    width: Width,
+}
+
+impl<'a> Iterator for Strings<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        if self.left == 0 {
+            return None;
+        }
+        let w = self.width.bytes() as usize;
+        let endian = self.byte_order.endian();
+        let len_bytes = self.rest.get(..w)?;
+        let len = match self.width {
+            Width::W32 => u32::decode(len_bytes, endian).map(u64::from),
+            Width::W64 => u64::decode(len_bytes, endian),
+        }? as usize;
+        let text = self.rest.get(w..w + len)?;
+        self.rest = &self.rest[w + len..];
+        self.left -= 1;
+        Some(as_str(text))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left as usize, Some(self.left as usize))
+    }
+}
+
+impl ExactSizeIterator for Strings<'_> {}
