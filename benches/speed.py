@@ -76,13 +76,15 @@ def main():
     py_runs = max(1, min(args.runs, 3))
     theirs = gguf_py_times(python, files, py_runs)
     print(f"median of {args.runs} runs (gguf-py: {py_runs}); ms")
-    print(f"{'file':<14} {'header MB':>9} {'floor':>8} {'owned':>8} {'× floor':>8} {'check':>8} {'× owned':>8} {'gguf-py':>9} {'gguf-py / owned':>15}")
+    print(f"{'file':<14} {'header MB':>9} {'floor':>7} {'view':>7} {'× floor':>7} {'owned':>7} {'× floor':>7} "
+          f"{'check':>7} {'× view':>7} {'gguf-py':>8} {'py/owned':>8}")
     for r in ours:
         name = os.path.basename(r["file"])[:14]
         py = theirs[r["file"]]
-        print(f"{name:<14} {r['header_bytes'] / 1e6:>9.2f} {r['floor_ms']:>8.2f} {r['owned_ms']:>8.2f} "
-              f"{r['owned_ms'] / r['floor_ms']:>8.2f} {r['check_ms']:>8.2f} {r['check_ms'] / r['owned_ms']:>8.2f} "
-              f"{py:>9.1f} {py / r['owned_ms']:>15.0f}")
+        floor = r["floor_ms"]
+        print(f"{name:<14} {r['header_bytes'] / 1e6:>9.2f} {floor:>7.2f} {r['view_ms']:>7.2f} {r['view_ms'] / floor:>7.2f} "
+              f"{r['owned_ms']:>7.2f} {r['owned_ms'] / floor:>7.2f} {r['check_ms']:>7.2f} {r['check_ms'] / r['view_ms']:>7.2f} "
+              f"{py:>8.0f} {py / r['owned_ms']:>8.0f}")
 
 
 if __name__ == "__main__":

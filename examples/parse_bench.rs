@@ -1,10 +1,12 @@
 //! Times header parsing for the speed comparison (benches/speed.py): for each FILE, the floor
-//! (read() the header's bytes + one pass), ggufrw's owned decode from those bytes, and decode +
-//! validation (what `ggufrw check` does), each the median of RUNS; prints one JSON line per file.
+//! (read() the header's bytes + one pass), ggufrw's owned decode from those bytes, the
+//! zero-copy view (map the file, decode in place), and decode + validation (what `ggufrw check`
+//! does), each the median of RUNS; prints one JSON line per file.
 //!
 //! `parse_bench RUNS FILE...`
 
 use ggufrw::validate::{validate_header, Profile};
+use ggufrw::view::GgufView;
 use ggufrw::Gguf;
 use std::hint::black_box;
 use std::io::Read;
@@ -47,6 +49,11 @@ fn main() {
         let owned = time(runs, || {
             black_box(Gguf::from_bytes(read_header()).unwrap());
         });
+        // The view maps the file (the map is the read) and decodes it in place.
+        let view = time(runs, || {
+            let map = ggufrw::view::map(path).unwrap();
+            black_box(GgufView::new(&map).unwrap().data_offset());
+        });
         let file_len = std::fs::metadata(path).unwrap().len();
         let check = time(runs, || {
             // Only the header is read; the extents are checked against the file's length.
@@ -61,7 +68,7 @@ fn main() {
         println!(
             "{}",
             serde_json::json!({"file": path, "header_bytes": header_len, "floor_ms": floor,
-                "owned_ms": owned, "check_ms": check})
+                "owned_ms": owned, "view_ms": view, "check_ms": check})
         );
     }
 }

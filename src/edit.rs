@@ -119,8 +119,8 @@ fn plan<'a, B: AsRef<[u8]>>(
         return Ok((old.clone(), whole_data()));
     }
     let (mut new, origin) = edit.apply_tracked(old)?;
-    new.pad()?;
     if edit.delete_tensors.is_empty() {
+        pad_like(&mut new, old, data_len > 0)?;
         return Ok((new, whole_data()));
     }
     // Deleting tensors: the rest are laid out again as ggml lays them out.
@@ -140,8 +140,19 @@ fn plan<'a, B: AsRef<[u8]>>(
         parts.push(Part::Data(source));
         parts.push(Part::Zeros(offset - end));
     }
-    new.pad()?;
+    pad_like(&mut new, old, offset > 0)?;
     Ok((new, parts))
+}
+
+/// Pads the edited header as its alignment calls for when tensor data follows. Without data
+/// the padding is optional, and is kept no longer than the input's: an edit never grows a
+/// data-less file towards a large `general.alignment` (up to 4 GiB of zeros).
+fn pad_like(new: &mut Header, old: &Header, data_follows: bool) -> Result<()> {
+    new.pad()?;
+    if !data_follows {
+        new.padding.truncate(old.padding.len());
+    }
+    Ok(())
 }
 
 /// Writes `input` with `edit` applied to `output`, which must not be `input`: through a
@@ -177,13 +188,13 @@ pub fn edit_in_place(path: &Path, edit: &Edit) -> Result<EditReport> {
             "deleting tensors in place would leave a hole in the data section; write a new file with -o".into(),
         ));
     }
-    let (new, layout, has_data) = {
+    let (new, has_data) = {
         let file = Gguf::open(path)?;
         let mut new = edit.apply(file.header())?;
-        new.pad()?;
+        let has_data = !file.data_section().is_empty();
+        pad_like(&mut new, file.header(), has_data)?;
         let layout = new.layout()?;
         let old_start = file.layout().data_offset;
-        let has_data = !file.data_section().is_empty();
         if layout.data_offset != old_start && (has_data || layout.data_offset > old_start) {
             return Err(Error::Invalid(if layout.tensor_infos_end > old_start {
                 format!(
@@ -198,18 +209,17 @@ pub fn edit_in_place(path: &Path, edit: &Edit) -> Result<EditReport> {
                 )
             }));
         }
-        (new, layout, has_data)
+        (new, has_data)
     };
     let mut out = OpenOptions::new().write(true).open(path)?;
-    new.write_to(&mut out, has_data)?;
+    let header_bytes = new.write_to(&mut out, has_data)?;
     if !has_data {
-        // A file without data ends where its data would begin: grown if it was cut inside its
-        // padding, cut if the header shrank.
-        out.set_len(layout.data_offset)?;
+        // A file without data ends with its header: cut if the header shrank.
+        out.set_len(header_bytes)?;
     }
     out.sync_all()?;
     Ok(EditReport {
-        header_bytes: layout.data_offset,
+        header_bytes,
         data_bytes: 0,
     })
 }

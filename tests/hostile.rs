@@ -1538,25 +1538,32 @@ fn padding_of_a_huge_alignment_is_streamed_not_held() {
         "{peak} bytes of heap to write 2 GiB of padding"
     );
 
-    // A header with that alignment and no data, edited in place and to a new file: the file
-    // ends where its data would begin, 64 MiB into the file here.
+    // A file with that alignment and one tensor, whose data lies 64 MiB in, edited to a new
+    // file and in place: the padding is streamed and read back as a length.
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.gguf");
-    let mut r = head(3, false, 0, 1);
+    let mut r = head(3, false, 1, 1);
     r.kv(0, "general.alignment", ty::UINT32).u32(64 << 20);
-    std::fs::write(&input, r.done()).unwrap();
+    r.tensor(0, "t", &[1], F32, 0);
+    let mut bytes = r.done();
+    bytes.resize(64 << 20, 0);
+    bytes.extend_from_slice(&1.5f32.to_le_bytes());
+    std::fs::write(&input, &bytes).unwrap();
     let edit = ggufrw::edit::Edit {
         set: vec![("a".into(), ggufrw::Value::Uint8(1))],
         ..Default::default()
     };
     let output = dir.path().join("out.gguf");
     let (report, peak) = peak_heap(|| ggufrw::edit::edit_file(&input, &output, &edit).unwrap());
-    assert_eq!(report.header_bytes, 64 << 20);
-    assert_eq!(std::fs::metadata(&output).unwrap().len(), 64 << 20);
+    assert_eq!((report.header_bytes, report.data_bytes), (64 << 20, 4));
     assert!(peak <= bound, "{peak} bytes of heap to edit to a new file");
     let (report, peak) = peak_heap(|| ggufrw::edit::edit_in_place(&input, &edit).unwrap());
     assert_eq!(report.header_bytes, 64 << 20);
     assert!(peak <= bound, "{peak} bytes of heap to edit in place");
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        std::fs::read(&output).unwrap()
+    );
     // Zero padding decodes to a length, not to bytes.
     let (file, peak) = peak_heap(|| Gguf::open(&output).unwrap());
     assert_eq!(
