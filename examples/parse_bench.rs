@@ -42,6 +42,19 @@ fn main() {
                 .unwrap();
             buf
         };
+        if std::env::var("ONLY_VIEW").is_ok() {
+            time(runs, || {
+                let map = ggufrw::view::map(path).unwrap();
+                black_box(GgufView::new(&map).unwrap().data_offset());
+            });
+            continue;
+        }
+        if std::env::var("ONLY_OWNED").is_ok() {
+            time(runs, || {
+                black_box(Gguf::from_bytes(read_header()).unwrap());
+            });
+            continue;
+        }
         let floor = time(runs, || {
             let buf = read_header();
             black_box(buf.iter().fold(0u64, |a, &x| a.wrapping_add(u64::from(x))));

@@ -89,7 +89,7 @@ impl<B: AsRef<[u8]>> Gguf<B> {
     /// Decodes the header from the start of `bytes`.
     pub fn from_bytes(bytes: B) -> Result<Self> {
         let header = decode_header(&mut Cursor::new(bytes.as_ref()))?;
-        let layout = header.layout()?;
+        let layout = header.decoded_layout();
         Ok(Gguf {
             header,
             layout,

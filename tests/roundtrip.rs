@@ -159,6 +159,9 @@ proptest! {
         let mut problems = Vec::new();
         common::view_agrees(&Gguf::from_bytes(&bytes[..]), &bytes, &mut problems);
         prop_assert!(problems.is_empty(), "{:?}", problems);
+        // The layout decoding computes from sizes is the one encoding measures.
+        let header = &sample.header;
+        prop_assert_eq!(header.decoded_layout(), header.layout().unwrap());
     }
 
     /// The writer refuses what the reader would reject.

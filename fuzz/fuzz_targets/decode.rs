@@ -61,6 +61,11 @@ fn run(data: &[u8]) {
     assert!(layout.data_offset >= layout.tensor_infos_end);
     assert!(layout.data_offset - layout.tensor_infos_end < u64::from(layout.alignment));
     assert_eq!(file.bytes(), data);
+    assert_eq!(
+        Ok(layout),
+        header.layout().as_ref(),
+        "sizes and encoding place fields alike"
+    );
 
     let json = ggufrw::json::dump_json(&file).to_string();
     assert!(json.starts_with('{'));

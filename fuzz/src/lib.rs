@@ -5,8 +5,6 @@
 //! libFuzzer's own `-malloc_limit_mb` and leak detection need a sanitizer runtime, which stable
 //! Rust cannot build without `RUSTC_BOOTSTRAP`; [`Tracking`] gives both on plain stable.
 
-pub mod raw;
-
 use ggufrw::{ArrayValues, Header, KeyValue, Value};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;

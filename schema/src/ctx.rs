@@ -199,25 +199,52 @@ pub fn read_count<R: Read + Seek>(
     }
 }
 
-/// Reads `count` words (dimensions) of the context's width.
-pub fn read_words<R: Read + Seek>(
+/// Reads `count` words (dimensions; at most [`crate::limits::MAX_DIMS`], checked by the caller)
+/// in one read, into `out`; returns how many.
+pub(crate) fn read_dims_into<R: Read + Seek>(
     reader: &mut R,
     endian: Endian,
-    (count, ctx): (u32, Ctx),
-) -> BinResult<Vec<u64>> {
-    (0..count)
-        .map(|_| Word::read_options(reader, endian, ctx).map(Word::get))
-        .collect()
+    count: u32,
+    ctx: Ctx,
+    out: &mut [u64; crate::limits::MAX_DIMS as usize],
+) -> BinResult<usize> {
+    let n = (count as usize).min(out.len());
+    let w = ctx.width().bytes() as usize;
+    let mut bytes = [0u8; 8 * crate::limits::MAX_DIMS as usize];
+    reader.read_exact(&mut bytes[..n * w])?;
+    for (slot, b) in out.iter_mut().zip(bytes[..n * w].chunks_exact(w)) {
+        *slot = match ctx.width() {
+            Width::W32 => u64::from(endian_u32(b, endian)),
+            Width::W64 => endian_u64(b, endian),
+        };
+    }
+    Ok(n)
+}
+
+fn endian_u32(b: &[u8], endian: Endian) -> u32 {
+    let a = [b[0], b[1], b[2], b[3]];
+    match endian {
+        Endian::Little => u32::from_le_bytes(a),
+        Endian::Big => u32::from_be_bytes(a),
+    }
+}
+
+fn endian_u64(b: &[u8], endian: Endian) -> u64 {
+    let a = [b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]];
+    match endian {
+        Endian::Little => u64::from_le_bytes(a),
+        Endian::Big => u64::from_be_bytes(a),
+    }
 }
 
 /// Writes words (dimensions) in the context's width, refusing values version 1 cannot hold.
-pub fn write_words<W: Write + Seek>(
-    words: &Vec<u64>,
+pub fn write_words<D: std::ops::Deref<Target = [u64]>, W: Write + Seek>(
+    words: &D,
     writer: &mut W,
     endian: Endian,
     ctx: Ctx,
 ) -> BinResult<()> {
-    for &w in words {
+    for &w in words.iter() {
         Word::narrow(w, ctx)
             .map_err(|e| e.into_binrw(writer))?
             .write_options(writer, endian, ())?;

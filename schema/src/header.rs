@@ -198,6 +198,35 @@ impl Header {
         Ok(layout.data_offset - layout.tensor_infos_end)
     }
 
+    /// Where each part lies, from the sizes of what was decoded: [`Header::layout`] without
+    /// encoding, for a header that decoded (so that it is known to encode).
+    pub fn decoded_layout(&self) -> Layout {
+        let w = self.ctx().width();
+        let mut at = 8 + 2 * w.bytes();
+        let mut place = |len: u64| {
+            let start = at;
+            at += len;
+            start
+        };
+        let kv_offsets = (self.metadata.iter())
+            .map(|kv| place(w.bytes() + kv.key.byte_len() + 4 + kv.value.encoded_len(w)))
+            .collect();
+        let tensor_info_offsets = (self.tensor_infos.iter())
+            .map(|t| {
+                let dims = w.bytes() * t.dimensions.len() as u64;
+                place(w.bytes() + t.name.byte_len() + 4 + dims + 4 + 8)
+            })
+            .collect();
+        let alignment = self.alignment();
+        Layout {
+            alignment,
+            kv_offsets,
+            tensor_info_offsets,
+            tensor_infos_end: at,
+            data_offset: at.next_multiple_of(u64::from(alignment)),
+        }
+    }
+
     /// Where each part lands when encoded; fails where [`Header::encode`] would.
     pub fn layout(&self) -> Result<Layout, EncodeError> {
         check_writable(self)?;

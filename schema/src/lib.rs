@@ -46,7 +46,7 @@ pub use header::{
 };
 pub use io::Tracked;
 pub use padding::Padding;
-pub use repr::{Element, NumSpan, Owned, Repr, Span, Spans, StrsSpan};
+pub use repr::{Dims, Element, NumSpan, Owned, Repr, Span, Spans, StrsSpan};
 pub use string::{GgufString, GgufStringOf};
 pub use tensor::{TensorInfo, TensorInfoOf};
 pub use value::{Array, ArrayOf, ArrayValues, ArrayValuesOf, Value, ValueOf, ValueType};

@@ -3,8 +3,9 @@
 //! schema types take one of the two as a parameter, so both come from the same definition and
 //! the same checks: a file that one decodes, the other decodes too, and they fail alike.
 
-use crate::ctx::{Ctx, Width};
+use crate::ctx::{read_dims_into, Ctx, Width};
 use crate::error::{custom, DecodeErrorKind, EncodeError};
+use crate::limits::MAX_DIMS;
 use crate::string::GgufString;
 use binrw::error::ContextExt;
 use binrw::io::{Read, Seek, SeekFrom, Write};
@@ -12,6 +13,7 @@ use binrw::{BinResult, Endian};
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::marker::PhantomData;
+use std::ops::Deref;
 
 /// How strings and arrays are held. Implemented by [`Owned`] and [`Spans`] only.
 pub trait Repr: Copy + Clone + Debug + Default + PartialEq + Eq + Hash + 'static {
@@ -21,6 +23,16 @@ pub trait Repr: Copy + Clone + Debug + Default + PartialEq + Eq + Hash + 'static
     type Nums<T: Element>: Clone + Debug + PartialEq;
     /// An array of strings.
     type Strs: Clone + Debug + PartialEq;
+    /// A tensor's dimensions.
+    type Dims: Clone + Debug + Default + PartialEq + Eq + Hash + Deref<Target = [u64]>;
+
+    /// Reads `count` dimensions (at most [`MAX_DIMS`]: the caller checked).
+    fn read_dims<R: Read + Seek>(
+        reader: &mut R,
+        endian: Endian,
+        count: u32,
+        ctx: Ctx,
+    ) -> BinResult<Self::Dims>;
 
     /// Reads `len` bytes of strict UTF-8 (present: the caller checked).
     fn read_str<R: Read + Seek>(reader: &mut R, len: u64) -> BinResult<Self::Str>;
@@ -48,6 +60,8 @@ pub trait Repr: Copy + Clone + Debug + Default + PartialEq + Eq + Hash + 'static
     fn nums_len<T: Element>(a: &Self::Nums<T>) -> usize;
     /// Elements of an array of strings.
     fn strs_len(a: &Self::Strs) -> usize;
+    /// Encoded bytes of an array of strings, lengths included.
+    fn strs_bytes(a: &Self::Strs, width: Width) -> u64;
 
     /// Writes a string's bytes.
     fn write_str<W: Write + Seek>(s: &Self::Str, w: &mut W) -> BinResult<()>;
@@ -112,6 +126,21 @@ pub struct StrsSpan {
     pub bytes: u64,
     /// Strings.
     pub count: u64,
+}
+
+/// A tensor's dimensions held inline (decoding refuses more than [`MAX_DIMS`]), so that a view
+/// allocates nothing per tensor.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Dims {
+    len: u8,
+    values: [u64; MAX_DIMS as usize],
+}
+
+impl Deref for Dims {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        &self.values[..self.len as usize]
+    }
 }
 
 /// A number type an array can hold, or bool.
@@ -296,6 +325,18 @@ impl Repr for Owned {
     type Str = String;
     type Nums<T: Element> = Vec<T>;
     type Strs = Vec<GgufString>;
+    type Dims = Vec<u64>;
+
+    fn read_dims<R: Read + Seek>(
+        reader: &mut R,
+        endian: Endian,
+        count: u32,
+        ctx: Ctx,
+    ) -> BinResult<Vec<u64>> {
+        let mut dims = [0; MAX_DIMS as usize];
+        let n = read_dims_into(reader, endian, count, ctx, &mut dims)?;
+        Ok(dims[..n].to_vec())
+    }
 
     fn read_str<R: Read + Seek>(reader: &mut R, len: u64) -> BinResult<String> {
         let pos = reader.stream_position()?;
@@ -363,6 +404,10 @@ impl Repr for Owned {
         a.len()
     }
 
+    fn strs_bytes(a: &Vec<GgufString>, width: Width) -> u64 {
+        a.iter().map(|s| width.bytes() + s.len() as u64).sum()
+    }
+
     fn write_str<W: Write + Seek>(s: &String, w: &mut W) -> BinResult<()> {
         Ok(w.write_all(s.as_bytes())?)
     }
@@ -396,11 +441,24 @@ impl Repr for Spans {
     type Str = Span;
     type Nums<T: Element> = NumSpan<T>;
     type Strs = StrsSpan;
+    type Dims = Dims;
+
+    fn read_dims<R: Read + Seek>(
+        reader: &mut R,
+        endian: Endian,
+        count: u32,
+        ctx: Ctx,
+    ) -> BinResult<Dims> {
+        let mut dims = Dims::default();
+        dims.len = read_dims_into(reader, endian, count, ctx, &mut dims.values)? as u8;
+        Ok(dims)
+    }
 
     fn read_str<R: Read + Seek>(reader: &mut R, len: u64) -> BinResult<Span> {
         let offset = reader.stream_position()?;
-        // Checked here, chunk by chunk, so that nothing of the input is held.
-        let mut chunk = [0u8; 4096];
+        // Checked here, piece by piece, so that nothing of the input is held. Names and keys
+        // are short and mostly ASCII: a small buffer and an ASCII test cover them.
+        let mut chunk = [0u8; 256];
         let mut done = 0u64;
         let mut carry = 0usize;
         while done < len {
@@ -408,18 +466,23 @@ impl Repr for Spans {
             reader.read_exact(&mut chunk[carry..carry + n])?;
             let have = carry + n;
             let last = done + n as u64 == len;
+            if chunk[..have].is_ascii() {
+                carry = 0;
+                done += n as u64;
+                continue;
+            }
             match simdutf8::compat::from_utf8(&chunk[..have]) {
                 Ok(_) => carry = 0,
-                // A sequence cut by the chunk's end is finished by the next chunk.
+                // A sequence cut by the piece's end is finished by the next piece.
                 Err(e) if e.error_len().is_none() && !last => {
                     let valid = e.valid_up_to();
                     chunk.copy_within(valid..have, 0);
                     carry = have - valid;
                 }
                 Err(e) => {
-                    // The chunk starts `have - n` bytes (the carry) before `done`.
-                    let chunk_start = offset + done - (have - n) as u64;
-                    let at = chunk_start + e.valid_up_to() as u64;
+                    // The piece starts `have - n` bytes (the carry) before `done`.
+                    let piece_start = offset + done - (have - n) as u64;
+                    let at = piece_start + e.valid_up_to() as u64;
                     return Err(custom(at, DecodeErrorKind::InvalidUtf8));
                 }
             }
@@ -490,6 +553,10 @@ impl Repr for Spans {
 
     fn strs_len(a: &StrsSpan) -> usize {
         a.count as usize
+    }
+
+    fn strs_bytes(a: &StrsSpan, _: Width) -> u64 {
+        a.bytes
     }
 
     fn write_str<W: Write + Seek>(_: &Span, w: &mut W) -> BinResult<()> {

@@ -1,6 +1,6 @@
 //! `gguf_tensor_info_t`: name, dimensions, ggml type id, offset into the data section.
 
-use crate::ctx::{read_words, write_words, Ctx};
+use crate::ctx::{write_words, Ctx};
 use crate::error::{custom, DecodeErrorKind, EncodeError};
 use crate::limits::MAX_DIMS;
 use crate::repr::{Owned, Repr};
@@ -24,9 +24,9 @@ pub struct TensorInfoOf<H: Repr> {
     n_dimensions: u32,
 
     /// Element counts per dimension, fastest-varying first (`ne[0]`).
-    #[br(parse_with = read_words, args(n_dimensions, ctx))]
+    #[br(parse_with = read_dims::<H, _>, args(n_dimensions, ctx))]
     #[bw(write_with = write_words, args_raw = ctx)]
-    pub dimensions: Vec<u64>,
+    pub dimensions: H::Dims,
 
     /// ggml type id (`ggml_type`); the spec calls the field `type`.
     #[br(err_context("type"))]
@@ -59,4 +59,12 @@ fn read_n_dimensions<R: Read + Seek>(reader: &mut R, endian: Endian, _: ()) -> B
     } else {
         Err(custom(pos, DecodeErrorKind::TooManyDimensions(n)))
     }
+}
+
+fn read_dims<H: Repr, R: Read + Seek>(
+    reader: &mut R,
+    endian: Endian,
+    (count, ctx): (u32, Ctx),
+) -> BinResult<H::Dims> {
+    H::read_dims(reader, endian, count, ctx)
 }

@@ -112,6 +112,15 @@ macro_rules! value_types {
         pub type ArrayValues = ArrayValuesOf<Owned>;
 
         impl<H: Repr> ValueOf<H> {
+            /// Encoded bytes of the value, its type id excluded.
+            pub fn encoded_len(&self, width: Width) -> u64 {
+                match self {
+                    ValueOf::String(s) => width.bytes() + s.byte_len(),
+                    ValueOf::Array(a) => 4 + width.bytes() + a.values.encoded_len(width),
+                    other => other.value_type().min_size(width),
+                }
+            }
+
             /// Its type id.
             pub fn value_type(&self) -> ValueType {
                 match self {
@@ -177,6 +186,16 @@ macro_rules! value_types {
             /// Whether there are no elements.
             pub fn is_empty(&self) -> bool {
                 self.len() == 0
+            }
+
+            /// Encoded bytes of the elements.
+            pub fn encoded_len(&self, width: Width) -> u64 {
+                match self {
+                    $(ArrayValuesOf::$variant(v) => H::nums_len(v) as u64 * <$ty as Element>::SIZE as u64,)*
+                    ArrayValuesOf::Bool(v) => H::nums_len(v) as u64,
+                    ArrayValuesOf::String(v) => H::strs_bytes(v, width),
+                    ArrayValuesOf::Array(v) => v.iter().map(|a| 4 + width.bytes() + a.values.encoded_len(width)).sum(),
+                }
             }
         }
 

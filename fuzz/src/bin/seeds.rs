@@ -1,7 +1,8 @@
 //! Writes the seed corpus: `SAMPLES` valid files drawn from `ggufrw::strategy::any_file()` with a
 //! fixed seed (every version and byte order, every value type, tensors of every ggml type,
-//! gaps, padding, trailing bytes), and the byte-level fixtures of `ggufrw_fuzz::raw`, into
-//! `DIR/<target>/` for every target (default DIR: `fuzz/corpus`).
+//! gaps, padding, trailing bytes), and the hostile corpus of `tests/hostile/` (files up to the
+//! fuzzers' 16 KiB input limit), into `DIR/<target>/` for every target (default DIR:
+//! `fuzz/corpus`).
 //!
 //! ```sh
 //! cargo run --manifest-path fuzz/Cargo.toml --features seeds --bin seeds [DIR]
@@ -12,6 +13,8 @@ use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::path::PathBuf;
 
+/// The fuzzers' `-max_len`.
+const MAX_LEN: usize = 16384;
 /// How many generated files.
 const SAMPLES: usize = 200;
 /// The generator's seed: the same corpus every time.
@@ -37,8 +40,19 @@ fn main() {
         let bytes = sample.encode().expect("generated files are writable");
         seeds.push((format!("sample-{i:03}"), bytes));
     }
-    for (name, bytes) in ggufrw_fuzz::raw::fixtures() {
-        seeds.push((format!("fixture-{name}"), bytes));
+    let hostile = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/hostile"));
+    let mut files: Vec<_> = std::fs::read_dir(&hostile)
+        .expect("tests/hostile/ is there")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "gguf"))
+        .collect();
+    files.sort();
+    for path in files {
+        let bytes = std::fs::read(&path).expect("a corpus file reads");
+        if bytes.len() <= MAX_LEN {
+            let name = path.file_stem().unwrap_or_default().to_string_lossy();
+            seeds.push((format!("hostile-{name}"), bytes));
+        }
     }
 
     for target in TARGETS {
