@@ -8,8 +8,10 @@ Writes, with gguf-py's GGUFWriter (so that no code of ours wrote them):
                 ~30 other keys, 1,000 tiny tensors (header ~10 MB)
   tensors.gguf: 20,000 tiny tensors, ~22 keys (header ~1.4 MB)
 plus the real Gemma 3 270M file when its package is installed. Then times, in one run, ggufrw's
-floor (read() of the header + one pass), owned parse and check (examples/parse_bench.rs), and
-gguf-py's GGUFReader on the same files, and prints the ratios.
+floor (read() of the header + one pass), the zero-copy view (map + decode in place), owned
+parse, check (parse + all validation), and the header's write against a plain write of the same
+bytes (examples/parse_bench.rs), and gguf-py's GGUFReader on the same files, and prints the
+ratios. Columns are milliseconds, medians of --runs.
 """
 import argparse, json, os, statistics, subprocess, sys, time
 
@@ -77,14 +79,15 @@ def main():
     theirs = gguf_py_times(python, files, py_runs)
     print(f"median of {args.runs} runs (gguf-py: {py_runs}); ms")
     print(f"{'file':<14} {'header MB':>9} {'floor':>7} {'view':>7} {'× floor':>7} {'owned':>7} {'× floor':>7} "
-          f"{'check':>7} {'× view':>7} {'gguf-py':>8} {'py/owned':>8}")
+          f"{'check':>7} {'× view':>7} {'gguf-py':>8} {'py/owned':>8} {'raw wr':>7} {'write':>7} {'× raw':>6}")
     for r in ours:
         name = os.path.basename(r["file"])[:14]
         py = theirs[r["file"]]
         floor = r["floor_ms"]
         print(f"{name:<14} {r['header_bytes'] / 1e6:>9.2f} {floor:>7.2f} {r['view_ms']:>7.2f} {r['view_ms'] / floor:>7.2f} "
               f"{r['owned_ms']:>7.2f} {r['owned_ms'] / floor:>7.2f} {r['check_ms']:>7.2f} {r['check_ms'] / r['view_ms']:>7.2f} "
-              f"{py:>8.0f} {py / r['owned_ms']:>8.0f}")
+              f"{py:>8.0f} {py / r['owned_ms']:>8.0f} {r['raw_write_ms']:>7.2f} {r['write_ms']:>7.2f} "
+              f"{r['write_ms'] / r['raw_write_ms']:>6.2f}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,10 @@
 //! Times header parsing for the speed comparison (benches/speed.py): for each FILE, the floor
 //! (read() the header's bytes + one pass), ggufrw's owned decode from those bytes, the
 //! zero-copy view (map the file, decode in place), and decode + validation (what `ggufrw check`
-//! does), each the median of RUNS; prints one JSON line per file.
+//! does), and the header's write (the owned model encoded to a file, against a plain write of
+//! the same bytes), each the median of RUNS; prints one JSON line per file.
+//! `ONLY_VIEW=1`, `ONLY_OWNED=1` or `ONLY_WRITE=1` (to a sink) times that one alone, for a
+//! profiler.
 //!
 //! `parse_bench RUNS FILE...`
 
@@ -49,6 +52,13 @@ fn main() {
             });
             continue;
         }
+        if std::env::var("ONLY_WRITE").is_ok() {
+            let header = Gguf::from_bytes(read_header()).unwrap().header().clone();
+            time(runs, || {
+                black_box(header.write_to(std::io::sink(), true).unwrap());
+            });
+            continue;
+        }
         if std::env::var("ONLY_OWNED").is_ok() {
             time(runs, || {
                 black_box(Gguf::from_bytes(read_header()).unwrap());
@@ -78,10 +88,25 @@ fn main() {
                 Profile::Spec,
             ));
         });
+        // Header write: the owned model encoded to a file, against a plain write of its bytes.
+        let header = Gguf::from_bytes(read_header()).unwrap().header().clone();
+        let bytes = read_header();
+        let scratch =
+            std::env::temp_dir().join(format!("ggufrw-parse-bench-{}", std::process::id()));
+        let raw_write = time(runs, || {
+            let mut out = std::fs::File::create(&scratch).unwrap();
+            std::io::Write::write_all(&mut out, &bytes).unwrap();
+        });
+        let write = time(runs, || {
+            let out = std::fs::File::create(&scratch).unwrap();
+            black_box(header.write_to(out, true).unwrap());
+        });
+        let _ = std::fs::remove_file(&scratch);
         println!(
             "{}",
             serde_json::json!({"file": path, "header_bytes": header_len, "floor_ms": floor,
-                "owned_ms": owned, "view_ms": view, "check_ms": check})
+                "owned_ms": owned, "view_ms": view, "check_ms": check,
+                "raw_write_ms": raw_write, "write_ms": write})
         );
     }
 }

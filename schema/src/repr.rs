@@ -3,7 +3,7 @@
 //! schema types take one of the two as a parameter, so both come from the same definition and
 //! the same checks: a file that one decodes, the other decodes too, and they fail alike.
 
-use crate::ctx::{read_dims_into, Ctx, Width};
+use crate::ctx::{read_dims_into, Ctx, Width, Word};
 use crate::error::{custom, DecodeErrorKind, EncodeError};
 use crate::limits::MAX_DIMS;
 use crate::string::GgufString;
@@ -432,8 +432,21 @@ impl Repr for Owned {
         endian: Endian,
         ctx: Ctx,
     ) -> BinResult<()> {
-        use binrw::BinWrite;
-        a.iter().try_for_each(|s| s.write_options(w, endian, ctx))
+        // Gathered into pieces of about a chunk: one write per piece, not two per string.
+        let mut buf = Vec::with_capacity(CHUNK);
+        for s in a {
+            let len = Word::narrow(s.len(), ctx).map_err(|e| e.into_binrw(w))?;
+            match len {
+                Word::W32(n) => n.encode(&mut buf, endian),
+                Word::W64(n) => n.encode(&mut buf, endian),
+            }
+            buf.extend_from_slice(s.as_bytes());
+            if buf.len() >= CHUNK {
+                w.write_all(&buf)?;
+                buf.clear();
+            }
+        }
+        Ok(w.write_all(&buf)?)
     }
 }
 
