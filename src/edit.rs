@@ -296,11 +296,18 @@ fn collect_array(ty: ValueType, items: Vec<Value>) -> Result<Value, String> {
                     }
                 })*
                 ArrayValues::Array(_) => return Err("arrays of arrays cannot be set here".into()),
+                ArrayValues::String(_) => unreachable!("string lists are filled above"),
             }
         };
     }
-    push_all!(
-        Uint8, Int8, Uint16, Int16, Uint32, Int32, Float32, Bool, String, Uint64, Int64, Float64
-    );
+    if let ArrayValues::String(list) = &mut values {
+        for item in &items {
+            if let Value::String(s) = item {
+                list.push(s);
+            }
+        }
+        return Ok(Value::Array(Array::new(values)));
+    }
+    push_all!(Uint8, Int8, Uint16, Int16, Uint32, Int32, Float32, Bool, Uint64, Int64, Float64);
     Ok(Value::Array(Array::new(values)))
 }

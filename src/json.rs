@@ -56,7 +56,7 @@ fn array_json(values: &ArrayValues) -> Json {
         ArrayValues::Int32(v) => list(v, |x| json!(x)),
         ArrayValues::Float32(v) => list(v, |x| float(f64::from(*x))),
         ArrayValues::Bool(v) => list(v, |x| json!(x)),
-        ArrayValues::String(v) => list(v, |x| json!(x.as_str())),
+        ArrayValues::String(v) => Json::Array(v.iter().map(|x| json!(x)).collect()),
         ArrayValues::Uint64(v) => list(v, |x| json!(x)),
         ArrayValues::Int64(v) => list(v, |x| json!(x)),
         ArrayValues::Float64(v) => list(v, |x| float(*x)),

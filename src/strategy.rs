@@ -158,7 +158,7 @@ fn array_values(empty: bool) -> BoxedStrategy<ArrayValues> {
         vec(any::<i32>(), n.clone()).prop_map(ArrayValues::Int32),
         vec(f32_bits(), n.clone()).prop_map(ArrayValues::Float32),
         vec(any::<bool>(), n.clone()).prop_map(ArrayValues::Bool),
-        vec(text().prop_map(GgufString::from), n.clone()).prop_map(ArrayValues::String),
+        vec(text(), n.clone()).prop_map(|v| ArrayValues::String(v.iter().collect())),
         vec(any::<u64>(), n.clone()).prop_map(ArrayValues::Uint64),
         vec(any::<i64>(), n.clone()).prop_map(ArrayValues::Int64),
         vec(f64_bits(), n.clone()).prop_map(ArrayValues::Float64),

@@ -314,7 +314,7 @@ impl Validator {
                         at,
                         "nested arrays: ggml rejects them",
                     ),
-                    ArrayValues::String(v) if v.iter().any(|s| too_long(s)) => {
+                    ArrayValues::String(v) if v.iter().any(too_long) => {
                         self.report(
                             &[Profile::Ggml],
                             Severity::Error,

@@ -185,7 +185,10 @@ fn every_value_type() {
         }
         match get("arr.str") {
             Value::Array(a) => {
-                assert_eq!(a.values, ArrayValues::String(vec!["a".into(), "".into()]))
+                assert_eq!(
+                    a.values,
+                    ArrayValues::String(["a", ""].into_iter().collect())
+                )
             }
             other => panic!("{other:?}"),
         }

@@ -47,6 +47,6 @@ pub use header::{
 pub use io::Tracked;
 pub use padding::Padding;
 pub use repr::{Dims, Element, NumSpan, Owned, Repr, Span, Spans, StrsSpan};
-pub use string::{GgufString, GgufStringOf};
+pub use string::{GgufString, GgufStringOf, StrList, StrListIter};
 pub use tensor::{TensorInfo, TensorInfoOf};
 pub use value::{Array, ArrayOf, ArrayValues, ArrayValuesOf, Value, ValueOf, ValueType};

@@ -6,7 +6,7 @@
 use crate::ctx::{read_dims_into, Ctx, Width, Word};
 use crate::error::{custom, DecodeErrorKind, EncodeError};
 use crate::limits::MAX_DIMS;
-use crate::string::GgufString;
+use crate::string::StrList;
 use binrw::error::ContextExt;
 use binrw::io::{Read, Seek, SeekFrom, Write};
 use binrw::{BinResult, Endian};
@@ -324,7 +324,7 @@ fn walk_strs<R: Read + Seek>(
 impl Repr for Owned {
     type Str = String;
     type Nums<T: Element> = Vec<T>;
-    type Strs = Vec<GgufString>;
+    type Strs = StrList;
     type Dims = Vec<u64>;
 
     fn read_dims<R: Read + Seek>(
@@ -372,13 +372,19 @@ impl Repr for Owned {
         endian: Endian,
         count: u64,
         ctx: Ctx,
-    ) -> BinResult<Vec<GgufString>> {
+    ) -> BinResult<StrList> {
         let pos = reader.stream_position()?;
-        let mut out = Vec::with_capacity(checked_len(count, pos)?);
+        // The text takes at most what is left of the input past the lengths; it is reserved up
+        // to 1 MiB at once, and grows from there as strings come.
+        let room = ctx.end.saturating_sub(pos)
+            - count
+                .saturating_mul(ctx.width().bytes())
+                .min(ctx.end.saturating_sub(pos));
+        let mut out = StrList::with_capacity(checked_len(count, pos)?, room.min(1 << 20) as usize);
         walk_strs(reader, endian, count, ctx, |at, bytes| {
             let text =
                 std::str::from_utf8(bytes).map_err(|_| custom(at, DecodeErrorKind::InvalidUtf8))?;
-            out.push(GgufString::from(text));
+            out.push(text);
             Ok(())
         })?;
         Ok(out)
@@ -400,12 +406,12 @@ impl Repr for Owned {
         a.len()
     }
 
-    fn strs_len(a: &Vec<GgufString>) -> usize {
+    fn strs_len(a: &StrList) -> usize {
         a.len()
     }
 
-    fn strs_bytes(a: &Vec<GgufString>, width: Width) -> u64 {
-        a.iter().map(|s| width.bytes() + s.len() as u64).sum()
+    fn strs_bytes(a: &StrList, width: Width) -> u64 {
+        a.len() as u64 * width.bytes() + a.text_len() as u64
     }
 
     fn write_str<W: Write + Seek>(s: &String, w: &mut W) -> BinResult<()> {
@@ -427,7 +433,7 @@ impl Repr for Owned {
     }
 
     fn write_strs<W: Write + Seek>(
-        a: &Vec<GgufString>,
+        a: &StrList,
         w: &mut W,
         endian: Endian,
         ctx: Ctx,

@@ -73,6 +73,12 @@ impl std::ops::Deref for GgufString {
     }
 }
 
+impl AsRef<str> for GgufString {
+    fn as_ref(&self) -> &str {
+        &self.string
+    }
+}
+
 impl PartialEq<str> for GgufString {
     fn eq(&self, other: &str) -> bool {
         self.string == other
@@ -82,5 +88,112 @@ impl PartialEq<str> for GgufString {
 impl fmt::Display for GgufString {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.string)
+    }
+}
+
+/// The strings of an array in the owned model, packed: one buffer of text and where each
+/// string ends, instead of an allocation per string (a vocabulary holds 100,000s of them).
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct StrList {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl StrList {
+    /// No strings.
+    pub fn new() -> Self {
+        StrList::default()
+    }
+
+    /// Room for `strings` strings of `bytes` bytes in all.
+    pub fn with_capacity(strings: usize, bytes: usize) -> Self {
+        StrList {
+            text: String::with_capacity(bytes),
+            ends: Vec::with_capacity(strings),
+        }
+    }
+
+    /// Appends a string.
+    pub fn push(&mut self, s: &str) {
+        self.text.push_str(s);
+        self.ends.push(self.text.len());
+    }
+
+    /// Number of strings.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// String `i`.
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.text.get(start..end)
+    }
+
+    /// The strings in order.
+    pub fn iter(&self) -> StrListIter<'_> {
+        StrListIter {
+            list: self,
+            next: 0,
+        }
+    }
+
+    /// Bytes of text in all, lengths not counted.
+    pub fn text_len(&self) -> usize {
+        self.text.len()
+    }
+}
+
+/// The strings of a [`StrList`], in order.
+#[derive(Clone, Debug)]
+pub struct StrListIter<'a> {
+    list: &'a StrList,
+    next: usize,
+}
+
+impl<'a> Iterator for StrListIter<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let s = self.list.get(self.next)?;
+        self.next += 1;
+        Some(s)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.list.len() - self.next;
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for StrListIter<'_> {}
+
+impl<'a> IntoIterator for &'a StrList {
+    type Item = &'a str;
+    type IntoIter = StrListIter<'a>;
+    fn into_iter(self) -> StrListIter<'a> {
+        self.iter()
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<S> for StrList {
+    fn from_iter<I: IntoIterator<Item = S>>(iter: I) -> Self {
+        let mut list = StrList::new();
+        for s in iter {
+            list.push(s.as_ref());
+        }
+        list
+    }
+}
+
+impl fmt::Debug for StrList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }

@@ -4,7 +4,7 @@
 use crate::ctx::{read_count, Ctx, Width, Word};
 use crate::error::{custom, DecodeErrorKind, EncodeError};
 use crate::repr::{Element, Owned, Repr, Spans};
-use crate::string::GgufStringOf;
+use crate::string::{GgufStringOf, StrList};
 use binrw::error::ContextExt;
 use binrw::io::{Read, Seek, Write};
 use binrw::{BinRead, BinResult, BinWrite, Endian};
@@ -217,7 +217,7 @@ macro_rules! value_types {
                 match ty {
                     $(ValueType::$variant => ArrayValues::$variant(Vec::new()),)*
                     ValueType::Bool => ArrayValues::Bool(Vec::new()),
-                    ValueType::String => ArrayValues::String(Vec::new()),
+                    ValueType::String => ArrayValues::String(StrList::new()),
                     ValueType::Array => ArrayValues::Array(Vec::new()),
                 }
             }
@@ -395,8 +395,38 @@ macro_rules! value_from {
 value_from! {
     u8 => Uint8, i8 => Int8, u16 => Uint16, i16 => Int16, u32 => Uint32, i32 => Int32,
     f32 => Float32, u64 => Uint64, i64 => Int64, f64 => Float64, bool => Bool,
-    String => String, &str => String,
 }
+
+impl From<String> for Value {
+    fn from(v: String) -> Self {
+        Value::String(v.into())
+    }
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Self {
+        Value::String(v.into())
+    }
+}
+
+/// String arrays from lists of `String` or `&str`.
+macro_rules! strings_from {
+    ($($ty:ty),*) => {$(
+        impl From<Vec<$ty>> for ArrayValues {
+            fn from(v: Vec<$ty>) -> Self {
+                ArrayValues::String(v.iter().collect())
+            }
+        }
+
+        impl From<Vec<$ty>> for Value {
+            fn from(v: Vec<$ty>) -> Self {
+                Value::Array(Array::new(v.into()))
+            }
+        }
+    )*};
+}
+
+strings_from!(String, &str);
 
 impl From<Array> for Value {
     fn from(a: Array) -> Self {

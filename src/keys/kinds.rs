@@ -1,6 +1,6 @@
 //! The value types standard keys have, as types that read and write them.
 
-use ggufrw_schema::{Array, ArrayValues, GgufString, Value};
+use ggufrw_schema::{Array, ArrayValues, StrList, Value};
 use std::marker::PhantomData;
 
 /// A standard key's value type: how to read it from a [`Value`] and write it back.
@@ -109,10 +109,10 @@ impl KeyKind for Str {
 pub struct Strs;
 
 impl KeyKind for Strs {
-    type Out<'a> = &'a [GgufString];
+    type Out<'a> = &'a StrList;
     type In<'x> = &'x [&'x str];
     const EXPECTED: &'static str = "array[string]";
-    fn get(value: &Value) -> Option<&[GgufString]> {
+    fn get(value: &Value) -> Option<&StrList> {
         match value {
             Value::Array(Array {
                 values: ArrayValues::String(v),
@@ -121,8 +121,7 @@ impl KeyKind for Strs {
         }
     }
     fn to_value(value: &[&str]) -> Value {
-        let strings = value.iter().map(|s| GgufString::from(*s)).collect();
-        Value::Array(Array::new(ArrayValues::String(strings)))
+        Value::Array(Array::new(ArrayValues::String(value.iter().collect())))
     }
 }
 
