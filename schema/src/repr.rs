@@ -381,10 +381,9 @@ impl Repr for Owned {
                 .saturating_mul(ctx.width().bytes())
                 .min(ctx.end.saturating_sub(pos));
         let mut out = StrList::with_capacity(checked_len(count, pos)?, room.min(1 << 20) as usize);
-        walk_strs(reader, endian, count, ctx, |at, bytes| {
-            let text =
-                std::str::from_utf8(bytes).map_err(|_| custom(at, DecodeErrorKind::InvalidUtf8))?;
-            out.push(text);
+        // `walk_strs` hands out only bytes it has checked to be UTF-8.
+        walk_strs(reader, endian, count, ctx, |_, bytes| {
+            out.push_checked(bytes);
             Ok(())
         })?;
         Ok(out)

@@ -93,9 +93,11 @@ impl fmt::Display for GgufString {
 
 /// The strings of an array in the owned model, packed: one buffer of text and where each
 /// string ends, instead of an allocation per string (a vocabulary holds 100,000s of them).
+/// Every string in it is UTF-8: [`StrList::push`] takes `&str`, and the decoder checks what it
+/// adds; [`StrList::get`] checks again when handing a string out (cheap, and no `unsafe`).
 #[derive(Clone, Default, PartialEq, Eq, Hash)]
 pub struct StrList {
-    text: String,
+    text: Vec<u8>,
     ends: Vec<usize>,
 }
 
@@ -108,14 +110,19 @@ impl StrList {
     /// Room for `strings` strings of `bytes` bytes in all.
     pub fn with_capacity(strings: usize, bytes: usize) -> Self {
         StrList {
-            text: String::with_capacity(bytes),
+            text: Vec::with_capacity(bytes),
             ends: Vec::with_capacity(strings),
         }
     }
 
     /// Appends a string.
     pub fn push(&mut self, s: &str) {
-        self.text.push_str(s);
+        self.push_checked(s.as_bytes());
+    }
+
+    /// Appends bytes the caller has checked to be UTF-8.
+    pub(crate) fn push_checked(&mut self, utf8: &[u8]) {
+        self.text.extend_from_slice(utf8);
         self.ends.push(self.text.len());
     }
 
@@ -133,7 +140,7 @@ impl StrList {
     pub fn get(&self, i: usize) -> Option<&str> {
         let end = *self.ends.get(i)?;
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        self.text.get(start..end)
+        simdutf8::basic::from_utf8(self.text.get(start..end)?).ok()
     }
 
     /// The strings in order.
