@@ -10,7 +10,6 @@ use ggufrw::peer::{json_difference, python_from_env, GgufPy};
 use ggufrw::validate::{validate, Profile, Severity};
 use ggufrw::{read_header, ByteOrder, Gguf};
 use serde_json::json;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -24,37 +23,6 @@ fn ggufrw(args: &[&str]) -> std::process::Output {
         .args(args)
         .output()
         .unwrap()
-}
-
-/// A reader that fails any read past `limit`: decoding through it proves that the tensor
-/// data is never read.
-struct Fence<R> {
-    inner: R,
-    pos: u64,
-    limit: u64,
-}
-
-impl<R: Read> Read for Fence<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.pos + buf.len() as u64 > self.limit {
-            return Err(std::io::Error::other(format!(
-                "read of {} bytes at {} crosses the fence at {}",
-                buf.len(),
-                self.pos,
-                self.limit
-            )));
-        }
-        let n = self.inner.read(buf)?;
-        self.pos += n as u64;
-        Ok(n)
-    }
-}
-
-impl<R: Seek> Seek for Fence<R> {
-    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
-        self.pos = self.inner.seek(to)?;
-        Ok(self.pos)
-    }
 }
 
 #[test]
@@ -100,7 +68,7 @@ fn real_gemma_model() {
     assert_eq!(sha256(&copy), GEMMA_SHA256);
 
     // Reading the header reads nothing of the tensor data.
-    let mut fenced = Fence {
+    let mut fenced = common::Fence {
         inner: std::fs::File::open(&path).unwrap(),
         pos: 0,
         limit: layout.data_offset,

@@ -159,6 +159,14 @@ proptest! {
         let mut problems = Vec::new();
         common::view_agrees(&Gguf::from_bytes(&bytes[..]), &bytes, &mut problems);
         prop_assert!(problems.is_empty(), "{:?}", problems);
+        // A reader that fails past the data offset: the header reads without touching it.
+        let mut fenced = common::Fence {
+            inner: std::io::Cursor::new(&bytes),
+            pos: 0,
+            limit: sample.header.layout().unwrap().data_offset,
+        };
+        let read = ggufrw::read_header(&mut fenced).map(|(h, _)| h.encode(false).ok());
+        prop_assert_eq!(read.map_err(|e| e.to_string()), Ok(sample.header.encode(false).ok()));
         // The layout decoding computes from sizes is the one encoding measures.
         let header = &sample.header;
         prop_assert_eq!(header.decoded_layout(), header.layout().unwrap());

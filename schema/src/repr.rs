@@ -228,10 +228,11 @@ fn each_num_chunk<T: Element, R: Read + Seek>(
     Ok(())
 }
 
-/// Walks `count` length-prefixed strings from the reader, in chunks, checking each length
-/// against the input and each string's UTF-8, and hands each string's offset and bytes (UTF-8)
-/// to `each`. Reads nothing past the last string. Errors name the string `[i]` and its field
-/// (`len`, `string`), as the single-string reader does.
+/// Walks `count` length-prefixed strings from the reader, checking each length against the
+/// input and each string's UTF-8, and hands each string's offset and bytes (UTF-8) to `each`.
+/// Reads exactly the strings' bytes, nothing past them (a reader may end with the header), into
+/// a buffer of about a chunk at a time. Errors name the string `[i]` and its field (`len`,
+/// `string`), as the single-string reader does.
 fn walk_strs<R: Read + Seek>(
     reader: &mut R,
     endian: Endian,
@@ -240,83 +241,71 @@ fn walk_strs<R: Read + Seek>(
     mut each: impl FnMut(u64, &[u8]) -> BinResult<()>,
 ) -> BinResult<()> {
     let width = ctx.width().bytes() as usize;
+    // Where `buf` starts in the input, and which string is its first.
     let mut pos = reader.stream_position()?;
+    let mut first = 0u64;
     let mut buf = Vec::new();
     let mut found: Vec<(usize, usize)> = Vec::new();
-    // Starts small and doubles, so that a short array does not read a whole chunk ahead.
-    let mut chunk = 256usize;
-    let mut i = 0u64;
-    while i < count {
-        let avail = ctx.end.saturating_sub(pos).min(chunk as u64) as usize;
-        chunk = (chunk * 2).min(CHUNK);
-        buf.resize(avail, 0);
-        reader.read_exact(&mut buf)?;
-        let mut at = 0usize;
-        let mut ascii_lengths = true;
-        found.clear();
-        while i < count && at + width <= buf.len() {
-            let len_bytes = &buf[at..at + width];
-            let len = match ctx.width() {
-                Width::W32 => u64::from(u32::decode(len_bytes, endian).unwrap_or(0)),
-                Width::W64 => u64::decode(len_bytes, endian).unwrap_or(0),
-            };
-            ascii_lengths &= len_bytes.iter().all(|&b| b < 0x80);
-            let start = at + width;
-            if len > (buf.len() - start) as u64 {
-                let left = ctx.end.saturating_sub(pos + start as u64);
-                if len > left {
-                    let err = custom(
-                        pos + at as u64,
-                        DecodeErrorKind::CountTooLarge {
-                            count: len,
-                            item_size: 1,
-                            left,
-                        },
-                    );
-                    return Err(err.with_message("len").with_message(format!("[{i}]")));
+    let mut ascii_lengths = true;
+    for i in 0..count {
+        let at = buf.len();
+        buf.resize(at + width, 0);
+        reader.read_exact(&mut buf[at..]).map_err(|e| {
+            binrw::Error::from(e)
+                .with_message("len")
+                .with_message(format!("[{i}]"))
+        })?;
+        let len_bytes = &buf[at..];
+        let len = match ctx.width() {
+            Width::W32 => u64::from(u32::decode(len_bytes, endian).unwrap_or(0)),
+            Width::W64 => u64::decode(len_bytes, endian).unwrap_or(0),
+        };
+        ascii_lengths &= len_bytes.iter().all(|&b| b < 0x80);
+        let start = at + width;
+        let left = ctx.end.saturating_sub(pos + start as u64);
+        if len > left {
+            let err = custom(
+                pos + at as u64,
+                DecodeErrorKind::CountTooLarge {
+                    count: len,
+                    item_size: 1,
+                    left,
+                },
+            );
+            return Err(err.with_message("len").with_message(format!("[{i}]")));
+        }
+        // The input holds these bytes (checked just above), so this allocation is backed.
+        buf.resize(start + len as usize, 0);
+        reader.read_exact(&mut buf[start..]).map_err(|e| {
+            binrw::Error::from(e)
+                .with_message("string")
+                .with_message(format!("[{i}]"))
+        })?;
+        found.push((start, len as usize));
+        if buf.len() >= CHUNK || i + 1 == count {
+            // Lengths of ASCII bytes can neither finish nor start a multi-byte sequence, so the
+            // run of lengths and strings is UTF-8 exactly when every string is: one check.
+            let whole_run = ascii_lengths && simdutf8::basic::from_utf8(&buf).is_ok();
+            for (k, &(start, len)) in found.iter().enumerate() {
+                let bytes = &buf[start..start + len];
+                if !whole_run {
+                    simdutf8::compat::from_utf8(bytes).map_err(|e| {
+                        custom(
+                            pos + (start + e.valid_up_to()) as u64,
+                            DecodeErrorKind::InvalidUtf8,
+                        )
+                        .with_message("string")
+                        .with_message(format!("[{}]", first + k as u64))
+                    })?;
                 }
-                if at > 0 {
-                    break;
-                }
-                // One string longer than what was read: read the rest of it (the input has it).
-                let had = buf.len();
-                buf.resize(start + len as usize, 0);
-                reader.read_exact(&mut buf[had..])?;
+                each(pos + start as u64, bytes)?;
             }
-            found.push((start, len as usize));
-            at = start + len as usize;
-            i += 1;
+            pos += buf.len() as u64;
+            first = i + 1;
+            buf.clear();
+            found.clear();
+            ascii_lengths = true;
         }
-        if at == 0 {
-            // Not even a whole length is left in the input: the read fails where it should.
-            reader.seek(SeekFrom::Start(pos + buf.len() as u64))?;
-            let mut rest = [0u8; 8];
-            reader.read_exact(&mut rest[..width]).map_err(|e| {
-                binrw::Error::from(e)
-                    .with_message("len")
-                    .with_message(format!("[{i}]"))
-            })?;
-        }
-        // Lengths of ASCII bytes can neither finish nor start a multi-byte sequence, so the run
-        // of lengths and strings is UTF-8 exactly when every string is: one check for it all.
-        let whole_run = ascii_lengths && simdutf8::basic::from_utf8(&buf[..at]).is_ok();
-        let first = i - found.len() as u64;
-        for (k, &(start, len)) in found.iter().enumerate() {
-            let bytes = &buf[start..start + len];
-            if !whole_run {
-                simdutf8::compat::from_utf8(bytes).map_err(|e| {
-                    custom(
-                        pos + (start + e.valid_up_to()) as u64,
-                        DecodeErrorKind::InvalidUtf8,
-                    )
-                    .with_message("string")
-                    .with_message(format!("[{}]", first + k as u64))
-                })?;
-            }
-            each(pos + start as u64, bytes)?;
-        }
-        pos += at as u64;
-        reader.seek(SeekFrom::Start(pos))?;
     }
     Ok(())
 }

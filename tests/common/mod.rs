@@ -91,3 +91,34 @@ pub fn view_agrees(
         )),
     }
 }
+
+/// A reader that fails any read past `limit`: decoding through it proves that the tensor
+/// data is never read.
+pub struct Fence<R> {
+    pub inner: R,
+    pub pos: u64,
+    pub limit: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Fence<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos + buf.len() as u64 > self.limit {
+            return Err(std::io::Error::other(format!(
+                "read of {} bytes at {} crosses the fence at {}",
+                buf.len(),
+                self.pos,
+                self.limit
+            )));
+        }
+        let n = self.inner.read(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl<R: std::io::Seek> std::io::Seek for Fence<R> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.pos = self.inner.seek(to)?;
+        Ok(self.pos)
+    }
+}
