@@ -93,8 +93,8 @@ fn spans_agree(owned: &Header, spans: &HeaderOf<Spans>, data: &[u8]) {
             text(s.name.string.offset, s.name.string.len)
         );
         assert_eq!(
-            (&o.dimensions, o.ggml_type, o.offset),
-            (&s.dimensions, s.ggml_type, s.offset)
+            (&o.dimensions[..], o.ggml_type, o.offset),
+            (&s.dimensions[..], s.ggml_type, s.offset)
         );
     }
 }
