@@ -230,9 +230,11 @@ fn each_num_chunk<T: Element, R: Read + Seek>(
 
 /// Walks `count` length-prefixed strings from the reader, checking each length against the
 /// input and each string's UTF-8, and hands each string's offset and bytes (UTF-8) to `each`.
-/// Reads exactly the strings' bytes, nothing past them (a reader may end with the header), into
-/// a buffer of about a chunk at a time. Errors name the string `[i]` and its field (`len`,
-/// `string`), as the single-string reader does.
+///
+/// Reads in chunks, but never past the array: it reads ahead only up to the array's least
+/// possible end (what it has learnt so far plus a length prefix for each string still to come),
+/// so a reader that ends with the header is never read past it. Errors name the string `[i]`
+/// and its field (`len`, `string`), as the single-string reader does.
 fn walk_strs<R: Read + Seek>(
     reader: &mut R,
     endian: Endian,
@@ -241,21 +243,54 @@ fn walk_strs<R: Read + Seek>(
     mut each: impl FnMut(u64, &[u8]) -> BinResult<()>,
 ) -> BinResult<()> {
     let width = ctx.width().bytes() as usize;
-    // Where `buf` starts in the input, and which string is its first.
+    // `buf[..filled]` holds the input from `pos`; strings before `at` are walked, those from
+    // `first` on not yet handed out.
     let mut pos = reader.stream_position()?;
+    let mut least_end = pos
+        .saturating_add(count.saturating_mul(width as u64))
+        .min(ctx.end);
+    let mut buf = vec![0u8; (least_end - pos).min(CHUNK as u64) as usize];
+    let (mut filled, mut at) = (0usize, 0usize);
     let mut first = 0u64;
-    let mut buf = Vec::new();
     let mut found: Vec<(usize, usize)> = Vec::new();
     let mut ascii_lengths = true;
+
+    // Makes `buf[..n]` hold input, reading at most up to `least_end`; false if the input ends.
+    let fill = |reader: &mut R,
+                buf: &mut Vec<u8>,
+                filled: &mut usize,
+                pos: u64,
+                least_end: u64,
+                n: usize|
+     -> BinResult<bool> {
+        if n <= *filled {
+            return Ok(true);
+        }
+        let can = (least_end - pos) as usize;
+        if n > can {
+            return Ok(false);
+        }
+        let want = can.min(n.max(*filled + CHUNK));
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        reader.read_exact(&mut buf[*filled..want])?;
+        *filled = want;
+        Ok(true)
+    };
+
     for i in 0..count {
-        let at = buf.len();
-        buf.resize(at + width, 0);
-        reader.read_exact(&mut buf[at..]).map_err(|e| {
-            binrw::Error::from(e)
+        if !fill(reader, &mut buf, &mut filled, pos, least_end, at + width)? {
+            // The input ends inside this length: read it where it is, to fail as a cut field.
+            reader.seek(SeekFrom::Start(pos + at as u64))?;
+            let mut rest = [0u8; 8];
+            let e = reader.read_exact(&mut rest[..width]).err();
+            let e = e.unwrap_or_else(|| std::io::ErrorKind::UnexpectedEof.into());
+            return Err(binrw::Error::from(e)
                 .with_message("len")
-                .with_message(format!("[{i}]"))
-        })?;
-        let len_bytes = &buf[at..];
+                .with_message(format!("[{i}]")));
+        }
+        let len_bytes = &buf[at..at + width];
         let len = match ctx.width() {
             Width::W32 => u64::from(u32::decode(len_bytes, endian).unwrap_or(0)),
             Width::W64 => u64::decode(len_bytes, endian).unwrap_or(0),
@@ -274,20 +309,19 @@ fn walk_strs<R: Read + Seek>(
             );
             return Err(err.with_message("len").with_message(format!("[{i}]")));
         }
-        // The input holds these bytes (checked just above), so this allocation is backed.
-        buf.resize(start + len as usize, 0);
-        reader.read_exact(&mut buf[start..]).map_err(|e| {
-            binrw::Error::from(e)
-                .with_message("string")
-                .with_message(format!("[{i}]"))
-        })?;
+        least_end = least_end.saturating_add(len).min(ctx.end);
+        let end = start + len as usize;
+        // Inside the input (checked above) and the array, so the read succeeds.
+        fill(reader, &mut buf, &mut filled, pos, least_end, end)?;
         found.push((start, len as usize));
-        if buf.len() >= CHUNK || i + 1 == count {
+        at = end;
+        if at >= CHUNK || i + 1 == count {
+            let run = &buf[..at];
             // Lengths of ASCII bytes can neither finish nor start a multi-byte sequence, so the
             // run of lengths and strings is UTF-8 exactly when every string is: one check.
-            let whole_run = ascii_lengths && simdutf8::basic::from_utf8(&buf).is_ok();
+            let whole_run = ascii_lengths && simdutf8::basic::from_utf8(run).is_ok();
             for (k, &(start, len)) in found.iter().enumerate() {
-                let bytes = &buf[start..start + len];
+                let bytes = &run[start..start + len];
                 if !whole_run {
                     simdutf8::compat::from_utf8(bytes).map_err(|e| {
                         custom(
@@ -300,9 +334,12 @@ fn walk_strs<R: Read + Seek>(
                 }
                 each(pos + start as u64, bytes)?;
             }
-            pos += buf.len() as u64;
+            // Keep what was read past the run (at most up to the array's least end).
+            buf.copy_within(at..filled, 0);
+            filled -= at;
+            pos += at as u64;
+            at = 0;
             first = i + 1;
-            buf.clear();
             found.clear();
             ascii_lengths = true;
         }
