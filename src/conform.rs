@@ -1,10 +1,12 @@
 //! The conformance harness behind `ggufrw conform`: generate valid files with
 //! [`crate::strategy`], and check that each encodes, decodes to the same content, re-encodes
-//! to the same bytes, hands out the right tensor bytes, and validates clean under `spec`.
+//! to the same bytes, hands out the right tensor bytes, validates clean under `spec`, and that
+//! the zero-copy view of it holds the same header.
 
 use crate::file::Gguf;
 use crate::strategy::{file_with, Options, Sample, COMBINATIONS};
 use crate::validate::{validate, Profile, Severity};
+use crate::view::GgufView;
 use ggufrw_schema::ByteOrder;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use std::cell::Cell;
@@ -40,7 +42,41 @@ pub fn check_sample(sample: &Sample) -> Result<usize, String> {
     {
         return Err(format!("a valid file fails validation: {f}"));
     }
+    view_agrees(&file, &bytes)?;
     Ok(bytes.len())
+}
+
+/// The zero-copy view of the same bytes holds the same header: rebuilt from what the view
+/// hands out, it encodes to the same bytes; tensors and their data agree.
+fn view_agrees(file: &Gguf<&[u8]>, bytes: &[u8]) -> Result<(), String> {
+    let view = GgufView::new(bytes).map_err(|e| format!("the view fails: {e}"))?;
+    let mut rebuilt = file.header().clone();
+    if view.metadata().len() != rebuilt.metadata.len() {
+        return Err("the view has another number of keys".into());
+    }
+    for (kv, (key, value)) in rebuilt.metadata.iter_mut().zip(view.metadata()) {
+        kv.key = key.into();
+        kv.value = value.to_value();
+    }
+    for (info, t) in rebuilt.tensor_infos.iter_mut().zip(view.tensors()) {
+        info.name = t.name.into();
+        info.dimensions = t.dimensions.to_vec();
+        info.ggml_type = t.ggml_type;
+        info.offset = t.offset;
+    }
+    let encoded = |h: &ggufrw_schema::Header| h.encode(false).map_err(|e| e.to_string());
+    if encoded(&rebuilt)? != encoded(file.header())? {
+        return Err("the view's header differs from the owned one".into());
+    }
+    if view.data_offset() != file.layout().data_offset {
+        return Err("the view places the data elsewhere".into());
+    }
+    for i in 0..file.tensors().len() {
+        if view.tensor_data(i).ok() != file.tensor_data(i).ok() {
+            return Err(format!("tensor {i}: the view's data differs"));
+        }
+    }
+    Ok(())
 }
 
 /// One row of a report: what ran, on which version and byte order, how many cases and bytes,
