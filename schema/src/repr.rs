@@ -465,13 +465,13 @@ impl Repr for Owned {
     ) -> BinResult<()> {
         // Gathered into pieces of about a chunk: one write per piece, not two per string.
         let mut buf = Vec::with_capacity(CHUNK);
-        for s in a {
+        for s in a.iter_bytes() {
             let len = Word::narrow(s.len(), ctx).map_err(|e| e.into_binrw(w))?;
             match len {
                 Word::W32(n) => n.encode(&mut buf, endian),
                 Word::W64(n) => n.encode(&mut buf, endian),
             }
-            buf.extend_from_slice(s.as_bytes());
+            buf.extend_from_slice(s);
             if buf.len() >= CHUNK {
                 w.write_all(&buf)?;
                 buf.clear();

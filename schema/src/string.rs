@@ -151,6 +151,14 @@ impl StrList {
         }
     }
 
+    /// Each string's bytes, unchecked (they are UTF-8): for writing, which needs no `&str`.
+    pub(crate) fn iter_bytes(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.text[start..end])
+    }
+
     /// Bytes of text in all, lengths not counted.
     pub fn text_len(&self) -> usize {
         self.text.len()
