@@ -45,38 +45,34 @@ fn main() {
                 .unwrap();
             buf
         };
-        if std::env::var("ONLY_VIEW").is_ok() {
-            time(runs, || {
-                let map = ggufrw::view::map(path).unwrap();
-                black_box(GgufView::new(&map).unwrap().data_offset());
-            });
-            continue;
-        }
-        if std::env::var("ONLY_WRITE").is_ok() {
-            let header = Gguf::from_bytes(read_header()).unwrap().header().clone();
-            time(runs, || {
-                black_box(header.write_to(std::io::sink(), true).unwrap());
-            });
-            continue;
-        }
-        if std::env::var("ONLY_OWNED").is_ok() {
-            time(runs, || {
-                black_box(Gguf::from_bytes(read_header()).unwrap());
-            });
+        let owned_parse = || {
+            black_box(Gguf::from_bytes(read_header()).unwrap());
+        };
+        // The view maps the file (the map is the read) and decodes it in place.
+        let view_parse = || {
+            let map = ggufrw::view::map(path).unwrap();
+            black_box(GgufView::new(&map).unwrap().data_offset());
+        };
+        let header = Gguf::from_bytes(read_header()).unwrap().header().clone();
+        let only = ["VIEW", "OWNED", "WRITE"]
+            .into_iter()
+            .find(|what| std::env::var_os(format!("ONLY_{what}")).is_some());
+        if let Some(what) = only {
+            match what {
+                "VIEW" => time(runs, view_parse),
+                "OWNED" => time(runs, owned_parse),
+                _ => time(runs, || {
+                    black_box(header.write_to(std::io::sink(), true).unwrap());
+                }),
+            };
             continue;
         }
         let floor = time(runs, || {
             let buf = read_header();
             black_box(buf.iter().fold(0u64, |a, &x| a.wrapping_add(u64::from(x))));
         });
-        let owned = time(runs, || {
-            black_box(Gguf::from_bytes(read_header()).unwrap());
-        });
-        // The view maps the file (the map is the read) and decodes it in place.
-        let view = time(runs, || {
-            let map = ggufrw::view::map(path).unwrap();
-            black_box(GgufView::new(&map).unwrap().data_offset());
-        });
+        let owned = time(runs, owned_parse);
+        let view = time(runs, view_parse);
         let file_len = std::fs::metadata(path).unwrap().len();
         let check = time(runs, || {
             // Only the header is read; the extents are checked against the file's length.
@@ -89,7 +85,6 @@ fn main() {
             ));
         });
         // Header write: the owned model encoded to a file, against a plain write of its bytes.
-        let header = Gguf::from_bytes(read_header()).unwrap().header().clone();
         let bytes = read_header();
         let scratch =
             std::env::temp_dir().join(format!("ggufrw-parse-bench-{}", std::process::id()));

@@ -46,13 +46,17 @@ pub fn check_sample(sample: &Sample) -> Result<usize, String> {
     Ok(bytes.len())
 }
 
-/// The zero-copy view of the same bytes holds the same header: rebuilt from what the view
-/// hands out, it encodes to the same bytes; tensors and their data agree.
-fn view_agrees(file: &Gguf<&[u8]>, bytes: &[u8]) -> Result<(), String> {
+/// The zero-copy view of `bytes` holds the same header as `file`, decoded from them: rebuilt
+/// from what the view hands out, it encodes to the same bytes (floats bit for bit); the data
+/// offset and every tensor's data agree.
+pub fn view_agrees(file: &Gguf<&[u8]>, bytes: &[u8]) -> Result<(), String> {
     let view = GgufView::new(bytes).map_err(|e| format!("the view fails: {e}"))?;
     let mut rebuilt = file.header().clone();
     if view.metadata().len() != rebuilt.metadata.len() {
         return Err("the view has another number of keys".into());
+    }
+    if view.tensors().len() != rebuilt.tensor_infos.len() {
+        return Err("the view has another number of tensors".into());
     }
     for (kv, (key, value)) in rebuilt.metadata.iter_mut().zip(view.metadata()) {
         kv.key = key.into();

@@ -7,7 +7,9 @@ use crate::error::{Error, Result};
 use crate::file::{tensor_byte_size, Gguf};
 use crate::fsutil::{same_file, write_atomic_file, Progress};
 use crate::write::{set_metadata, write_parts, Part, Source};
-use ggufrw_schema::{Array, ArrayValues, Header, TensorInfo, Value, ValueType, ALIGNMENT_KEY};
+use ggufrw_schema::{
+    Array, ArrayValues, Header, Layout, TensorInfo, Value, ValueType, ALIGNMENT_KEY,
+};
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 use std::str::FromStr;
@@ -147,12 +149,12 @@ fn plan<'a, B: AsRef<[u8]>>(
 /// Pads the edited header as its alignment calls for when tensor data follows. Without data
 /// the padding is optional, and is kept no longer than the input's: an edit never grows a
 /// data-less file towards a large `general.alignment` (up to 4 GiB of zeros).
-fn pad_like(new: &mut Header, old: &Header, data_follows: bool) -> Result<()> {
-    new.pad()?;
+fn pad_like(new: &mut Header, old: &Header, data_follows: bool) -> Result<Layout> {
+    let layout = new.pad()?;
     if !data_follows {
         new.padding.truncate(old.padding.len());
     }
-    Ok(())
+    Ok(layout)
 }
 
 /// Writes `input` with `edit` applied to `output`, which must not be `input`: through a
@@ -192,8 +194,7 @@ pub fn edit_in_place(path: &Path, edit: &Edit) -> Result<EditReport> {
         let file = Gguf::open(path)?;
         let mut new = edit.apply(file.header())?;
         let has_data = !file.data_section().is_empty();
-        pad_like(&mut new, file.header(), has_data)?;
-        let layout = new.layout()?;
+        let layout = pad_like(&mut new, file.header(), has_data)?;
         let old_start = file.layout().data_offset;
         if layout.data_offset != old_start && (has_data || layout.data_offset > old_start) {
             return Err(Error::Invalid(if layout.tensor_infos_end > old_start {
@@ -295,18 +296,17 @@ fn collect_array(ty: ValueType, items: Vec<Value>) -> Result<Value, String> {
                         }
                     }
                 })*
+                ArrayValues::String(list) => {
+                    for item in items {
+                        match item {
+                            Value::String(s) => list.push(&s),
+                            _ => unreachable!("scalar() returns the asked type"),
+                        }
+                    }
+                }
                 ArrayValues::Array(_) => return Err("arrays of arrays cannot be set here".into()),
-                ArrayValues::String(_) => unreachable!("string lists are filled above"),
             }
         };
-    }
-    if let ArrayValues::String(list) = &mut values {
-        for item in &items {
-            if let Value::String(s) = item {
-                list.push(s);
-            }
-        }
-        return Ok(Value::Array(Array::new(values)));
     }
     push_all!(Uint8, Int8, Uint16, Int16, Uint32, Int32, Float32, Bool, Uint64, Int64, Float64);
     Ok(Value::Array(Array::new(values)))

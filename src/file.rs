@@ -64,6 +64,36 @@ pub(crate) fn size_of(index: usize, name: &str, ggml_type: u32, dimensions: &[u6
     ty.byte_size(dimensions).map_err(|e| fail(e.to_string()))
 }
 
+/// The bytes from `data_offset` on (none if the file ends before it).
+pub(crate) fn data_section(bytes: &[u8], data_offset: u64) -> &[u8] {
+    usize::try_from(data_offset)
+        .ok()
+        .and_then(|start| bytes.get(start..))
+        .unwrap_or(&[])
+}
+
+/// A tensor's bytes in the data section `data`, from its info's parts; an error when its type
+/// or shape has no size or its extent is not inside `data`.
+pub(crate) fn tensor_slice<'d>(
+    data: &'d [u8],
+    index: usize,
+    name: &str,
+    ggml_type: u32,
+    dimensions: &[u64],
+    offset: u64,
+) -> Result<&'d [u8]> {
+    let size = size_of(index, name, ggml_type, dimensions)?;
+    let range = extent(offset, size, data.len() as u64).ok_or_else(|| Error::Tensor {
+        index,
+        name: name.to_string(),
+        message: format!(
+            "bytes {offset}..+{size} are outside the {}-byte data section",
+            data.len()
+        ),
+    })?;
+    Ok(&data[range])
+}
+
 /// Memory-maps a regular file read-only.
 pub(crate) fn map_file(path: &Path) -> Result<Mmap> {
     let file = File::open(path)?;
@@ -115,11 +145,7 @@ impl<B: AsRef<[u8]>> Gguf<B> {
     /// The data section as stored: from the aligned end of the tensor infos to the end of the
     /// file (empty when the file ends before it).
     pub fn data_section(&self) -> &[u8] {
-        let bytes = self.bytes();
-        usize::try_from(self.layout.data_offset)
-            .ok()
-            .and_then(|start| bytes.get(start..))
-            .unwrap_or(&[])
+        data_section(self.bytes(), self.layout.data_offset)
     }
 
     /// The first value stored under `key`.
@@ -156,18 +182,15 @@ impl<B: AsRef<[u8]>> Gguf<B> {
                 self.header.tensor_infos.len()
             ))
         })?;
-        let size = tensor_byte_size(index, info)?;
-        let data = self.data_section();
-        let range = extent(info.offset, size, data.len() as u64).ok_or_else(|| Error::Tensor {
+        let dims = &info.dimensions;
+        tensor_slice(
+            self.data_section(),
             index,
-            name: info.name.to_string(),
-            message: format!(
-                "bytes {}..+{size} are outside the {}-byte data section",
-                info.offset,
-                data.len()
-            ),
-        })?;
-        Ok(&data[range])
+            &info.name,
+            info.ggml_type,
+            dims,
+            info.offset,
+        )
     }
 
     /// Writes the file back: header, padding and data section exactly as decoded.

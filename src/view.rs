@@ -25,7 +25,7 @@
 //! [`Spans`]: ggufrw_schema::Spans
 
 use crate::error::{Error, Result};
-use crate::file::{map_file, size_of};
+use crate::file::{data_section, map_file, tensor_slice};
 use ggufrw_schema::{
     alignment_at, decode_header_as, Array, ArrayValues, ArrayValuesOf, ByteOrder, Element,
     GgufString, Header, HeaderOf, Span, Spans, StrsSpan, Value, ValueOf, ValueType, Width,
@@ -125,25 +125,16 @@ impl<'a> GgufView<'a> {
     pub fn tensor_data(&self, index: usize) -> Result<&'a [u8]> {
         let info = (self.header.tensor_infos.get(index))
             .ok_or_else(|| Error::Invalid(format!("no tensor {index}")))?;
+        let data = data_section(self.bytes, self.data_offset);
         let name = self.str(&info.name.string);
-        let size = size_of(index, name, info.ggml_type, &info.dimensions)?;
-        let data = self
-            .bytes
-            .get(self.data_offset as usize..)
-            .unwrap_or_default();
-        info.offset
-            .checked_add(size)
-            .filter(|&end| end <= data.len() as u64)
-            .map(|end| &data[info.offset as usize..end as usize])
-            .ok_or_else(|| Error::Tensor {
-                index,
-                name: name.to_string(),
-                message: format!(
-                    "bytes {}..+{size} are outside the {}-byte data section",
-                    info.offset,
-                    data.len()
-                ),
-            })
+        tensor_slice(
+            data,
+            index,
+            name,
+            info.ggml_type,
+            &info.dimensions,
+            info.offset,
+        )
     }
 
     /// The owned model of the same header, for editing and writing.
@@ -403,11 +394,7 @@ impl<'a> Iterator for Strings<'a> {
         }
         let w = self.width.bytes() as usize;
         let endian = self.byte_order.endian();
-        let len_bytes = self.rest.get(..w)?;
-        let len = match self.width {
-            Width::W32 => u32::decode(len_bytes, endian).map(u64::from),
-            Width::W64 => u64::decode(len_bytes, endian),
-        }? as usize;
+        let len = self.width.decode(self.rest.get(..w)?, endian)? as usize;
         let text = self.rest.get(w..w + len)?;
         self.rest = &self.rest[w + len..];
         self.left -= 1;

@@ -296,18 +296,16 @@ pub(crate) fn write_parts<S: Sink>(
     // Streamed: the padding of a large alignment is never held in memory.
     let mut written = header.write_to(&mut *out, data_follows)?;
     let zeros = vec![0u8; BUFFER];
-    let write_zeros = |n: u64, out: &mut S| -> io::Result<()> {
-        let mut left = n;
-        while left > 0 {
-            let k = left.min(zeros.len() as u64) as usize;
-            out.write_all(&zeros[..k])?;
-            left -= k as u64;
-        }
-        Ok(())
-    };
     for part in parts.iter_mut() {
         match part {
-            Part::Zeros(n) => write_zeros(*n, out)?,
+            Part::Zeros(n) => {
+                let mut left = *n;
+                while left > 0 {
+                    let k = left.min(zeros.len() as u64) as usize;
+                    out.write_all(&zeros[..k])?;
+                    left -= k as u64;
+                }
+            }
             Part::Data(Source::Owned(v)) => {
                 out.write_all(v)?;
                 progress.advance(v.len() as u64);

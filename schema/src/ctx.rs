@@ -3,6 +3,7 @@
 
 use crate::error::{custom, DecodeErrorKind, EncodeError};
 use crate::limits::MAX_ARRAY_DEPTH;
+use crate::repr::Element;
 use binrw::io::{Read, Seek, Write};
 use binrw::{BinRead, BinResult, BinWrite, Endian};
 
@@ -57,6 +58,14 @@ impl Width {
         match self {
             Width::W32 => 4,
             Width::W64 => 8,
+        }
+    }
+
+    /// The word in exactly [`Width::bytes`] bytes, widened; `None` for another length.
+    pub fn decode(self, bytes: &[u8], endian: Endian) -> Option<u64> {
+        match self {
+            Width::W32 => u32::decode(bytes, endian).map(u64::from),
+            Width::W64 => u64::decode(bytes, endian),
         }
     }
 }
@@ -213,28 +222,9 @@ pub(crate) fn read_dims_into<R: Read + Seek>(
     let mut bytes = [0u8; 8 * crate::limits::MAX_DIMS as usize];
     reader.read_exact(&mut bytes[..n * w])?;
     for (slot, b) in out.iter_mut().zip(bytes[..n * w].chunks_exact(w)) {
-        *slot = match ctx.width() {
-            Width::W32 => u64::from(endian_u32(b, endian)),
-            Width::W64 => endian_u64(b, endian),
-        };
+        *slot = ctx.width().decode(b, endian).unwrap_or_default();
     }
     Ok(n)
-}
-
-fn endian_u32(b: &[u8], endian: Endian) -> u32 {
-    let a = [b[0], b[1], b[2], b[3]];
-    match endian {
-        Endian::Little => u32::from_le_bytes(a),
-        Endian::Big => u32::from_be_bytes(a),
-    }
-}
-
-fn endian_u64(b: &[u8], endian: Endian) -> u64 {
-    let a = [b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]];
-    match endian {
-        Endian::Little => u64::from_le_bytes(a),
-        Endian::Big => u64::from_be_bytes(a),
-    }
 }
 
 /// Writes words (dimensions) in the context's width, refusing values version 1 cannot hold.

@@ -4,7 +4,7 @@ use crate::ctx::{read_count, ByteOrder, Ctx, Word};
 use crate::error::{
     custom, to_decode_error, to_encode_error, DecodeError, DecodeErrorKind, EncodeError,
 };
-use crate::io::{Counter, Positioned, Tracked};
+use crate::io::{Positioned, Tracked};
 use crate::padding::Padding;
 use crate::repr::{Owned, Repr};
 use crate::string::GgufString;
@@ -14,7 +14,7 @@ use crate::value::{read_each, Value, ValueOf};
 use binrw::error::ContextExt;
 use binrw::io::{Cursor, Read, Seek, SeekFrom, Write};
 use binrw::{binrw, BinRead, BinResult, BinWrite, Endian};
-use std::io::BufWriter;
+use std::io::{BufWriter, Sink};
 
 /// The key whose UINT32 value sets the data alignment.
 pub const ALIGNMENT_KEY: &str = "general.alignment";
@@ -137,7 +137,7 @@ pub struct HeaderOf<H: Repr> {
     /// The bytes between the tensor infos and the aligned start of the data section, as found
     /// (fewer when the file ends first).
     #[br(parse_with = read_padding, args(&metadata, ctx), err_context("padding"))]
-    #[bw(args(written_alignment(metadata), data_follows))]
+    #[bw(args(alignment_or_default(metadata), data_follows))]
     pub padding: Padding,
 }
 
@@ -186,10 +186,12 @@ impl Header {
         alignment_or_default(&self.metadata)
     }
 
-    /// Sets the padding to the zero bytes the alignment calls for.
-    pub fn pad(&mut self) -> Result<(), EncodeError> {
-        self.padding = Padding::zeros(self.padding_len()?);
-        Ok(())
+    /// Sets the padding to the zero bytes the alignment calls for; returns the layout (which
+    /// the padding does not change), measured on the way.
+    pub fn pad(&mut self) -> Result<Layout, EncodeError> {
+        let layout = self.layout()?;
+        self.padding = Padding::zeros(layout.data_offset - layout.tensor_infos_end);
+        Ok(layout)
     }
 
     /// How many padding bytes the alignment calls for between the tensor infos and the data.
@@ -233,11 +235,11 @@ impl Header {
         let ctx = self.ctx();
         let endian = self.byte_order.endian();
         let mut at = 8 + 2 * ctx.width().bytes();
-        let mut measure = |item: &dyn Fn(&mut Counter) -> BinResult<()>| {
+        let mut measure = |item: &dyn Fn(&mut Positioned<Sink>) -> BinResult<()>| {
             let start = at;
-            let mut counter = Counter(0);
+            let mut counter = Positioned::new(std::io::sink());
             item(&mut counter).map_err(to_encode_error)?;
-            at += counter.0;
+            at += counter.position();
             Ok::<u64, EncodeError>(start)
         };
         let kv_offsets = (self.metadata.iter())
@@ -322,12 +324,9 @@ pub fn alignment_at<H: Repr>(
     }
 }
 
-fn alignment_or_default(metadata: &[KeyValue]) -> u32 {
-    find_alignment(metadata).unwrap_or(DEFAULT_ALIGNMENT)
-}
-
-/// The alignment a header is written with (spans, which cannot be written, say 32).
-fn written_alignment<H: Repr>(metadata: &[KeyValueOf<H>]) -> u32 {
+/// The alignment in force, 32 if none or a bad one (for spans, whose keys are not held here:
+/// 32; they cannot be written anyway).
+fn alignment_or_default<H: Repr>(metadata: &[KeyValueOf<H>]) -> u32 {
     let first = (metadata.iter()).position(|kv| H::as_text(&kv.key.string) == Some(ALIGNMENT_KEY));
     alignment_at(metadata, first).unwrap_or(DEFAULT_ALIGNMENT)
 }

@@ -60,35 +60,9 @@ impl<R: Seek> Seek for Tracked<R> {
     }
 }
 
-/// A writer that only counts, for measuring where each part of a header lands.
-#[derive(Debug, Default)]
-pub(crate) struct Counter(pub u64);
-
-impl io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Seek for Counter {
-    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
-        match to {
-            SeekFrom::Current(0) => Ok(self.0),
-            _ => Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "counter cannot seek",
-            )),
-        }
-    }
-}
-
 /// A writer that knows its position without asking the OS, so that binrw (which asks for the
-/// position of every struct it writes) can write to any `Write`.
+/// position of every struct it writes) can write to any `Write`; over `io::sink()` it only
+/// counts, which is how a header's layout is measured.
 #[derive(Debug)]
 pub(crate) struct Positioned<W> {
     inner: W,

@@ -291,10 +291,7 @@ fn walk_strs<R: Read + Seek>(
                 .with_message(format!("[{i}]")));
         }
         let len_bytes = &buf[at..at + width];
-        let len = match ctx.width() {
-            Width::W32 => u64::from(u32::decode(len_bytes, endian).unwrap_or(0)),
-            Width::W64 => u64::decode(len_bytes, endian).unwrap_or(0),
-        };
+        let len = ctx.width().decode(len_bytes, endian).unwrap_or_default();
         ascii_lengths &= len_bytes.iter().all(|&b| b < 0x80);
         let start = at + width;
         let left = ctx.end.saturating_sub(pos + start as u64);
@@ -402,10 +399,8 @@ impl Repr for Owned {
         let pos = reader.stream_position()?;
         // The text takes at most what is left of the input past the lengths; it is reserved up
         // to 1 MiB at once, and grows from there as strings come.
-        let room = ctx.end.saturating_sub(pos)
-            - count
-                .saturating_mul(ctx.width().bytes())
-                .min(ctx.end.saturating_sub(pos));
+        let room =
+            (ctx.end.saturating_sub(pos)).saturating_sub(count.saturating_mul(ctx.width().bytes()));
         let mut out = StrList::with_capacity(checked_len(count, pos)?, room.min(1 << 20) as usize);
         // `walk_strs` hands out only bytes it has checked to be UTF-8.
         walk_strs(reader, endian, count, ctx, |_, bytes| {

@@ -58,37 +58,20 @@ pub fn view_agrees(
     bytes: &[u8],
     problems: &mut Vec<String>,
 ) {
-    match (owned, ggufrw::view::GgufView::new(bytes)) {
-        (Ok(file), Ok(view)) => {
-            let header = file.header();
-            // Values compared through their encoding: bit for bit, NaN payloads included.
-            let mut from_view = header.clone();
-            for (kv, (key, value)) in from_view.metadata.iter_mut().zip(view.metadata()) {
-                kv.key = key.into();
-                kv.value = value.to_value();
-            }
-            let same_metadata = view.metadata().len() == header.metadata.len()
-                && from_view.encode(false).ok() == header.encode(false).ok();
-            let same_tensors = (view.tensors().zip(file.tensors())).all(|(v, t)| {
-                (v.name, v.dimensions, v.ggml_type, v.offset)
-                    == (
-                        t.name(),
-                        &t.info.dimensions[..],
-                        t.info.ggml_type,
-                        t.info.offset,
-                    )
-                    && view.tensor_data(t.index).ok() == file.tensor_data(t.index).ok()
-            });
-            if !same_metadata || !same_tensors || view.data_offset() != file.layout().data_offset {
-                problems.push("the view decodes otherwise".into());
+    match owned {
+        Ok(file) => {
+            if let Err(e) = ggufrw::conform::view_agrees(file, bytes) {
+                problems.push(e);
             }
         }
-        (Err(ggufrw::Error::Decode(o)), Err(ggufrw::Error::Decode(v))) if *o == v => {}
-        (o, v) => problems.push(format!(
-            "the view disagrees: owned {:?}, view {:?}",
-            o.as_ref().err().map(|e| e.to_string()),
-            v.err().map(|e| e.to_string())
-        )),
+        Err(ggufrw::Error::Decode(o)) => match ggufrw::view::GgufView::new(bytes) {
+            Err(ggufrw::Error::Decode(v)) if *o == v => {}
+            v => problems.push(format!(
+                "the view disagrees: owned {o}, view {:?}",
+                v.err().map(|e| e.to_string())
+            )),
+        },
+        Err(e) => problems.push(format!("the owned decode fails without a DecodeError: {e}")),
     }
 }
 
