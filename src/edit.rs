@@ -5,14 +5,13 @@
 
 use crate::error::{Error, Result};
 use crate::file::{tensor_byte_size, Gguf};
-use crate::fsutil::{same_file, write_atomic_file, Progress};
+use crate::fsutil::{critical, same_file, write_atomic_file, Mode, Progress};
+use crate::keys::standard_key;
 use crate::write::{set_metadata, write_parts, Part, Source};
-use ggufrw_schema::{
-    Array, ArrayValues, Header, Layout, TensorInfo, Value, ValueType, ALIGNMENT_KEY,
-};
+use ggufrw_schema::{Header, Layout, TensorInfo, Value, ALIGNMENT_KEY};
+use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::path::Path;
-use std::str::FromStr;
 
 /// The changes to make.
 #[derive(Clone, Debug, Default)]
@@ -25,6 +24,8 @@ pub struct Edit {
     pub rename_tensors: Vec<(String, String)>,
     /// Tensors to delete; the others' data is laid out again, contiguous and aligned.
     pub delete_tensors: Vec<String>,
+    /// Set standard keys to values of another type than their standard one.
+    pub force: bool,
 }
 
 /// What an edit wrote.
@@ -35,6 +36,95 @@ pub struct EditReport {
     /// Bytes of tensor data written (0 in place).
     pub data_bytes: u64,
 }
+
+/// Why an edit cannot be made as asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EditError {
+    /// A key to delete is not in the file.
+    NoSuchKey(String),
+    /// A standard key would get a value of another type than its standard one (allowed with
+    /// [`Edit::force`]).
+    NotStandardType {
+        /// The key.
+        key: String,
+        /// Its standard type.
+        expected: &'static str,
+        /// The type of the value given.
+        found: String,
+    },
+    /// `general.alignment` would change, which moves every tensor's data.
+    AlignmentChanged {
+        /// The alignment in force.
+        from: u32,
+        /// The one the edit sets.
+        to: u32,
+    },
+    /// No tensor has the name.
+    NoSuchTensor(String),
+    /// Several tensors have the name, so it does not say which is meant.
+    AmbiguousTensor(String),
+    /// The new name of a renamed tensor is taken.
+    TensorExists(String),
+    /// In place: tensors cannot be deleted (that would leave a hole in the data section).
+    DeleteInPlace,
+    /// In place: the new header needs more room than the old one had.
+    DoesNotFit {
+        /// Bytes missing.
+        needed: u64,
+        /// Bytes the old header had before the data section.
+        room: u64,
+    },
+    /// In place: the new header is shorter than the old one by more than the alignment slack,
+    /// so the data section would move.
+    ShrinksPastSlack {
+        /// Bytes shorter.
+        by: u64,
+        /// The alignment.
+        alignment: u32,
+    },
+    /// The output is the input (edit it in place instead).
+    OutputIsInput,
+}
+
+impl fmt::Display for EditError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use EditError::*;
+        match self {
+            NoSuchKey(key) => write!(f, "--delete {key}: no such key"),
+            NotStandardType { key, expected, found } => write!(
+                f,
+                "--set {key}: the standard type of {key} is {expected}, not {found} (--force sets it anyway)"
+            ),
+            AlignmentChanged { from, to } => write!(
+                f,
+                "{ALIGNMENT_KEY} would change from {from} to {to}: that moves every tensor's data, which edit does not do"
+            ),
+            NoSuchTensor(name) => write!(f, "{name}: no such tensor"),
+            AmbiguousTensor(name) => write!(
+                f,
+                "{name}: several tensors have that name, so it does not say which"
+            ),
+            TensorExists(name) => write!(f, "a tensor named {name} exists"),
+            DeleteInPlace => f.write_str(
+                "deleting tensors in place would leave a hole in the data section; write a new file with -o",
+            ),
+            DoesNotFit { needed, room } => write!(
+                f,
+                "the new header needs {needed} more bytes than the {room} before the data section; write a new file with -o"
+            ),
+            ShrinksPastSlack { by, alignment } => write!(
+                f,
+                "the new header ends {by} bytes before the old one, past the {alignment}-byte alignment slack, which would move the data section; write a new file with -o"
+            ),
+            OutputIsInput => {
+                f.write_str("is the input: edit it with --in-place, or write elsewhere")
+            }
+        }
+    }
+}
+
+impl std::error::Error for EditError {}
 
 impl Edit {
     /// Whether it changes nothing.
@@ -58,45 +148,62 @@ impl Edit {
             let before = new.metadata.len();
             new.metadata.retain(|kv| kv.key != **key);
             if new.metadata.len() == before {
-                return Err(Error::Invalid(format!("--delete {key}: no such key")));
+                return Err(EditError::NoSuchKey(key.clone()).into());
             }
         }
         for (key, value) in &self.set {
             set_metadata(&mut new.metadata, key, value.clone());
         }
+        if !self.force {
+            self.check_standard_types(&new)?;
+        }
         if new.alignment() != header.alignment() {
-            return Err(Error::Invalid(format!(
-                "{ALIGNMENT_KEY} would change from {} to {}: that moves every tensor's data, which edit does not do",
-                header.alignment(),
-                new.alignment()
-            )));
+            return Err(EditError::AlignmentChanged {
+                from: header.alignment(),
+                to: new.alignment(),
+            }
+            .into());
         }
         // A name several tensors share (a file validation rejects) says not which one is meant.
-        let only = |infos: &[TensorInfo], flag: &str, name: &str| {
+        let only = |infos: &[TensorInfo], name: &str| {
             let mut found = infos.iter().enumerate().filter(|(_, t)| t.name == *name);
             match (found.next(), found.next()) {
                 (Some((at, _)), None) => Ok(at),
-                (None, _) => Err(Error::Invalid(format!("{flag} {name}: no such tensor"))),
-                (Some(_), Some(_)) => Err(Error::Invalid(format!(
-                    "{flag} {name}: several tensors have that name, so it does not say which"
-                ))),
+                (None, _) => Err(EditError::NoSuchTensor(name.to_owned())),
+                (Some(_), Some(_)) => Err(EditError::AmbiguousTensor(name.to_owned())),
             }
         };
         for (old, renamed) in &self.rename_tensors {
-            let at = only(&new.tensor_infos, "--rename-tensor", old)?;
+            let at = only(&new.tensor_infos, old)?;
             if old != renamed && new.tensor_infos.iter().any(|t| t.name == **renamed) {
-                return Err(Error::Invalid(format!(
-                    "--rename-tensor {old}={renamed}: {renamed} exists"
-                )));
+                return Err(EditError::TensorExists(renamed.clone()).into());
             }
             new.tensor_infos[at].name = renamed.as_str().into();
         }
         for name in &self.delete_tensors {
-            let at = only(&new.tensor_infos, "--delete-tensor", name)?;
+            let at = only(&new.tensor_infos, name)?;
             new.tensor_infos.remove(at);
             origin.remove(at);
         }
         Ok((new, origin))
+    }
+
+    /// Refuses a set standard key whose value is not of its standard type, in the
+    /// architecture the edited header names.
+    fn check_standard_types(&self, new: &Header) -> Result<(), EditError> {
+        let arch = crate::keys::Meta::new(&new.metadata).architecture();
+        for (key, value) in &self.set {
+            if let Some(standard) = standard_key(key, arch) {
+                if !(standard.matches)(value) {
+                    return Err(EditError::NotStandardType {
+                        key: key.clone(),
+                        expected: standard.expected,
+                        found: crate::keys::describe(value),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -159,21 +266,30 @@ fn pad_like(new: &mut Header, old: &Header, data_follows: bool) -> Result<Layout
 
 /// Writes `input` with `edit` applied to `output`, which must not be `input`: through a
 /// temporary file beside `output`, synced and renamed, so that a failure leaves no output and
-/// the input is never touched.
+/// the input is never touched. The output gets the input's permission bits.
 pub fn edit_file(input: &Path, output: &Path, edit: &Edit) -> Result<EditReport> {
+    edit_file_with(input, output, edit, &())
+}
+
+/// [`edit_file`], telling `progress` how the copy of the tensor data advances.
+pub fn edit_file_with(
+    input: &Path,
+    output: &Path,
+    edit: &Edit,
+    progress: &dyn Progress,
+) -> Result<EditReport> {
     if same_file(input, output) {
-        return Err(Error::Invalid(format!(
-            "{} is the input: edit it with --in-place, or write elsewhere",
-            output.display()
-        )));
+        return Err(Error::from(EditError::OutputIsInput).in_file(output));
     }
-    let handle = File::open(input)?;
+    let in_input = |e: Error| e.in_file(input);
+    let handle = File::open(input).map_err(|e| in_input(e.into()))?;
     let file = Gguf::open(input)?;
-    let (header, mut parts) = plan(&file, &handle, edit)?;
+    let mode = Mode::of(input)?;
+    let (header, mut parts) = plan(&file, &handle, edit).map_err(in_input)?;
     let data_bytes = parts.iter().map(Part::len).sum::<u64>();
-    let progress = Progress::for_copy(data_bytes);
-    let written = write_atomic_file(output, |out| {
-        write_parts(out, &header, &mut parts, &progress)
+    progress.begin(data_bytes);
+    let written = write_atomic_file(output, mode, |out| {
+        write_parts(out, &header, &mut parts, progress).map_err(|e| e.in_file(output))
     })?;
     Ok(EditReport {
         header_bytes: written - data_bytes,
@@ -184,11 +300,15 @@ pub fn edit_file(input: &Path, output: &Path, edit: &Edit) -> Result<EditReport>
 /// Applies `edit` to `path` by rewriting only its header, when the new header ends where the
 /// old one did, up to the alignment slack. Otherwise refuses, saying by how many bytes it
 /// misses, and changes nothing. Deleting tensors is refused (it would leave a gap in the data).
+/// The header write runs inside [`critical`], so that a signal handler that calls
+/// [`crate::fsutil::remove_temporary_files`] lets it finish.
 pub fn edit_in_place(path: &Path, edit: &Edit) -> Result<EditReport> {
+    edit_in_place_inner(path, edit).map_err(|e| e.in_file(path))
+}
+
+fn edit_in_place_inner(path: &Path, edit: &Edit) -> Result<EditReport> {
     if !edit.delete_tensors.is_empty() {
-        return Err(Error::Invalid(
-            "deleting tensors in place would leave a hole in the data section; write a new file with -o".into(),
-        ));
+        return Err(EditError::DeleteInPlace.into());
     }
     let (new, has_data) = {
         let file = Gguf::open(path)?;
@@ -197,117 +317,33 @@ pub fn edit_in_place(path: &Path, edit: &Edit) -> Result<EditReport> {
         let layout = pad_like(&mut new, file.header(), has_data)?;
         let old_start = file.layout().data_offset;
         if layout.data_offset != old_start && (has_data || layout.data_offset > old_start) {
-            return Err(Error::Invalid(if layout.tensor_infos_end > old_start {
-                format!(
-                    "the new header needs {} more bytes than the {old_start} before the data section; write a new file with -o",
-                    layout.tensor_infos_end - old_start
-                )
+            return Err(if layout.tensor_infos_end > old_start {
+                EditError::DoesNotFit {
+                    needed: layout.tensor_infos_end - old_start,
+                    room: old_start,
+                }
             } else {
-                format!(
-                    "the new header ends {} bytes before the old one, past the {}-byte alignment slack, which would move the data section; write a new file with -o",
-                    old_start - layout.tensor_infos_end,
-                    layout.alignment
-                )
-            }));
+                EditError::ShrinksPastSlack {
+                    by: old_start - layout.tensor_infos_end,
+                    alignment: layout.alignment,
+                }
+            }
+            .into());
         }
         (new, has_data)
     };
     let mut out = OpenOptions::new().write(true).open(path)?;
-    let header_bytes = new.write_to(&mut out, has_data)?;
-    if !has_data {
-        // A file without data ends with its header: cut if the header shrank.
-        out.set_len(header_bytes)?;
-    }
-    out.sync_all()?;
+    let header_bytes = critical(|| -> Result<u64> {
+        let header_bytes = new.write_to(&mut out, has_data)?;
+        if !has_data {
+            // A file without data ends with its header: cut if the header shrank.
+            out.set_len(header_bytes)?;
+        }
+        out.sync_all()?;
+        Ok(header_bytes)
+    })?;
     Ok(EditReport {
         header_bytes,
         data_bytes: 0,
     })
-}
-
-/// Parses `TYPE:VALUE` (`uint32:8192`, `string:Gemma`, `bool:true`, `float32:0.5`) or
-/// `array[TYPE]:JSON_LIST` (`array[int32]:[1,2]`, `array[string]:["a","b"]`).
-pub fn parse_value(text: &str) -> Result<Value> {
-    let (ty, raw) = text
-        .split_once(':')
-        .ok_or_else(|| Error::Invalid(format!("{text:?}: expected TYPE:VALUE")))?;
-    let bad = |why: String| Error::Invalid(format!("{text:?}: {why}"));
-    if let Some(element) = ty.strip_prefix("array[").and_then(|t| t.strip_suffix(']')) {
-        let element =
-            ValueType::from_str(element).map_err(|_| bad(format!("unknown type {element}")))?;
-        let list: Vec<serde_json::Value> =
-            serde_json::from_str(raw).map_err(|e| bad(format!("not a JSON list: {e}")))?;
-        let items = list
-            .iter()
-            .map(|item| match item {
-                serde_json::Value::String(s) => scalar(element, s),
-                other => scalar(element, &other.to_string()),
-            })
-            .collect::<Result<Vec<_>>>()
-            .map_err(|e| bad(e.to_string()))?;
-        return collect_array(element, items).map_err(bad);
-    }
-    let ty = ValueType::from_str(ty).map_err(|_| bad(format!("unknown type {ty}")))?;
-    scalar(ty, raw).map_err(|e| bad(e.to_string()))
-}
-
-/// One scalar of type `ty` from text.
-fn scalar(ty: ValueType, raw: &str) -> Result<Value> {
-    fn num<T: FromStr>(raw: &str) -> Result<T>
-    where
-        T::Err: std::fmt::Display,
-    {
-        raw.trim()
-            .parse()
-            .map_err(|e| Error::Invalid(format!("{raw:?}: {e}")))
-    }
-    Ok(match ty {
-        ValueType::Uint8 => Value::Uint8(num(raw)?),
-        ValueType::Int8 => Value::Int8(num(raw)?),
-        ValueType::Uint16 => Value::Uint16(num(raw)?),
-        ValueType::Int16 => Value::Int16(num(raw)?),
-        ValueType::Uint32 => Value::Uint32(num(raw)?),
-        ValueType::Int32 => Value::Int32(num(raw)?),
-        ValueType::Float32 => Value::Float32(num(raw)?),
-        ValueType::Uint64 => Value::Uint64(num(raw)?),
-        ValueType::Int64 => Value::Int64(num(raw)?),
-        ValueType::Float64 => Value::Float64(num(raw)?),
-        ValueType::Bool => Value::Bool(num(raw)?),
-        ValueType::String => Value::from(raw),
-        ValueType::Array => {
-            return Err(Error::Invalid(
-                "arrays are written array[TYPE]:[…]; arrays of arrays cannot be set here".into(),
-            ))
-        }
-    })
-}
-
-/// Scalars of one type as an array value.
-fn collect_array(ty: ValueType, items: Vec<Value>) -> Result<Value, String> {
-    let mut values = ArrayValues::empty(ty);
-    macro_rules! push_all {
-        ($($variant:ident),*) => {
-            match &mut values {
-                $(ArrayValues::$variant(v) => {
-                    for item in items {
-                        match item {
-                            Value::$variant(x) => v.push(x),
-                            _ => unreachable!("scalar() returns the asked type"),
-                        }
-                    }
-                })*
-                ArrayValues::String(list) => {
-                    for item in items {
-                        match item {
-                            Value::String(s) => list.push(&s),
-                            _ => unreachable!("scalar() returns the asked type"),
-                        }
-                    }
-                }
-                ArrayValues::Array(_) => return Err("arrays of arrays cannot be set here".into()),
-            }
-        };
-    }
-    push_all!(Uint8, Int8, Uint16, Int16, Uint32, Int32, Float32, Bool, Uint64, Int64, Float64);
-    Ok(Value::Array(Array::new(values)))
 }

@@ -1,6 +1,8 @@
 //! The library's error type.
 
+use crate::edit::EditError;
 use ggufrw_schema::{DecodeError, EncodeError};
+use std::path::{Path, PathBuf};
 
 /// Anything that can go wrong reading, writing or accessing a GGUF file.
 #[derive(Debug, thiserror::Error)]
@@ -22,12 +24,57 @@ pub enum Error {
         /// Why.
         message: String,
     },
-    /// Invalid input to a builder or editor.
+    /// An edit that cannot be made as asked.
+    #[error("{0}")]
+    Edit(#[from] EditError),
+    /// Invalid input to a builder.
     #[error("{0}")]
     Invalid(String),
     /// Reading or writing failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// Any of the above, about the file at `path`.
+    #[error("{}: {source}", path.display())]
+    File {
+        /// The file the error is about.
+        path: PathBuf,
+        /// What went wrong with it.
+        source: Box<Error>,
+    },
+}
+
+impl Error {
+    /// This error, said to be about the file at `path` (unless it already names a file).
+    pub fn in_file(self, path: &Path) -> Error {
+        match self {
+            named @ Error::File { .. } => named,
+            other => Error::File {
+                path: path.to_path_buf(),
+                source: Box::new(other),
+            },
+        }
+    }
+
+    /// The error without the file it is about.
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::File { source, .. } => source.root(),
+            other => other,
+        }
+    }
+
+    /// The file it is about, if it names one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Error::File { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
+    /// Whether reading or writing failed (rather than the content being wrong).
+    pub fn is_io(&self) -> bool {
+        matches!(self.root(), Error::Io(_))
+    }
 }
 
 /// Shorthand for results of this crate.

@@ -110,8 +110,12 @@ pub(crate) fn map_file(path: &Path) -> Result<Mmap> {
 
 impl Gguf<Mmap> {
     /// Opens and memory-maps a file, decoding its header. The tensor data is not read.
+    /// Errors name the file.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Gguf::from_bytes(map_file(path.as_ref())?)
+        let path = path.as_ref();
+        map_file(path)
+            .and_then(Gguf::from_bytes)
+            .map_err(|e| e.in_file(path))
     }
 }
 

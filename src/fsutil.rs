@@ -1,29 +1,154 @@
-//! Writing files so that they appear complete or not at all, and progress for long copies.
+//! Writing files so that they appear complete or not at all: a temporary file beside the target,
+//! synced, then renamed over it. Temporary files are registered while they exist, so that a
+//! program interrupted by a signal can remove them ([`remove_temporary_files`]); in-place header
+//! writes run inside [`critical`], which such a program waits for before it exits.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::cell::Cell;
-use std::fs::{self, File};
-use std::io::IsTerminal;
-use std::path::Path;
-use std::time::{Duration, Instant};
+use crate::error::{Error, Result};
+use std::collections::hash_map::RandomState;
+use std::fs::{self, File, OpenOptions};
+use std::hash::{BuildHasher, Hasher};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// The permission bits a written file gets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// What `File::create` gives: 0666 less the process's umask.
+    #[default]
+    Plain,
+    /// These bits exactly (the input's, for a file that replaces or copies another).
+    Exactly(u32),
+}
+
+impl Mode {
+    /// The permission bits of the file at `path` (for an output that copies it).
+    pub fn of(path: &Path) -> Result<Mode> {
+        let meta = fs::metadata(path).map_err(|e| Error::from(e).in_file(path))?;
+        Ok(Mode::Exactly(meta.permissions().mode() & 0o777))
+    }
+}
+
+/// Temporary files that exist now: what an interrupted program must remove.
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Held while a file is changed in place, where an interruption would leave it half-written.
+static CRITICAL: Mutex<()> = Mutex::new(());
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Removes every temporary file this process is writing, and returns once no in-place write
+/// is under way (holding it off until the caller exits). For signal handlers: call it, then
+/// exit.
+pub fn remove_temporary_files() {
+    let guard = lock(&CRITICAL);
+    for path in lock(&LIVE).drain(..) {
+        let _ = fs::remove_file(path);
+    }
+    // Whoever calls this exits next: no later write may start.
+    std::mem::forget(guard);
+}
+
+/// Runs `f`, which changes a file in place, so that [`remove_temporary_files`] waits for it.
+pub fn critical<T>(f: impl FnOnce() -> T) -> T {
+    let _guard = lock(&CRITICAL);
+    f()
+}
+
+/// A temporary file, removed when dropped unless it was persisted.
+struct Temporary {
+    path: PathBuf,
+    file: File,
+    persisted: bool,
+}
+
+impl Temporary {
+    fn create(dir: &Path, stem: &str, mode: Mode) -> std::io::Result<Temporary> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        // A randomly keyed hash of a counter: names that other processes cannot predict.
+        let keys = RandomState::new();
+        loop {
+            let mut h = keys.build_hasher();
+            h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+            h.write_u32(std::process::id());
+            let path = dir.join(format!(".{stem}.ggufrw-{:016x}.tmp", h.finish()));
+            // Registered before it exists: a signal between the two finds nothing to remove.
+            lock(&LIVE).push(path.clone());
+            let opened = OpenOptions::new()
+                .write(true)
+                .read(true)
+                .create_new(true)
+                .mode(0o666)
+                .open(&path);
+            match opened {
+                Ok(file) => {
+                    if let Mode::Exactly(bits) = mode {
+                        file.set_permissions(fs::Permissions::from_mode(bits))?;
+                    }
+                    return Ok(Temporary {
+                        path,
+                        file,
+                        persisted: false,
+                    });
+                }
+                Err(e) => {
+                    forget(&path);
+                    if e.kind() != std::io::ErrorKind::AlreadyExists {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+
+    fn persist(mut self, target: &Path) -> std::io::Result<()> {
+        fs::rename(&self.path, target)?;
+        self.persisted = true;
+        forget(&self.path);
+        Ok(())
+    }
+}
+
+fn forget(path: &Path) {
+    let mut live = lock(&LIVE);
+    if let Some(i) = live.iter().position(|p| p == path) {
+        live.swap_remove(i);
+    }
+}
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        if !self.persisted {
+            let _ = fs::remove_file(&self.path);
+            forget(&self.path);
+        }
+    }
+}
 
 /// Writes `path` through a temporary file beside it: `write` fills it, then it is synced and
-/// renamed over `path`. On any failure the temporary file is removed and `path` is untouched.
+/// renamed over `path`, with the permission bits `mode` says. On any failure the temporary
+/// file is removed and `path` is untouched. Errors of the temporary file and the rename name
+/// `path`; `write`'s own errors are passed on as they are.
 pub fn write_atomic_file<T>(
     path: &Path,
-    write: impl FnOnce(&mut File) -> crate::Result<T>,
-) -> crate::Result<T> {
+    mode: Mode,
+    write: impl FnOnce(&mut File) -> Result<T>,
+) -> Result<T> {
+    let named = |e: std::io::Error| Error::from(e).in_file(path);
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".ggufrw-")
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
-    let value = write(tmp.as_file_mut())?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
+    let stem = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut tmp = Temporary::create(dir, &stem, mode).map_err(named)?;
+    let value = write(&mut tmp.file)?;
+    tmp.file.sync_all().map_err(named)?;
+    tmp.persist(path).map_err(named)?;
     if let Ok(d) = File::open(dir) {
         // Makes the rename durable; some file systems refuse to sync a directory.
         let _ = d.sync_all();
@@ -40,56 +165,15 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// Progress of a long copy, on stderr, shown only when stderr is a terminal and the copy has
-/// taken more than a second.
-pub struct Progress {
-    bar: Option<ProgressBar>,
-    started: Instant,
-    shown: Cell<bool>,
+/// Told how a long copy advances, so that a caller can show it.
+pub trait Progress {
+    /// `total` bytes are about to be copied.
+    fn begin(&self, _total: u64) {}
+    /// `n` more bytes were copied.
+    fn advance(&self, _n: u64) {}
+    /// The copy is done.
+    fn finish(&self) {}
 }
 
-impl Progress {
-    /// No progress at all.
-    pub fn hidden() -> Progress {
-        Progress {
-            bar: None,
-            started: Instant::now(),
-            shown: Cell::new(false),
-        }
-    }
-
-    /// Progress of copying `total` bytes.
-    pub fn for_copy(total: u64) -> Progress {
-        let bar = std::io::stderr().is_terminal().then(|| {
-            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::hidden());
-            if let Ok(style) = ProgressStyle::with_template(
-                "{bytes}/{total_bytes} {wide_bar} {bytes_per_sec}, {eta} left",
-            ) {
-                bar.set_style(style);
-            }
-            bar
-        });
-        Progress {
-            bar,
-            ..Progress::hidden()
-        }
-    }
-
-    /// `n` more bytes copied.
-    pub fn advance(&self, n: u64) {
-        if let Some(bar) = &self.bar {
-            bar.inc(n);
-            if !self.shown.get() && self.started.elapsed() > Duration::from_secs(1) {
-                bar.set_draw_target(ProgressDrawTarget::stderr());
-                self.shown.set(true);
-            }
-        }
-    }
-
-    /// The copy is done: clears the bar.
-    pub fn finish(&self) {
-        if let Some(bar) = &self.bar {
-            bar.finish_and_clear();
-        }
-    }
-}
+/// No progress shown.
+impl Progress for () {}

@@ -32,22 +32,37 @@
 //! assert_eq!(file.to_bytes()?, bytes);
 //! # Ok::<(), ggufrw::Error>(())
 //! ```
+//!
+//! # Features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | *(none)* | | the codec: [`Gguf`], [`view`], [`Builder`], [`edit`], [`validate`], [`keys`], [`naming`], the [`GgmlType`] table |
+//! | `json` | via `cli` | [`dump`]: the header as JSON and as text (serde_json) |
+//! | `conform` | via `cli` | [`conform`]: proptest strategies for valid files and the conformance harness (proptest) |
+//! | `cli` | yes | the `ggufrw` binary (clap, indicatif, signal-hook) |
+//!
+//! A library that reads and writes files depends on `ggufrw = { version = "0.1",
+//! default-features = false }` and gets the codec's dependencies only.
 #![deny(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(feature = "conform")]
+#[cfg_attr(docsrs, doc(cfg(feature = "conform")))]
 pub mod conform;
+#[cfg(feature = "json")]
+#[cfg_attr(docsrs, doc(cfg(feature = "json")))]
+pub mod dump;
 pub mod edit;
 mod elements;
 mod error;
 mod file;
 pub mod fsutil;
 pub mod ggml_type;
-pub mod json;
 pub mod keys;
 pub mod naming;
 pub mod params;
-pub mod peer;
 pub mod semantic;
-pub mod strategy;
 pub mod validate;
 pub mod view;
 mod write;
@@ -64,6 +79,6 @@ pub use ggufrw_schema::{
 pub use write::{Builder, Source};
 
 /// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "cli"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

@@ -17,7 +17,7 @@ use crate::ggml_type::GgmlType;
 use crate::keys::{describe, standard_key, FileType, Required, TokenType, STANDARD_KEYS};
 use crate::validate::Severity;
 use ggufrw_schema::{ArrayValues, Header, Layout, Value};
-use rustc_hash::FxHashMap as HashMap;
+use std::collections::HashMap;
 
 /// Special-token ids that must name a token.
 const SPECIAL_TOKENS: &[&str] = &[

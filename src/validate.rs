@@ -29,11 +29,23 @@
 use crate::file::{tensor_byte_size, Gguf};
 use crate::ggml_type::{type_name, GgmlType};
 use ggufrw_schema::{ArrayValues, ByteOrder, Header, Layout, Magic, Value, ALIGNMENT_KEY};
-use rustc_hash::FxHashMap as HashMap;
+use std::collections::HashMap;
 use std::fmt;
 
 /// Which rules to check.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, strum::EnumString, strum::Display)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    strum::EnumString,
+    strum::Display,
+    strum::VariantNames,
+    strum::EnumIter,
+)]
 #[strum(serialize_all = "lowercase")]
 pub enum Profile {
     /// What the GGUF spec says.
@@ -208,16 +220,15 @@ impl Validator {
     fn metadata(&mut self, header: &Header, layout: &Layout) {
         use Profile::*;
         let width = header.ctx().width().bytes();
-        let mut seen: HashMap<&str, usize> =
-            HashMap::with_capacity_and_hasher(header.metadata.len(), Default::default());
+        let mut seen: HashMap<Name<'_>, usize> = HashMap::with_capacity(header.metadata.len());
         for (i, kv) in header.metadata.iter().enumerate() {
             let at = layout.kv_offsets[i];
             let key = kv.key.as_str();
             let path = Field("kv", i, "key");
             if key.is_empty() {
                 self.report(&[Spec, Ggml], Severity::Error, path, at, "key is empty");
-            } else if let Some(first) = seen.insert(key, i) {
-                seen.insert(key, first);
+            } else if let Some(first) = seen.insert(Name(key), i) {
+                seen.insert(Name(key), first);
                 self.report(
                     &[Spec, Ggml],
                     Severity::Error,
@@ -255,7 +266,7 @@ impl Validator {
             let value_at = at + width + key.len() as u64;
             let value_path = Field("kv", i, "value");
             self.value(&kv.value, value_path, value_at);
-            if key == ALIGNMENT_KEY && seen.get(key) == Some(&i) {
+            if key == ALIGNMENT_KEY && seen.get(&Name(key)) == Some(&i) {
                 if let Value::Uint32(a) = kv.value {
                     if a % 8 != 0 {
                         self.report(
@@ -335,8 +346,7 @@ impl Validator {
         let ctx = header.ctx();
         let alignment = u64::from(layout.alignment);
         let data_len = file_len.saturating_sub(layout.data_offset);
-        let mut names: HashMap<&str, usize> =
-            HashMap::with_capacity_and_hasher(header.tensor_infos.len(), Default::default());
+        let mut names: HashMap<Name<'_>, usize> = HashMap::with_capacity(header.tensor_infos.len());
         // (offset, end, index) of every tensor whose extent is known, for the overlap check.
         let mut extents: Vec<(u64, u64, usize)> = Vec::with_capacity(header.tensor_infos.len());
         let mut expected_offset = Some(0u64);
@@ -345,8 +355,8 @@ impl Validator {
             let [dims_at, type_at, offset_at] = info.field_offsets(at, ctx);
             let name = info.name.as_str();
             let path = |field: &str| format!("tensor[{i}].{field}");
-            if let Some(first) = names.insert(name, i) {
-                names.insert(name, first);
+            if let Some(first) = names.insert(Name(name), i) {
+                names.insert(Name(name), first);
                 self.report(
                     &[Spec, Ggml],
                     Severity::Error,
@@ -493,6 +503,33 @@ impl Validator {
             );
         }
     }
+}
+
+/// A key or tensor name in the duplicate checks. Hashed with the standard library's randomly
+/// keyed SipHash, so that no file can make its names collide (an unkeyed hash lets a file make
+/// every insertion compare against every earlier name); comparisons are counted
+/// ([`name_comparisons`]) so that tests can bound the work.
+#[derive(Clone, Copy, Hash)]
+struct Name<'a>(&'a str);
+
+impl PartialEq for Name<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        COMPARISONS.with(|c| c.set(c.get() + 1));
+        self.0 == other.0
+    }
+}
+
+impl Eq for Name<'_> {}
+
+thread_local! {
+    static COMPARISONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many times this thread's validations have compared two names (keys or tensor names)
+/// for equality: a measure of their work for tests, which bound it instead of timing it.
+#[doc(hidden)]
+pub fn name_comparisons() -> u64 {
+    COMPARISONS.with(|c| c.get())
 }
 
 /// A field path such as `kv[3].value`, formatted only when a finding needs it.

@@ -46,7 +46,8 @@ pub struct GgufView<'a> {
 
 /// Memory-maps a file read-only, for [`GgufView::new`].
 pub fn map(path: impl AsRef<Path>) -> Result<Mmap> {
-    map_file(path.as_ref())
+    let path = path.as_ref();
+    map_file(path).map_err(|e| e.in_file(path))
 }
 
 impl<'a> GgufView<'a> {

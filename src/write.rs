@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::file::Gguf;
-use crate::fsutil::{write_atomic_file, Progress};
+use crate::fsutil::{write_atomic_file, Mode, Progress};
 use crate::ggml_type::GgmlType;
 use ggufrw_schema::{ByteOrder, GgufString, Header, KeyValue, TensorInfo, Value, ALIGNMENT_KEY};
 use std::fs::File;
@@ -197,17 +197,24 @@ impl<'a> Builder<'a> {
     /// Writes the file to `out`; returns the bytes written.
     pub fn write_to<W: Write>(self, out: W) -> Result<u64> {
         let (header, mut parts) = self.lay_out()?;
-        write_parts(&mut Plain(out), &header, &mut parts, &Progress::hidden())
+        write_parts(&mut Plain(out), &header, &mut parts, &())
     }
 
-    /// Writes the file to `path` through a temporary file beside it (synced, then renamed);
-    /// data from [`Source::File`] is copied by the kernel where the OS allows. Returns the
-    /// bytes written.
+    /// Writes the file to `path` through a temporary file beside it (synced, then renamed),
+    /// with the permissions a plain `File::create` gives; data from [`Source::File`] is copied
+    /// by the kernel where the OS allows. Returns the bytes written.
     pub fn write_file(self, path: &Path) -> Result<u64> {
+        self.write_file_with(path, Mode::Plain, &())
+    }
+
+    /// [`Builder::write_file`] with the permission bits `mode` says, telling `progress` how the
+    /// tensor data advances.
+    pub fn write_file_with(self, path: &Path, mode: Mode, progress: &dyn Progress) -> Result<u64> {
         let (header, mut parts) = self.lay_out()?;
-        let total = parts.iter().map(Part::len).sum();
-        let progress = Progress::for_copy(total);
-        write_atomic_file(path, |out| write_parts(out, &header, &mut parts, &progress))
+        progress.begin(parts.iter().map(Part::len).sum());
+        write_atomic_file(path, mode, |out| {
+            write_parts(out, &header, &mut parts, progress).map_err(|e| e.in_file(path))
+        })
     }
 
     /// The file in memory.
@@ -290,7 +297,7 @@ pub(crate) fn write_parts<S: Sink>(
     out: &mut S,
     header: &Header,
     parts: &mut [Part<'_>],
-    progress: &Progress,
+    progress: &dyn Progress,
 ) -> Result<u64> {
     let data_follows = parts.iter().any(|p| p.len() > 0);
     // Streamed: the padding of a large alignment is never held in memory.

@@ -21,7 +21,6 @@ use std::io::Cursor;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 /// ggml tensor type ids used below.
 const F32: u32 = 0;
@@ -1004,8 +1003,8 @@ fn exercise(file: &Gguf<&[u8]>, bytes: &[u8], problems: &mut Vec<String>) {
             )),
         }
     }
-    let _ = ggufrw::json::dump_json(file).to_string();
-    let _ = ggufrw::json::dump_text(file);
+    let _ = ggufrw::dump::dump_json(file).to_string();
+    let _ = ggufrw::dump::dump_text(file);
 }
 
 fn errors(findings: &[Finding]) -> Vec<&Finding> {
@@ -1265,10 +1264,8 @@ fn every_truncation_fails_at_the_field_it_cuts() {
 /// instead of passing unnoticed.
 const ADDRESS_SPACE_KIB: u32 = 64 * 1024;
 
-/// Runs `ggufrw ARGS` under [`ADDRESS_SPACE_KIB`], returning exit code, stdout and stderr, and
-/// checking it is quick.
+/// Runs `ggufrw ARGS` under [`ADDRESS_SPACE_KIB`], returning exit code, stdout and stderr.
 fn run(args: &[&str]) -> (i32, String, String) {
-    let started = Instant::now();
     let out = Command::new("sh")
         .arg("-c")
         .arg(format!(
@@ -1278,11 +1275,6 @@ fn run(args: &[&str]) -> (i32, String, String) {
         .args(args)
         .output()
         .expect("the binary runs");
-    let elapsed = started.elapsed();
-    assert!(
-        elapsed < Duration::from_secs(2),
-        "ggufrw {args:?} took {elapsed:?}"
-    );
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     (
         out.status.code().unwrap_or(-1),
@@ -1463,32 +1455,38 @@ fn wide_file(kvs: usize, tensors: usize) -> Vec<u8> {
 }
 
 #[test]
-fn a_million_keys_and_100000_tensors_validate_in_about_the_time_of_reading_them() {
-    for (kvs, tensors) in [(1_000_000, 0), (0, 100_000), (100_000, 100_000)] {
+fn a_million_keys_and_100000_tensors_validate_with_one_comparison_per_name_at_most() {
+    // Small first: a quadratic step fails there in seconds instead of running for hours.
+    for (kvs, tensors) in [
+        (20_000, 0),
+        (1_000_000, 0),
+        (0, 100_000),
+        (100_000, 100_000),
+    ] {
         let bytes = wide_file(kvs, tensors);
-        let started = Instant::now();
         let (file, peak) = peak_heap(|| Gguf::from_bytes(&bytes[..]).unwrap());
-        let decode = started.elapsed();
-        let started = Instant::now();
-        let findings = validate(&file, Profile::Ggml);
-        let check = started.elapsed();
+        let before = ggufrw::validate::name_comparisons();
+        let (findings, validate_peak) = peak_heap(|| validate(&file, Profile::Ggml));
+        let comparisons = ggufrw::validate::name_comparisons() - before;
         assert!(
             errors(&findings).is_empty(),
             "{:?}",
             &findings[..findings.len().min(3)]
         );
-        // Duplicate detection hashes; a quadratic step would take minutes here, not a multiple.
+        // Duplicate detection hashes with a keyed hash: distinct names are compared only when
+        // their hashes meet by chance (about one in a hundred), never each against the others.
+        let names = (kvs + tensors) as u64;
         assert!(
-            check <= decode * 4 + Duration::from_millis(500),
-            "{kvs} keys, {tensors} tensors: validation {check:?} against decoding {decode:?}"
+            comparisons <= names,
+            "{kvs} keys, {tensors} tensors: {comparisons} name comparisons"
         );
         assert!(
-            peak <= heap_bound(bytes.len()),
-            "{peak} bytes of heap for {}",
+            peak <= heap_bound(bytes.len()) && validate_peak <= heap_bound(bytes.len()),
+            "{peak} and {validate_peak} bytes of heap for {}",
             bytes.len()
         );
         eprintln!(
-            "{kvs} keys, {tensors} tensors ({} bytes): decode {decode:?}, validate {check:?}, peak heap {peak}",
+            "{kvs} keys, {tensors} tensors ({} bytes): {comparisons} name comparisons, peak heap {peak} decoding, {validate_peak} validating",
             bytes.len()
         );
     }

@@ -8,6 +8,7 @@
 mod common;
 
 use common::gemma;
+use ggufrw::conform::peer::{python_from_env, GGUF_PY_VERSION};
 use ggufrw::naming::{
     compare, conventional_file_name, conventional_name, name_report, naming_convention,
     python_strip, python_upper, FileName, ModelType, NameError, Shard, Sidecar,
@@ -15,7 +16,6 @@ use ggufrw::naming::{
 use ggufrw::params::{
     count, count_shapes, format_fixed, rounded_notation, size_label, ParamCount, ParamError,
 };
-use ggufrw::peer::{python_from_env, GGUF_PY_VERSION};
 use ggufrw::{Builder, GgmlType, Gguf};
 use proptest::collection::vec;
 use proptest::prelude::*;

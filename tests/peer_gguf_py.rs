@@ -2,10 +2,10 @@
 //! Needs `GGUFRW_PYTHON` (scripts/test.sh sets it); without it these tests fail, saying how to
 //! get it.
 
-use ggufrw::peer::{
+use ggufrw::conform::peer::{
     check_peer_reads, check_peer_writes, peer_readable, peer_writable, python_from_env, GgufPy,
 };
-use ggufrw::strategy::{file_with, Sample};
+use ggufrw::conform::strategy::{file_with, Sample};
 use ggufrw::ByteOrder;
 use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, TestRunner};

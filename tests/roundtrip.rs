@@ -3,8 +3,8 @@
 mod common;
 
 use ggufrw::conform::check_sample;
+use ggufrw::conform::strategy::{any_file, nested_array, Sample};
 use ggufrw::schema::limits::MAX_ARRAY_DEPTH;
-use ggufrw::strategy::{any_file, nested_array, Sample};
 use ggufrw::validate::{validate, Profile};
 use ggufrw::{ByteOrder, Gguf, KeyValue, Value, ALIGNMENT_KEY};
 use proptest::prelude::*;

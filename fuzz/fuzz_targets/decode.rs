@@ -67,9 +67,9 @@ fn run(data: &[u8]) {
         "sizes and encoding place fields alike"
     );
 
-    let json = ggufrw::json::dump_json(&file).to_string();
+    let json = ggufrw::dump::dump_json(&file).to_string();
     assert!(json.starts_with('{'));
-    let text = ggufrw::json::dump_text(&file);
+    let text = ggufrw::dump::dump_text(&file);
     assert!(text.starts_with("GGUF v"));
 }
 

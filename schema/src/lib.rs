@@ -49,4 +49,7 @@ pub use padding::Padding;
 pub use repr::{Dims, Element, NumSpan, Owned, Repr, Span, Spans, StrsSpan};
 pub use string::{GgufString, GgufStringOf, StrList, StrListIter};
 pub use tensor::{TensorInfo, TensorInfoOf};
-pub use value::{Array, ArrayOf, ArrayValues, ArrayValuesOf, Value, ValueOf, ValueType};
+pub use value::{
+    Array, ArrayOf, ArrayValues, ArrayValuesOf, Number, NumberKind, Value, ValueOf, ValueType,
+    ValueTypeVisitor, Wide,
+};

@@ -83,7 +83,7 @@ impl BinWrite for ValueType {
 /// Declares [`Value`] and [`ArrayValues`] from one table, so that each value type's Rust type
 /// and encoding is written down once for scalars and arrays, reading and writing.
 macro_rules! value_types {
-    ($($variant:ident($ty:ty)),* $(,)?) => {
+    ($($variant:ident($ty:ty): $kind:ident),* $(,)?) => {
         /// A metadata value, its strings and arrays held as `R` holds them. Floats keep their
         /// exact bits (NaN payloads, -0.0).
         #[derive(Clone, Debug, PartialEq)]
@@ -260,20 +260,204 @@ macro_rules! value_types {
                 }
             }
         }
+
+        $(
+            impl Number for $ty {
+                const TYPE: ValueType = ValueType::$variant;
+                const KIND: NumberKind = NumberKind::$kind;
+
+                fn widen(self) -> Wide {
+                    Wide::$kind(self.into())
+                }
+
+                fn narrow(wide: Wide) -> Option<Self> {
+                    match wide {
+                        Wide::$kind(v) => narrow!($kind, $ty, v),
+                        _ => None,
+                    }
+                }
+
+                fn into_value<H: Repr>(self) -> ValueOf<H> {
+                    ValueOf::$variant(self)
+                }
+
+                fn of_value<H: Repr>(value: &ValueOf<H>) -> Option<Self> {
+                    match value {
+                        ValueOf::$variant(v) => Some(*v),
+                        _ => None,
+                    }
+                }
+
+                fn into_array<H: Repr>(nums: H::Nums<Self>) -> ArrayValuesOf<H> {
+                    ArrayValuesOf::$variant(nums)
+                }
+
+                fn of_array<H: Repr>(values: &ArrayValuesOf<H>) -> Option<&H::Nums<Self>> {
+                    match values {
+                        ArrayValuesOf::$variant(v) => Some(v),
+                        _ => None,
+                    }
+                }
+            }
+        )*
+
+        impl ValueType {
+            /// Calls the visitor's method for this type: [`ValueTypeVisitor::number`] with the
+            /// type's Rust type for numbers and bools.
+            pub fn visit<V: ValueTypeVisitor>(self, visitor: V) -> V::Out {
+                match self {
+                    $(ValueType::$variant => visitor.number::<$ty>(),)*
+                    ValueType::Bool => visitor.number::<bool>(),
+                    ValueType::String => visitor.string(),
+                    ValueType::Array => visitor.array(),
+                }
+            }
+        }
+
+        impl<H: Repr> ValueOf<H> {
+            /// The number or bool, widened; `None` for strings and arrays.
+            pub fn widen(&self) -> Option<Wide> {
+                match self {
+                    $(ValueOf::$variant(v) => Some(v.widen()),)*
+                    ValueOf::Bool(b) => Some(Wide::Bool(*b)),
+                    ValueOf::String(_) | ValueOf::Array(_) => None,
+                }
+            }
+        }
+
+        impl ArrayValues {
+            /// The elements of a number or bool array, widened; `None` for strings and arrays.
+            pub fn widened(&self) -> Option<Box<dyn ExactSizeIterator<Item = Wide> + '_>> {
+                match self {
+                    $(ArrayValues::$variant(v) => Some(Box::new(v.iter().map(|x| x.widen()))),)*
+                    ArrayValues::Bool(v) => Some(Box::new(v.iter().map(|x| Wide::Bool(*x)))),
+                    ArrayValues::String(_) | ArrayValues::Array(_) => None,
+                }
+            }
+        }
     };
 }
 
 value_types! {
-    Uint8(u8),
-    Int8(i8),
-    Uint16(u16),
-    Int16(i16),
-    Uint32(u32),
-    Int32(i32),
-    Float32(f32),
-    Uint64(u64),
-    Int64(i64),
-    Float64(f64),
+    Uint8(u8): Unsigned,
+    Int8(i8): Signed,
+    Uint16(u16): Unsigned,
+    Int16(i16): Signed,
+    Uint32(u32): Unsigned,
+    Int32(i32): Signed,
+    Float32(f32): Float,
+    Uint64(u64): Unsigned,
+    Int64(i64): Signed,
+    Float64(f64): Float,
+}
+
+/// The narrowing of a widened number to `$ty`: exact for integers (`None` out of range),
+/// rounded to nearest for floats.
+macro_rules! narrow {
+    (Float, $ty:ty, $v:expr) => {
+        Some($v as $ty)
+    };
+    ($kind:ident, $ty:ty, $v:expr) => {
+        <$ty>::try_from($v).ok()
+    };
+}
+use narrow;
+
+impl Number for bool {
+    const TYPE: ValueType = ValueType::Bool;
+    const KIND: NumberKind = NumberKind::Bool;
+
+    fn widen(self) -> Wide {
+        Wide::Bool(self)
+    }
+
+    fn narrow(wide: Wide) -> Option<Self> {
+        match wide {
+            Wide::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    fn into_value<H: Repr>(self) -> ValueOf<H> {
+        ValueOf::Bool(self)
+    }
+
+    fn of_value<H: Repr>(value: &ValueOf<H>) -> Option<Self> {
+        match value {
+            ValueOf::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    fn into_array<H: Repr>(nums: H::Nums<Self>) -> ArrayValuesOf<H> {
+        ArrayValuesOf::Bool(nums)
+    }
+
+    fn of_array<H: Repr>(values: &ArrayValuesOf<H>) -> Option<&H::Nums<Self>> {
+        match values {
+            ArrayValuesOf::Bool(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// What kind of number a [`Number`] type is, and so which [`Wide`] variant it widens to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum NumberKind {
+    Unsigned,
+    Signed,
+    Float,
+    Bool,
+}
+
+/// A number of any value type (bools included), widened: what generic code over the value
+/// types (text, JSON) works with, so that it needs no list of the types.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Wide {
+    /// An unsigned integer.
+    Unsigned(u64),
+    /// A signed integer.
+    Signed(i64),
+    /// A float (a float32 widened exactly).
+    Float(f64),
+    /// A bool.
+    Bool(bool),
+}
+
+/// The Rust type of a value type that is a number or a bool: one implementation per row of
+/// the value-type table, so that code generic over `T: Number` covers every such type.
+pub trait Number: Element {
+    /// Its value type.
+    const TYPE: ValueType;
+    /// Its kind: the [`Wide`] variant it widens to.
+    const KIND: NumberKind;
+    /// The value, widened.
+    fn widen(self) -> Wide;
+    /// The value from a widened one of its own kind: `None` for another kind or an integer out
+    /// of range; floats round to nearest (`inf` when too large).
+    fn narrow(wide: Wide) -> Option<Self>;
+    /// As a metadata value.
+    fn into_value<H: Repr>(self) -> ValueOf<H>;
+    /// From a metadata value of this type.
+    fn of_value<H: Repr>(value: &ValueOf<H>) -> Option<Self>;
+    /// As an array's elements.
+    fn into_array<H: Repr>(nums: H::Nums<Self>) -> ArrayValuesOf<H>;
+    /// An array's elements, if they are of this type.
+    fn of_array<H: Repr>(values: &ArrayValuesOf<H>) -> Option<&H::Nums<Self>>;
+}
+
+/// Generic code over the value types: [`ValueType::visit`] calls the method for the type, so
+/// that a match over the types is written once, here.
+pub trait ValueTypeVisitor {
+    /// What the visit returns.
+    type Out;
+    /// A number or bool type, as `T`.
+    fn number<T: Number>(self) -> Self::Out;
+    /// `string`.
+    fn string(self) -> Self::Out;
+    /// `array`.
+    fn array(self) -> Self::Out;
 }
 
 impl<H: Repr> BinRead for ValueOf<H> {

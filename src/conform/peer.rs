@@ -7,11 +7,11 @@
 //!   encodes the same content to the same bytes.
 //! - **peer reads**: ggufrw writes a file; gguf-py reads the same content from it.
 
+use crate::conform::strategy::{Options, Sample};
 use crate::conform::{run_property, Row};
+use crate::dump::{dump_json, metadata_json, tensors_json};
 use crate::file::Gguf;
 use crate::ggml_type::GgmlType;
-use crate::json::{dump_json, metadata_json, tensors_json};
-use crate::strategy::{Options, Sample};
 use ggufrw_schema::{ArrayValues, ByteOrder, Value};
 use serde_json::{json, Value as Json};
 use std::cell::RefCell;
@@ -25,8 +25,8 @@ pub const GGUF_PY_VERSION: &str = "0.19.0";
 /// The environment variable that names the Python interpreter that has gguf-py.
 pub const PYTHON_ENV: &str = "GGUFRW_PYTHON";
 
-const WRITE_SCRIPT: &str = include_str!("../tests/peers/gguf_py_write.py");
-const READ_SCRIPT: &str = include_str!("../tests/peers/gguf_py_read.py");
+const WRITE_SCRIPT: &str = include_str!("../../tests/peers/gguf_py_write.py");
+const READ_SCRIPT: &str = include_str!("../../tests/peers/gguf_py_read.py");
 
 /// The Python interpreter named by `GGUFRW_PYTHON`, or a message saying how to get one.
 pub fn python_from_env() -> Result<PathBuf, String> {
@@ -34,7 +34,8 @@ pub fn python_from_env() -> Result<PathBuf, String> {
         Some(p) if !p.is_empty() => Ok(PathBuf::from(p)),
         _ => Err(format!(
             "{PYTHON_ENV} is not set: it must name a Python with gguf=={GGUF_PY_VERSION}. \
-             Run the tests through scripts/test.sh, or set it to the path scripts/peers.sh prints"
+             Make one with `python3 -m venv gguf-venv && gguf-venv/bin/pip install gguf=={GGUF_PY_VERSION}` \
+             and pass --python gguf-venv/bin/python (in a clone of ggufrw, scripts/peers.sh makes it)"
         )),
     }
 }
@@ -109,9 +110,10 @@ impl GgufPy {
         let found = String::from_utf8_lossy(&version.stdout).trim().to_owned();
         if found != GGUF_PY_VERSION {
             return Err(format!(
-                "{} does not have gguf=={GGUF_PY_VERSION} (found {:?}); scripts/peers.sh makes one that does",
+                "{} does not have gguf=={GGUF_PY_VERSION} (found {:?}); install it with `{} -m pip install gguf=={GGUF_PY_VERSION}`, preferably in a venv",
                 python.display(),
-                if found.is_empty() { "none" } else { &found }
+                if found.is_empty() { "none" } else { &found },
+                python.display()
             ));
         }
         Ok(GgufPy {

@@ -1,15 +1,18 @@
 //! The conformance harness behind `ggufrw conform`: generate valid files with
-//! [`crate::strategy`], and check that each encodes, decodes to the same content, re-encodes
+//! [`strategy`], and check that each encodes, decodes to the same content, re-encodes
 //! to the same bytes, hands out the right tensor bytes, validates clean under `spec`, and that
 //! the zero-copy view of it holds the same header.
 
+pub mod peer;
+pub mod strategy;
+
 use crate::file::Gguf;
-use crate::strategy::{file_with, Options, Sample, COMBINATIONS};
 use crate::validate::{validate, Profile, Severity};
 use crate::view::GgufView;
 use ggufrw_schema::ByteOrder;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use std::cell::Cell;
+use strategy::{file_with, Options, Sample, COMBINATIONS};
 
 /// Checks one generated file; returns its size, or what went wrong.
 pub fn check_sample(sample: &Sample) -> Result<usize, String> {

@@ -1,0 +1,166 @@
+//! The command line: one module per command, and what they share (exit codes, opening files,
+//! printing, progress, signals).
+
+mod check;
+mod conform;
+mod dump;
+mod edit;
+mod name;
+mod set;
+
+use clap::{Parser, Subcommand};
+use ggufrw::fsutil::{remove_temporary_files, Progress};
+use ggufrw::Gguf;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::cell::Cell;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Read, check and write GGUF model files exactly.
+#[derive(Parser)]
+#[command(name = "ggufrw", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the whole header: version, byte order, metadata, tensor infos.
+    Dump(dump::Args),
+    /// Decode and validate files; exit 0 when none has an error, 1 when one does, 2 on I/O
+    /// or usage errors.
+    Check(check::Args),
+    /// Decode IN and encode it to OUT, byte-identical; OUT appears complete or not at all, with
+    /// IN's permissions.
+    Rewrite(edit::RewriteArgs),
+    /// Print the file's conventional name (ggml's naming convention, derived from general.name,
+    /// basename, finetune, version, size_label, file_type and the tensors as llama.cpp's
+    /// converter does); with --check, say where the actual name differs and exit 1 if it does.
+    Name(name::Args),
+    /// Change metadata and tensors: to a new file (-o, atomic) or by rewriting only the header
+    /// (--in-place, when it fits). Everything not edited stays byte-identical.
+    Edit(edit::EditArgs),
+    /// Generate valid files of every version and byte order and check that each round-trips.
+    Conform(conform::Args),
+}
+
+/// Exit code of a command whose input fails (does not decode, cannot be edited as asked).
+pub const FAILED: u8 = 1;
+/// Exit code of I/O and usage errors.
+pub const USAGE_OR_IO: u8 = 2;
+
+/// Runs the command line.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    remove_temporaries_on_signals();
+    match cli.command {
+        Command::Dump(args) => dump::run(args),
+        Command::Check(args) => check::run(args),
+        Command::Rewrite(args) => edit::rewrite(args),
+        Command::Edit(args) => edit::run(args),
+        Command::Name(args) => name::run(args),
+        Command::Conform(args) => conform::run(args),
+    }
+}
+
+/// On SIGINT, SIGTERM and SIGHUP: removes the temporary file of a write under way, waits for an
+/// in-place header write to finish, and exits 128 + the signal's number, as a shell reports a
+/// process killed by it.
+fn remove_temporaries_on_signals() {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            remove_temporary_files();
+            std::process::exit(128 + signal);
+        }
+    });
+}
+
+/// The exit code for a library error: 2 when reading or writing failed, 1 otherwise.
+pub fn exit_code(e: &ggufrw::Error) -> ExitCode {
+    ExitCode::from(if e.is_io() { USAGE_OR_IO } else { FAILED })
+}
+
+/// Prints an error that names its file (or, if it names none, `what` it is about).
+pub fn report(what: &str, e: &ggufrw::Error) -> ExitCode {
+    match e.path() {
+        Some(_) => eprintln!("{e}"),
+        None => eprintln!("{what}: {e}"),
+    }
+    exit_code(e)
+}
+
+/// Opens a file, telling decode failures (exit 1) from I/O failures (exit 2).
+pub fn open(path: &Path) -> Result<Gguf, ExitCode> {
+    Gguf::open(path).map_err(|e| report(&path.display().to_string(), &e))
+}
+
+/// Prints to stdout; a closed pipe is not an error worth a panic.
+pub fn print_out(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ggufrw: {e}");
+            ExitCode::from(USAGE_OR_IO)
+        }
+    }
+}
+
+/// Progress of a long copy, on stderr, shown only when stderr is a terminal and the copy has
+/// taken more than a second.
+pub struct Bar {
+    bar: Option<ProgressBar>,
+    started: Instant,
+    shown: Cell<bool>,
+}
+
+impl Bar {
+    /// A bar that shows itself if the copy turns out long.
+    pub fn new() -> Bar {
+        Bar {
+            bar: std::io::stderr().is_terminal().then(|| {
+                let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+                if let Ok(style) = ProgressStyle::with_template(
+                    "{bytes}/{total_bytes} {wide_bar} {bytes_per_sec}, {eta} left",
+                ) {
+                    bar.set_style(style);
+                }
+                bar
+            }),
+            started: Instant::now(),
+            shown: Cell::new(false),
+        }
+    }
+}
+
+impl Progress for Bar {
+    fn begin(&self, total: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_length(total);
+        }
+    }
+
+    fn advance(&self, n: u64) {
+        if let Some(bar) = &self.bar {
+            bar.inc(n);
+            if !self.shown.get() && self.started.elapsed() > Duration::from_secs(1) {
+                bar.set_draw_target(ProgressDrawTarget::stderr());
+                self.shown.set(true);
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
