@@ -1,6 +1,7 @@
 //! Header parse and write speed on a vocabulary-heavy header like a real model's: 256,000
 //! tokens (~7 bytes each) with f32 scores and i32 token types, 250,000 merges, 1,000 tiny
-//! tensors. `GGUFRW_BENCH_FILE=path` adds a real file (e.g. the Gemma model).
+//! tensors; and a million one-byte keys (what validation's keyed hashing costs).
+//! `GGUFRW_BENCH_FILE=path` adds a real file (e.g. the Gemma model).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ggufrw::validate::{validate, Profile};
@@ -33,8 +34,21 @@ fn vocabulary_header() -> Vec<u8> {
     b.build().unwrap().to_bytes().unwrap()
 }
 
+/// A million uint8 keys `k.0`, `k.1`…, no tensors.
+fn million_keys() -> Vec<u8> {
+    let mut header = ggufrw::Header::new_v3();
+    header.metadata = (0..1_000_000)
+        .map(|i| ggufrw::KeyValue::new(format!("k.{i}"), 1u8))
+        .collect();
+    header.pad().unwrap();
+    header.encode(false).unwrap()
+}
+
 fn bench(c: &mut Criterion) {
-    let mut files = vec![("vocabulary", vocabulary_header())];
+    let mut files = vec![
+        ("vocabulary", vocabulary_header()),
+        ("million-keys", million_keys()),
+    ];
     let path = std::env::var("GGUFRW_BENCH_FILE").ok();
     if let Some(path) = &path {
         files.push(("file", std::fs::read(path).unwrap()));

@@ -120,7 +120,9 @@ fn pattern_matches(pattern: &str, key: &str, arch: Option<&str>) -> bool {
 struct Index {
     exact: HashMap<&'static str, &'static StandardKey>,
     by_arch_suffix: HashMap<&'static str, &'static StandardKey>,
-    placeholders: Vec<&'static StandardKey>,
+    /// With the fixed text before the first placeholder (`{arch}` becomes the architecture),
+    /// so that most keys are ruled out by one prefix test.
+    placeholders: Vec<(&'static str, &'static StandardKey)>,
 }
 
 fn index() -> &'static Index {
@@ -139,7 +141,10 @@ fn index() -> &'static Index {
                 Some(suffix) if !suffix.contains('{') => {
                     index.by_arch_suffix.insert(suffix, key);
                 }
-                _ => index.placeholders.push(key),
+                _ => {
+                    let head = key.pattern.split('{').next().unwrap_or_default();
+                    index.placeholders.push((head, key));
+                }
             }
         }
         index
@@ -158,7 +163,13 @@ pub fn standard_key(key: &str, arch: Option<&str>) -> Option<&'static StandardKe
     if let Some(k) = by_arch {
         return Some(k);
     }
-    index.placeholders.iter().copied().find(|k| k.is(key, arch))
+    let fixed_prefix = |head: &str, pattern: &str| match pattern.strip_prefix("{arch}") {
+        Some(_) => arch.is_some_and(|a| key.starts_with(a)),
+        None => key.starts_with(head),
+    };
+    (index.placeholders.iter())
+        .find(|(head, k)| fixed_prefix(head, k.pattern) && k.is(key, arch))
+        .map(|(_, k)| *k)
 }
 
 /// Read access to metadata through the standard keys.
