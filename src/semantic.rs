@@ -46,7 +46,6 @@ pub fn check(
     layout: &Layout,
     report: &mut dyn FnMut(Severity, String, u64, String),
 ) {
-    let width = header.ctx().width().bytes();
     let arch = (header.metadata.iter())
         .find(|kv| kv.key == *"general.architecture")
         .and_then(|kv| match &kv.value {
@@ -60,7 +59,7 @@ pub fn check(
         let Some(standard) = standard_key(&kv.key, arch) else {
             continue;
         };
-        let offset = layout.kv_offsets[i] + width + kv.key.len() as u64;
+        let offset = layout.kv_value_offsets[i];
         at.entry(kv.key.as_str()).or_insert((i, offset));
         if !(standard.matches)(&kv.value) {
             report(
@@ -99,7 +98,7 @@ pub fn check(
             report(
                 Severity::Warning,
                 "metadata".into(),
-                8 + 2 * width,
+                layout.metadata_start,
                 format!("{} is required{why}", key.pattern),
             );
         }

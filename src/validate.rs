@@ -219,7 +219,6 @@ impl Validator {
 
     fn metadata(&mut self, header: &Header, layout: &Layout) {
         use Profile::*;
-        let width = header.ctx().width().bytes();
         let mut seen: HashMap<Name<'_>, usize> = HashMap::with_capacity(header.metadata.len());
         for (i, kv) in header.metadata.iter().enumerate() {
             let at = layout.kv_offsets[i];
@@ -263,7 +262,7 @@ impl Validator {
                     "key is longer than ggml's 1 GiB limit",
                 );
             }
-            let value_at = at + width + key.len() as u64;
+            let value_at = layout.kv_value_offsets[i];
             let value_path = Field("kv", i, "value");
             self.value(&kv.value, value_path, value_at);
             if key == ALIGNMENT_KEY && seen.get(&Name(key)) == Some(&i) {
@@ -343,7 +342,6 @@ impl Validator {
 
     fn tensors(&mut self, header: &Header, layout: &Layout, file_len: u64) {
         use Profile::*;
-        let ctx = header.ctx();
         let alignment = u64::from(layout.alignment);
         let data_len = file_len.saturating_sub(layout.data_offset);
         let mut names: HashMap<Name<'_>, usize> = HashMap::with_capacity(header.tensor_infos.len());
@@ -352,7 +350,9 @@ impl Validator {
         let mut expected_offset = Some(0u64);
         for (i, info) in header.tensor_infos.iter().enumerate() {
             let at = layout.tensor_info_offsets[i];
-            let [dims_at, type_at, offset_at] = info.field_offsets(at, ctx);
+            let fields = layout.tensor_fields[i];
+            let (dims_at, type_at, offset_at) =
+                (fields.n_dimensions, fields.ggml_type, fields.offset);
             let name = info.name.as_str();
             let path = |field: &str| format!("tensor[{i}].{field}");
             if let Some(first) = names.insert(Name(name), i) {
@@ -464,8 +464,7 @@ impl Validator {
         let mut last_index = None;
         for &(start, end, i) in &extents {
             if let Some(prev) = last_index.filter(|_| start < last_end && end > start) {
-                let offset_at =
-                    header.tensor_infos[i].field_offsets(layout.tensor_info_offsets[i], ctx)[2];
+                let offset_at = layout.tensor_fields[i].offset;
                 self.report(
                     &[Spec, Ggml],
                     Severity::Error,

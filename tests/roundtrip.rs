@@ -172,6 +172,48 @@ proptest! {
         prop_assert_eq!(header.decoded_layout(), header.layout().unwrap());
     }
 
+    /// Every offset the layout gives is where the decoder reads that field: a reader that fails
+    /// from there on fails at that offset, naming that field. Ties the layout (what findings
+    /// report) to the schema's own reading.
+    #[test]
+    fn layout_offsets_are_where_the_decoder_reads(sample in any_file()) {
+        let bytes = sample.encode().expect("generated files encode");
+        let layout = sample.header.decoded_layout();
+        let mut marks: Vec<(u64, String)> = Vec::new();
+        for i in 0..layout.kv_offsets.len() {
+            marks.push((layout.kv_offsets[i], format!("kv[{i}].key")));
+            marks.push((layout.kv_value_offsets[i], format!("kv[{i}].value")));
+        }
+        for (i, (f, info)) in layout.tensor_fields.iter().zip(&sample.header.tensor_infos).enumerate() {
+            prop_assert_eq!(f.name, layout.tensor_info_offsets[i]);
+            marks.push((f.name, format!("tensor[{i}].name")));
+            marks.push((f.n_dimensions, format!("tensor[{i}].n_dimensions")));
+            if !info.dimensions.is_empty() {
+                marks.push((f.dimensions, format!("tensor[{i}].dimensions")));
+            }
+            marks.push((f.ggml_type, format!("tensor[{i}].type")));
+            marks.push((f.offset, format!("tensor[{i}].offset")));
+        }
+        // The metadata starts where the first item is read.
+        if let Some((first, path)) = marks.first() {
+            prop_assert_eq!(*first, layout.metadata_start, "{}", path);
+        }
+        for (offset, path) in marks {
+            let mut fenced = common::Fence {
+                inner: std::io::Cursor::new(&bytes),
+                pos: 0,
+                limit: offset,
+            };
+            match ggufrw::read_header(&mut fenced) {
+                Err(ggufrw::Error::Decode(e)) => {
+                    prop_assert_eq!(e.offset, offset, "{}: {}", path, e);
+                    prop_assert!(e.path.starts_with(&path), "{}: {}", path, e);
+                }
+                other => prop_assert!(false, "cut at {} ({}) gave {:?}", offset, path, other.map(|_| ())),
+            }
+        }
+    }
+
     /// The writer refuses what the reader would reject.
     #[test]
     fn writer_refuses_what_reader_rejects(mut sample in any_file(), how in breakage()) {

@@ -44,12 +44,11 @@ pub enum Width {
 }
 
 impl Width {
-    /// The width a version uses.
+    /// The width a version uses ([`crate::VERSIONS`]; the newest's for a version not in it).
     pub fn of_version(version: u32) -> Width {
-        if version == 1 {
-            Width::W32
-        } else {
-            Width::W64
+        match crate::version::version_spec(version) {
+            Some(spec) => spec.width,
+            None => crate::version::VERSIONS[crate::version::VERSIONS.len() - 1].width,
         }
     }
 
@@ -73,7 +72,7 @@ impl Width {
 /// Arguments threaded through every schema type.
 #[derive(Clone, Copy, Debug)]
 pub struct Ctx {
-    /// Format version, 1..=3.
+    /// Format version (one of [`crate::VERSIONS`]).
     pub version: u32,
     /// Byte order of the file.
     pub byte_order: ByteOrder,
@@ -107,15 +106,15 @@ impl Ctx {
         })
     }
 
-    /// Smallest encoding of a metadata pair: key length, an empty key (validation, not
-    /// decoding, refuses it), type id, 1 value byte.
+    /// Smallest encoding of a metadata pair (an empty key, which validation, not decoding,
+    /// refuses, and the smallest value), measured by encoding it.
     pub fn min_kv_size(&self) -> u64 {
-        self.width().bytes() + 4 + 1
+        crate::size::smallest(self.width()).kv
     }
 
-    /// Smallest encoding of a tensor info: name length, n_dimensions, type, offset.
+    /// Smallest encoding of a tensor info (empty name, no dimensions), measured by encoding it.
     pub fn min_tensor_info_size(&self) -> u64 {
-        self.width().bytes() + 4 + 4 + 8
+        crate::size::smallest(self.width()).tensor_info
     }
 }
 

@@ -2,6 +2,7 @@
 
 use binrw::error::BacktraceFrame;
 use std::fmt;
+use strum::IntoEnumIterator;
 
 /// Why an input failed to decode.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,7 +17,7 @@ pub enum DecodeErrorKind {
     },
     /// The first four bytes are neither `GGUF` nor `FUGG`.
     BadMagic([u8; 4]),
-    /// The version field is not 1..=3 little-endian nor 2..=3 big-endian.
+    /// The version field is not a version of [`crate::VERSIONS`] in either byte order.
     UnsupportedVersion(u32),
     /// A count or length whose items could not fit in the bytes left.
     CountTooLarge {
@@ -31,7 +32,7 @@ pub enum DecodeErrorKind {
     InvalidUtf8,
     /// A bool stored as something other than 0 or 1.
     InvalidBool(u8),
-    /// A value type id outside 0..=12.
+    /// A value type id that is not a [`crate::ValueType`].
     InvalidValueType(u32),
     /// Arrays nested deeper than [`crate::limits::MAX_ARRAY_DEPTH`].
     NestingTooDeep,
@@ -58,7 +59,8 @@ impl fmt::Display for DecodeErrorKind {
             ),
             UnsupportedVersion(v) => write!(
                 f,
-                "unsupported version {v} (0x{v:08x}): known are 1..=3 little-endian and 2..=3 big-endian"
+                "unsupported version {v} (0x{v:08x}): known are {}",
+                crate::version::describe_all()
             ),
             CountTooLarge {
                 count,
@@ -70,7 +72,17 @@ impl fmt::Display for DecodeErrorKind {
             ),
             InvalidUtf8 => write!(f, "string is not valid UTF-8"),
             InvalidBool(b) => write!(f, "bool must be 0 or 1, found {b}"),
-            InvalidValueType(t) => write!(f, "unknown value type {t} (known are 0..=12)"),
+            InvalidValueType(t) => {
+                let ids: Vec<u32> = crate::ValueType::iter().map(|t| t as u32).collect();
+                let (first, last) = (ids.first().copied(), ids.last().copied());
+                let contiguous = ids.windows(2).all(|w| w[1] == w[0] + 1);
+                match (first, last) {
+                    (Some(a), Some(b)) if contiguous => {
+                        write!(f, "unknown value type {t} (known are {a}..={b})")
+                    }
+                    _ => write!(f, "unknown value type {t} (known are {ids:?})"),
+                }
+            }
             NestingTooDeep => write!(
                 f,
                 "arrays nested deeper than {} levels",
@@ -146,15 +158,19 @@ impl fmt::Display for EncodeError {
         use EncodeError::*;
         match self {
             TooLargeForVersion { value, version } => {
-                write!(f, "{value} does not fit the u32 that version {version} stores")
+                write!(
+                    f,
+                    "{value} does not fit the u32 that version {version} stores"
+                )
             }
             UnsupportedVersion {
                 version,
                 big_endian,
             } => write!(
                 f,
-                "cannot write version {version}{}: readers accept 1..=3 little-endian and 2..=3 big-endian",
-                if *big_endian { " big-endian" } else { "" }
+                "cannot write version {version}{}: readers accept {}",
+                if *big_endian { " big-endian" } else { "" },
+                crate::version::describe_all()
             ),
             BadAlignment(why) => write!(f, "general.alignment {why}"),
             TooManyDimensions(n) => write!(

@@ -9,8 +9,9 @@ use crate::padding::Padding;
 use crate::repr::{Owned, Repr};
 use crate::string::GgufString;
 use crate::string::GgufStringOf;
-use crate::tensor::TensorInfoOf;
+use crate::tensor::{TensorFields, TensorInfoOf};
 use crate::value::{read_each, Value, ValueOf};
+use crate::version::is_supported;
 use binrw::error::ContextExt;
 use binrw::io::{Cursor, Read, Seek, SeekFrom, Write};
 use binrw::{binrw, BinRead, BinResult, BinWrite, Endian};
@@ -113,7 +114,7 @@ pub struct HeaderOf<H: Repr> {
     #[bw(ignore)]
     pub byte_order: ByteOrder,
 
-    /// Format version, 1..=3.
+    /// Format version (one of [`crate::VERSIONS`]).
     pub version: u32,
 
     #[br(temp, parse_with = read_count, args(ctx, ctx.min_tensor_info_size()))]
@@ -141,15 +142,21 @@ pub struct HeaderOf<H: Repr> {
     pub padding: Padding,
 }
 
-/// Where each part of a header lands in the file.
+/// Where each part of a header lands in the file: every offset a finding or an error can name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
     /// The data alignment in force.
     pub alignment: u32,
+    /// Start of the metadata: the end of the fixed part (magic, version, counts).
+    pub metadata_start: u64,
     /// Start of each metadata pair.
     pub kv_offsets: Vec<u64>,
+    /// Start of each pair's value (its type id).
+    pub kv_value_offsets: Vec<u64>,
     /// Start of each tensor info.
     pub tensor_info_offsets: Vec<u64>,
+    /// Where each tensor info's fields lie.
+    pub tensor_fields: Vec<TensorFields>,
     /// End of the tensor infos, where padding begins.
     pub tensor_infos_end: u64,
     /// Start of the data section: the tensor infos' end rounded up to the alignment.
@@ -167,16 +174,21 @@ impl<H: Repr> HeaderOf<H> {
 }
 
 impl Header {
-    /// An empty version 3 little-endian header, padded.
-    pub fn new_v3() -> Self {
-        let mut header = Header {
+    /// An empty header of this version and byte order, magic `GGUF`, no padding.
+    pub fn empty(version: u32, byte_order: ByteOrder) -> Self {
+        Header {
             magic: Magic::Gguf,
-            byte_order: ByteOrder::Little,
-            version: 3,
+            byte_order,
+            version,
             metadata: Vec::new(),
             tensor_infos: Vec::new(),
             padding: Padding::default(),
-        };
+        }
+    }
+
+    /// An empty version 3 little-endian header, padded.
+    pub fn new_v3() -> Self {
+        let mut header = Header::empty(3, ByteOrder::Little);
         header.pad().expect("an empty header has a valid layout");
         header
     }
@@ -203,59 +215,90 @@ impl Header {
     /// Where each part lies, from the sizes of what was decoded: [`Header::layout`] without
     /// encoding, for a header that decoded (so that it is known to encode).
     pub fn decoded_layout(&self) -> Layout {
-        let w = self.ctx().width();
-        let mut at = 8 + 2 * w.bytes();
-        let mut place = |len: u64| {
-            let start = at;
-            at += len;
-            start
-        };
-        let kv_offsets = (self.metadata.iter())
-            .map(|kv| place(w.bytes() + kv.key.byte_len() + 4 + kv.value.encoded_len(w)))
-            .collect();
-        let tensor_info_offsets = (self.tensor_infos.iter())
-            .map(|t| {
-                let dims = w.bytes() * t.dimensions.len() as u64;
-                place(w.bytes() + t.name.byte_len() + 4 + dims + 4 + 8)
-            })
-            .collect();
+        let ctx = self.ctx();
+        let w = ctx.width();
+        let metadata_start = crate::size::fixed_header_size(ctx);
+        let mut at = metadata_start;
+        let (mut kv_offsets, mut kv_value_offsets) = (Vec::new(), Vec::new());
+        kv_offsets.reserve_exact(self.metadata.len());
+        kv_value_offsets.reserve_exact(self.metadata.len());
+        let empty_string = crate::ValueType::String.min_size(w);
+        let type_id = ctx.min_kv_size() - empty_string - smallest_value(w);
+        for kv in &self.metadata {
+            kv_offsets.push(at);
+            at += empty_string + kv.key.byte_len();
+            kv_value_offsets.push(at);
+            at += type_id + kv.value.encoded_len(w);
+        }
+        let (mut tensor_info_offsets, mut tensor_fields) = (Vec::new(), Vec::new());
+        tensor_info_offsets.reserve_exact(self.tensor_infos.len());
+        tensor_fields.reserve_exact(self.tensor_infos.len());
+        for t in &self.tensor_infos {
+            let fields = t.fields(at, ctx);
+            tensor_info_offsets.push(at);
+            tensor_fields.push(fields);
+            at = fields.end;
+        }
         let alignment = self.alignment();
         Layout {
             alignment,
+            metadata_start,
             kv_offsets,
+            kv_value_offsets,
             tensor_info_offsets,
+            tensor_fields,
             tensor_infos_end: at,
             data_offset: at.next_multiple_of(u64::from(alignment)),
         }
     }
 
-    /// Where each part lands when encoded; fails where [`Header::encode`] would.
+    /// Where each part lands when encoded, measured by encoding each part; fails where
+    /// [`Header::encode`] would.
     pub fn layout(&self) -> Result<Layout, EncodeError> {
         check_writable(self)?;
         let ctx = self.ctx();
         let endian = self.byte_order.endian();
-        let mut at = 8 + 2 * ctx.width().bytes();
-        let mut measure = |item: &dyn Fn(&mut Positioned<Sink>) -> BinResult<()>| {
-            let start = at;
+        let metadata_start = crate::size::fixed_header_size(ctx);
+        let mut at = metadata_start;
+        // Where the item starts (`at`), then `at` moved past it.
+        let measure = |at: &mut u64, item: &dyn Fn(&mut Positioned<Sink>) -> BinResult<()>| {
+            let start = *at;
             let mut counter = Positioned::new(std::io::sink());
             item(&mut counter).map_err(to_encode_error)?;
-            at += counter.position();
+            *at += counter.position();
             Ok::<u64, EncodeError>(start)
         };
-        let kv_offsets = (self.metadata.iter())
-            .map(|kv| measure(&|c| kv.write_options(c, endian, ctx)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let tensor_info_offsets = (self.tensor_infos.iter())
-            .map(|ti| measure(&|c| ti.write_options(c, endian, ctx)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut kv_offsets = Vec::with_capacity(self.metadata.len());
+        let mut kv_value_offsets = Vec::with_capacity(self.metadata.len());
+        for kv in &self.metadata {
+            kv_offsets.push(measure(&mut at, &|c| kv.key.write_options(c, endian, ctx))?);
+            kv_value_offsets.push(measure(&mut at, &|c| {
+                kv.value.write_options(c, endian, ctx)
+            })?);
+        }
+        let mut tensor_info_offsets = Vec::with_capacity(self.tensor_infos.len());
+        let mut tensor_fields = Vec::with_capacity(self.tensor_infos.len());
+        for ti in &self.tensor_infos {
+            let start = measure(&mut at, &|c| ti.write_options(c, endian, ctx))?;
+            tensor_info_offsets.push(start);
+            // The field offsets within are the schema's arithmetic, checked by properties
+            // against the decoder; where the info ends is measured.
+            tensor_fields.push(TensorFields {
+                end: at,
+                ..ti.fields(start, ctx)
+            });
+        }
         let alignment = self.alignment();
         let data_offset = at
             .checked_next_multiple_of(u64::from(alignment))
             .ok_or_else(|| EncodeError::Other("data offset overflows u64".into()))?;
         Ok(Layout {
             alignment,
+            metadata_start,
             kv_offsets,
+            kv_value_offsets,
             tensor_info_offsets,
+            tensor_fields,
             tensor_infos_end: at,
             data_offset,
         })
@@ -284,14 +327,22 @@ impl Header {
     }
 }
 
+/// Bytes of the smallest value with its type id excluded: what the smallest pair holds after
+/// its key and type id.
+fn smallest_value(width: crate::Width) -> u64 {
+    use strum::IntoEnumIterator;
+    (crate::ValueType::iter())
+        .map(|t| t.min_size(width))
+        .min()
+        .unwrap_or(0)
+}
+
 /// Refuses the versions, byte orders and alignments that no reader accepts.
 fn check_writable(header: &Header) -> Result<(), EncodeError> {
-    let big = header.byte_order == ByteOrder::Big;
-    let min = if big { 2 } else { 1 };
-    if !(min..=3).contains(&header.version) {
+    if !crate::version::is_supported(header.version, header.byte_order) {
         return Err(EncodeError::UnsupportedVersion {
             version: header.version,
-            big_endian: big,
+            big_endian: header.byte_order == ByteOrder::Big,
         });
     }
     find_alignment(&header.metadata)
@@ -340,12 +391,16 @@ fn read_metadata<H: Repr, Rd: Read + Seek>(
     let count = usize::try_from(count).unwrap_or(usize::MAX);
     let mut alignment_seen = false;
     read_each(reader, count, |r| {
-        let start = r.stream_position()?;
-        let kv = KeyValueOf::<H>::read_options(r, endian, ctx)?;
+        let key =
+            GgufStringOf::<H>::read_options(r, endian, ctx).map_err(|e| e.with_message("key"))?;
+        let value_start = r.stream_position()?;
+        let value =
+            ValueOf::<H>::read_options(r, endian, ctx).map_err(|e| e.with_message("value"))?;
+        let kv = KeyValueOf { key, value };
         if !alignment_seen && H::str_eq(&kv.key.string, ALIGNMENT_KEY, r)? {
             alignment_seen = true;
             if let Err((_, why)) = alignment_at(std::slice::from_ref(&kv), Some(0)) {
-                let at = start + ctx.width().bytes() + kv.key.byte_len();
+                let at = value_start;
                 return Err(custom(at, DecodeErrorKind::BadAlignment(why)).with_message("value"));
             }
         }
@@ -408,9 +463,9 @@ pub fn detect(first: &[u8]) -> Result<(Magic, ByteOrder, u32), DecodeError> {
         .unwrap_or_default();
     let little = u32::from_le_bytes(version_bytes);
     let big = u32::from_be_bytes(version_bytes);
-    if (1..=3).contains(&little) {
+    if is_supported(little, ByteOrder::Little) {
         Ok((magic, ByteOrder::Little, little))
-    } else if (2..=3).contains(&big) {
+    } else if is_supported(big, ByteOrder::Big) {
         Ok((magic, ByteOrder::Big, big))
     } else {
         Err(DecodeError {

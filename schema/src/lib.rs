@@ -34,9 +34,11 @@ mod io;
 pub mod limits;
 mod padding;
 mod repr;
+mod size;
 mod string;
 mod tensor;
 mod value;
+pub mod version;
 
 pub use ctx::{ByteOrder, Ctx, Width};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
@@ -47,9 +49,11 @@ pub use header::{
 pub use io::Tracked;
 pub use padding::Padding;
 pub use repr::{Dims, Element, NumSpan, Owned, Repr, Span, Spans, StrsSpan};
+pub use size::fixed_header_size;
 pub use string::{GgufString, GgufStringOf, StrList, StrListIter};
-pub use tensor::{TensorInfo, TensorInfoOf};
+pub use tensor::{TensorFields, TensorInfo, TensorInfoOf};
 pub use value::{
     Array, ArrayOf, ArrayValues, ArrayValuesOf, Number, NumberKind, Value, ValueOf, ValueType,
     ValueTypeVisitor, Wide,
 };
+pub use version::{VersionSpec, VERSIONS};

@@ -431,7 +431,7 @@ impl Repr for Owned {
     }
 
     fn strs_bytes(a: &StrList, width: Width) -> u64 {
-        a.len() as u64 * width.bytes() + a.text_len() as u64
+        a.len() as u64 * crate::ValueType::String.min_size(width) + a.text_len() as u64
     }
 
     fn write_str<W: Write + Seek>(s: &String, w: &mut W) -> BinResult<()> {

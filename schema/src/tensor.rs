@@ -39,14 +39,47 @@ pub struct TensorInfoOf<H: Repr> {
 /// A tensor info of the owned model.
 pub type TensorInfo = TensorInfoOf<Owned>;
 
+/// Where each field of a tensor info lies in the file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TensorFields {
+    /// The name (its length first).
+    pub name: u64,
+    /// `n_dimensions`.
+    pub n_dimensions: u64,
+    /// The first dimension.
+    pub dimensions: u64,
+    /// `type`.
+    pub ggml_type: u64,
+    /// `offset`.
+    pub offset: u64,
+    /// Where the next item starts.
+    pub end: u64,
+}
+
 impl<H: Repr> TensorInfoOf<H> {
-    /// Byte offsets of the `n_dimensions`, `type` and `offset` fields, for a tensor info that
-    /// starts at `start` in a file whose counts are `ctx.width()` wide.
-    pub fn field_offsets(&self, start: u64, ctx: Ctx) -> [u64; 3] {
-        let w = ctx.width().bytes();
-        let n_dims = start + w + self.name.byte_len();
-        let ty = n_dims + 4 + w * self.dimensions.len() as u64;
-        [n_dims, ty, ty + 4]
+    /// Where each field lies, for a tensor info that starts at `start` in a file whose counts
+    /// are `ctx.width()` wide: from the smallest encoding (empty name, no dimensions), the name's
+    /// bytes and one count-wide word per dimension. Checked against the decoder (a file cut at
+    /// each of these offsets fails at that field) and against encoding by properties.
+    pub fn fields(&self, start: u64, ctx: Ctx) -> TensorFields {
+        let width = ctx.width();
+        let smallest = ctx.min_tensor_info_size();
+        // The smallest encoding is the empty name, then the fixed-size fields.
+        let empty_name = crate::ValueType::String.min_size(width);
+        let fixed = smallest - empty_name;
+        let n_dimensions = start + empty_name + self.name.byte_len();
+        let dims_bytes = width.bytes() * self.dimensions.len() as u64;
+        let end = n_dimensions + fixed + dims_bytes;
+        // After the dimensions: the type id (u32) and the offset (u64).
+        let offset = end - std::mem::size_of::<u64>() as u64;
+        TensorFields {
+            name: start,
+            n_dimensions,
+            dimensions: n_dimensions + std::mem::size_of::<u32>() as u64,
+            ggml_type: offset - std::mem::size_of::<u32>() as u64,
+            offset,
+            end,
+        }
     }
 }
 

@@ -48,17 +48,10 @@ impl ValueType {
         self.into()
     }
 
-    /// Fewest bytes one value of this type takes (strings and arrays: their length fields).
+    /// Fewest bytes one value of this type takes, its type id excluded (strings and arrays:
+    /// their length fields), measured by encoding the smallest one.
     pub fn min_size(self, width: Width) -> u64 {
-        use ValueType::*;
-        match self {
-            Uint8 | Int8 | Bool => 1,
-            Uint16 | Int16 => 2,
-            Uint32 | Int32 | Float32 => 4,
-            Uint64 | Int64 | Float64 => 8,
-            String => width.bytes(),
-            Array => 4 + width.bytes(),
-        }
+        crate::size::smallest(width).value(self)
     }
 }
 
@@ -114,10 +107,12 @@ macro_rules! value_types {
         impl<H: Repr> ValueOf<H> {
             /// Encoded bytes of the value, its type id excluded.
             pub fn encoded_len(&self, width: Width) -> u64 {
+                // A string or array takes its smallest (empty) encoding plus its contents.
+                let empty = self.value_type().min_size(width);
                 match self {
-                    ValueOf::String(s) => width.bytes() + s.byte_len(),
-                    ValueOf::Array(a) => 4 + width.bytes() + a.values.encoded_len(width),
-                    other => other.value_type().min_size(width),
+                    ValueOf::String(s) => empty + s.byte_len(),
+                    ValueOf::Array(a) => empty + a.values.encoded_len(width),
+                    _ => empty,
                 }
             }
 
@@ -194,7 +189,10 @@ macro_rules! value_types {
                     $(ArrayValuesOf::$variant(v) => H::nums_len(v) as u64 * <$ty as Element>::SIZE as u64,)*
                     ArrayValuesOf::Bool(v) => H::nums_len(v) as u64,
                     ArrayValuesOf::String(v) => H::strs_bytes(v, width),
-                    ArrayValuesOf::Array(v) => v.iter().map(|a| 4 + width.bytes() + a.values.encoded_len(width)).sum(),
+                    ArrayValuesOf::Array(v) => {
+                        let empty = ValueType::Array.min_size(width);
+                        v.iter().map(|a| empty + a.values.encoded_len(width)).sum()
+                    }
                 }
             }
         }
