@@ -8,7 +8,7 @@
 use crate::file::Gguf;
 use crate::ggml_type::type_name;
 use crate::tensor_byte_size;
-use ggufrw_schema::{ArrayValues, KeyValue, TensorInfo, Value};
+use ggufrw_schema::{ArrayValues, FixedValue, KeyValue, TensorInfo, Value, Wide};
 use serde_json::{json, Value as Json};
 use std::fmt::Write as _;
 
@@ -22,48 +22,37 @@ fn float(f: f64) -> Json {
     }
 }
 
+/// A widened number or bool as JSON.
+fn wide_json(wide: Wide) -> Json {
+    match wide {
+        Wide::Unsigned(v) => json!(v),
+        Wide::Signed(v) => json!(v),
+        Wide::Float(v) => float(v),
+        Wide::Bool(v) => json!(v),
+    }
+}
+
 /// A value as JSON: scalars as JSON scalars, arrays as lists.
 pub fn value_json(value: &Value) -> Json {
     match value {
-        Value::Uint8(v) => json!(v),
-        Value::Int8(v) => json!(v),
-        Value::Uint16(v) => json!(v),
-        Value::Int16(v) => json!(v),
-        Value::Uint32(v) => json!(v),
-        Value::Int32(v) => json!(v),
-        Value::Float32(v) => float(f64::from(*v)),
-        Value::Bool(v) => json!(v),
         Value::String(v) => json!(v.as_str()),
-        Value::Uint64(v) => json!(v),
-        Value::Int64(v) => json!(v),
-        Value::Float64(v) => float(*v),
         Value::Array(a) => array_json(&a.values),
+        scalar => scalar.widen().map_or(Json::Null, wide_json),
     }
 }
 
 /// An array's elements as a JSON list; each nested array as an object with its own
 /// `element_type` and `value`, so that no type is lost.
 fn array_json(values: &ArrayValues) -> Json {
-    fn list<T>(v: &[T], f: impl Fn(&T) -> Json) -> Json {
-        Json::Array(v.iter().map(f).collect())
+    if let Some(numbers) = values.widened() {
+        return Json::Array(numbers.map(wide_json).collect());
     }
     match values {
-        ArrayValues::Uint8(v) => list(v, |x| json!(x)),
-        ArrayValues::Int8(v) => list(v, |x| json!(x)),
-        ArrayValues::Uint16(v) => list(v, |x| json!(x)),
-        ArrayValues::Int16(v) => list(v, |x| json!(x)),
-        ArrayValues::Uint32(v) => list(v, |x| json!(x)),
-        ArrayValues::Int32(v) => list(v, |x| json!(x)),
-        ArrayValues::Float32(v) => list(v, |x| float(f64::from(*x))),
-        ArrayValues::Bool(v) => list(v, |x| json!(x)),
         ArrayValues::String(v) => Json::Array(v.iter().map(|x| json!(x)).collect()),
-        ArrayValues::Uint64(v) => list(v, |x| json!(x)),
-        ArrayValues::Int64(v) => list(v, |x| json!(x)),
-        ArrayValues::Float64(v) => list(v, |x| float(*x)),
-        ArrayValues::Array(v) => list(
-            v,
-            |a| json!({"element_type": a.values.element_type().name(), "value": array_json(&a.values)}),
-        ),
+        ArrayValues::Array(v) => (v.iter())
+            .map(|a| json!({"element_type": a.values.element_type().name(), "value": array_json(&a.values)}))
+            .collect(),
+        _ => Json::Null,
     }
 }
 
@@ -99,17 +88,24 @@ pub fn tensors_json(tensor_infos: &[TensorInfo]) -> Json {
         .collect()
 }
 
-/// The whole header as one JSON object.
+/// The whole header as one JSON object: the fixed fields (magic, version, counts), the byte
+/// order, alignment and data offset, the metadata and the tensor infos.
 pub fn dump_json<B: AsRef<[u8]>>(file: &Gguf<B>) -> Json {
     let header = file.header();
-    json!({
-        "version": header.version,
-        "byte_order": header.byte_order.name(),
-        "alignment": file.layout().alignment,
-        "data_offset": file.layout().data_offset,
-        "metadata": metadata_json(&header.metadata),
-        "tensors": tensors_json(&header.tensor_infos),
-    })
+    let mut out = serde_json::Map::new();
+    for field in header.fixed_fields() {
+        let value = match field.value {
+            FixedValue::Text(t) => json!(t),
+            FixedValue::Number(n) => json!(n),
+        };
+        out.insert(field.name.into(), value);
+    }
+    out.insert("byte_order".into(), json!(header.byte_order.name()));
+    out.insert("alignment".into(), json!(file.layout().alignment));
+    out.insert("data_offset".into(), json!(file.layout().data_offset));
+    out.insert("metadata".into(), metadata_json(&header.metadata));
+    out.insert("tensors".into(), tensors_json(&header.tensor_infos));
+    Json::Object(out)
 }
 
 /// Arrays longer than this are abbreviated in text output.

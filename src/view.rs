@@ -27,9 +27,9 @@
 use crate::error::{Error, Result};
 use crate::file::{data_section, map_file, tensor_slice};
 use ggufrw_schema::{
-    alignment_at, decode_header_as, Array, ArrayValues, ArrayValuesOf, ByteOrder, Element,
-    GgufString, Header, HeaderOf, Span, Spans, StrsSpan, Value, ValueOf, ValueType, Width,
-    ALIGNMENT_KEY,
+    alignment_at, decode_header_as, Array, ArrayValues, ArrayValuesOf, ByteOrder, GgufString,
+    Header, HeaderOf, Number, Owned, Span, Spans, StrsSpan, Value, ValueOf, ValueType,
+    ValueTypeVisitor, Wide, Width, ALIGNMENT_KEY,
 };
 use memmap2::Mmap;
 use std::io::Cursor;
@@ -149,17 +149,6 @@ impl<'a> GgufView<'a> {
 
     fn value<'h>(&self, value: &'h ValueOf<Spans>) -> ValueRef<'a, 'h> {
         match value {
-            ValueOf::Uint8(v) => ValueRef::Uint8(*v),
-            ValueOf::Int8(v) => ValueRef::Int8(*v),
-            ValueOf::Uint16(v) => ValueRef::Uint16(*v),
-            ValueOf::Int16(v) => ValueRef::Int16(*v),
-            ValueOf::Uint32(v) => ValueRef::Uint32(*v),
-            ValueOf::Int32(v) => ValueRef::Int32(*v),
-            ValueOf::Float32(v) => ValueRef::Float32(*v),
-            ValueOf::Uint64(v) => ValueRef::Uint64(*v),
-            ValueOf::Int64(v) => ValueRef::Int64(*v),
-            ValueOf::Float64(v) => ValueRef::Float64(*v),
-            ValueOf::Bool(v) => ValueRef::Bool(*v),
             ValueOf::String(s) => ValueRef::String(self.str(&s.string)),
             ValueOf::Array(a) => ValueRef::Array(ArrayRef {
                 values: &a.values,
@@ -167,6 +156,7 @@ impl<'a> GgufView<'a> {
                 byte_order: self.header.byte_order,
                 width: self.header.ctx().width(),
             }),
+            scalar => ValueRef::Scalar(Scalar(scalar)),
         }
     }
 }
@@ -198,24 +188,59 @@ pub struct TensorRef<'a, 'h> {
 
 /// A metadata value, borrowed: strings from the file's bytes, arrays as [`ArrayRef`].
 #[derive(Clone, Copy, Debug)]
-#[allow(missing_docs)]
 pub enum ValueRef<'a, 'h> {
-    Uint8(u8),
-    Int8(i8),
-    Uint16(u16),
-    Int16(i16),
-    Uint32(u32),
-    Int32(i32),
-    Float32(f32),
-    Uint64(u64),
-    Int64(i64),
-    Float64(f64),
-    Bool(bool),
+    /// A number or bool.
+    Scalar(Scalar<'h>),
+    /// A string.
     String(&'a str),
+    /// An array.
     Array(ArrayRef<'a, 'h>),
 }
 
+/// A number or bool of any value type, as decoded.
+#[derive(Clone, Copy, Debug)]
+pub struct Scalar<'h>(&'h ValueOf<Spans>);
+
+impl Scalar<'_> {
+    /// Its value type.
+    pub fn value_type(&self) -> ValueType {
+        self.0.value_type()
+    }
+
+    /// The value, if it is of type `T` (`u8` … `f64`, `bool`).
+    pub fn get<T: Number>(&self) -> Option<T> {
+        T::of_value(self.0)
+    }
+
+    /// The value, widened.
+    pub fn widen(&self) -> Wide {
+        self.0.widen().unwrap_or(Wide::Bool(false))
+    }
+
+    /// The same value in the owned model, bit for bit.
+    pub fn to_value(&self) -> Value {
+        self.0.scalar_to::<Owned>().unwrap_or(Value::Bool(false))
+    }
+}
+
 impl<'a, 'h> ValueRef<'a, 'h> {
+    /// Its value type.
+    pub fn value_type(&self) -> ValueType {
+        match self {
+            ValueRef::Scalar(s) => s.value_type(),
+            ValueRef::String(_) => ValueType::String,
+            ValueRef::Array(_) => ValueType::Array,
+        }
+    }
+
+    /// The number or bool, if it is one of type `T`.
+    pub fn get<T: Number>(&self) -> Option<T> {
+        match self {
+            ValueRef::Scalar(s) => s.get(),
+            _ => None,
+        }
+    }
+
     /// The string, if it is one.
     pub fn as_str(&self) -> Option<&'a str> {
         match self {
@@ -235,17 +260,7 @@ impl<'a, 'h> ValueRef<'a, 'h> {
     /// The same value in the owned model (copies strings and arrays).
     pub fn to_value(&self) -> Value {
         match *self {
-            ValueRef::Uint8(v) => Value::Uint8(v),
-            ValueRef::Int8(v) => Value::Int8(v),
-            ValueRef::Uint16(v) => Value::Uint16(v),
-            ValueRef::Int16(v) => Value::Int16(v),
-            ValueRef::Uint32(v) => Value::Uint32(v),
-            ValueRef::Int32(v) => Value::Int32(v),
-            ValueRef::Float32(v) => Value::Float32(v),
-            ValueRef::Uint64(v) => Value::Uint64(v),
-            ValueRef::Int64(v) => Value::Int64(v),
-            ValueRef::Float64(v) => Value::Float64(v),
-            ValueRef::Bool(v) => Value::Bool(v),
+            ValueRef::Scalar(s) => s.to_value(),
             ValueRef::String(s) => Value::from(s),
             ValueRef::Array(a) => Value::Array(Array::new(a.to_values())),
         }
@@ -296,9 +311,9 @@ impl<'a, 'h> ArrayRef<'a, 'h> {
 
     /// The elements, if they are of type `T` (`u8` … `f64`, `bool`), decoded from the file's
     /// byte order one by one (the bytes need not be aligned).
-    pub fn numbers<T: Element>(&self) -> Option<impl Iterator<Item = T> + 'a> {
+    pub fn numbers<T: Number>(&self) -> Option<impl Iterator<Item = T> + 'a> {
         let raw = self.raw_numbers()?;
-        if !type_is::<T>(self.element_type()) {
+        if T::TYPE != self.element_type() {
             return None;
         }
         let endian = self.byte_order.endian();
@@ -317,32 +332,28 @@ impl<'a, 'h> ArrayRef<'a, 'h> {
 
     /// The elements in the owned model (copied).
     pub fn to_values(&self) -> ArrayValues {
-        fn all<T: Element>(a: &ArrayRef<'_, '_>) -> Vec<T> {
-            a.numbers::<T>().map(Iterator::collect).unwrap_or_default()
+        /// The elements of each element type, copied.
+        struct Copy<'r, 'a, 'h>(&'r ArrayRef<'a, 'h>);
+        impl ValueTypeVisitor for Copy<'_, '_, '_> {
+            type Out = ArrayValues;
+            fn number<T: Number>(self) -> ArrayValues {
+                T::into_array(
+                    self.0
+                        .numbers::<T>()
+                        .map(Iterator::collect)
+                        .unwrap_or_default(),
+                )
+            }
+            fn string(self) -> ArrayValues {
+                let strings = self.0.strings().into_iter().flatten();
+                ArrayValues::String(strings.map(GgufString::from).collect())
+            }
+            fn array(self) -> ArrayValues {
+                let arrays = self.0.arrays().into_iter().flatten();
+                ArrayValues::Array(arrays.map(|a| Array::new(a.to_values())).collect())
+            }
         }
-        match self.element_type() {
-            ValueType::Uint8 => ArrayValues::Uint8(all(self)),
-            ValueType::Int8 => ArrayValues::Int8(all(self)),
-            ValueType::Uint16 => ArrayValues::Uint16(all(self)),
-            ValueType::Int16 => ArrayValues::Int16(all(self)),
-            ValueType::Uint32 => ArrayValues::Uint32(all(self)),
-            ValueType::Int32 => ArrayValues::Int32(all(self)),
-            ValueType::Float32 => ArrayValues::Float32(all(self)),
-            ValueType::Uint64 => ArrayValues::Uint64(all(self)),
-            ValueType::Int64 => ArrayValues::Int64(all(self)),
-            ValueType::Float64 => ArrayValues::Float64(all(self)),
-            ValueType::Bool => ArrayValues::Bool(all(self)),
-            ValueType::String => ArrayValues::String(
-                (self.strings().into_iter().flatten())
-                    .map(GgufString::from)
-                    .collect(),
-            ),
-            ValueType::Array => ArrayValues::Array(
-                (self.arrays().into_iter().flatten())
-                    .map(|a| Array::new(a.to_values()))
-                    .collect(),
-            ),
-        }
+        self.element_type().visit(Copy(self))
     }
 
     /// The inner arrays, if these are arrays.
@@ -354,26 +365,6 @@ impl<'a, 'h> ArrayRef<'a, 'h> {
             })),
             _ => None,
         }
-    }
-}
-
-/// Whether `T` is the Rust type of elements of `ty`.
-fn type_is<T: Element>(ty: ValueType) -> bool {
-    use std::any::TypeId;
-    let id = TypeId::of::<T>();
-    match ty {
-        ValueType::Uint8 => id == TypeId::of::<u8>(),
-        ValueType::Int8 => id == TypeId::of::<i8>(),
-        ValueType::Uint16 => id == TypeId::of::<u16>(),
-        ValueType::Int16 => id == TypeId::of::<i16>(),
-        ValueType::Uint32 => id == TypeId::of::<u32>(),
-        ValueType::Int32 => id == TypeId::of::<i32>(),
-        ValueType::Float32 => id == TypeId::of::<f32>(),
-        ValueType::Uint64 => id == TypeId::of::<u64>(),
-        ValueType::Int64 => id == TypeId::of::<i64>(),
-        ValueType::Float64 => id == TypeId::of::<f64>(),
-        ValueType::Bool => id == TypeId::of::<bool>(),
-        ValueType::String | ValueType::Array => false,
     }
 }
 

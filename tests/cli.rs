@@ -42,7 +42,8 @@ fn dump_json_has_the_documented_shape() {
     let out = ggufrw(&["dump", "--json", s(&path)]);
     assert_eq!(out.status.code(), Some(0));
     let expected = concat!(
-        r#"{"version":3,"byte_order":"big","alignment":32,"data_offset":160,"metadata":["#,
+        r#"{"magic":"GGUF","version":3,"tensor_count":1,"metadata_kv_count":3,"#,
+        r#""byte_order":"big","alignment":32,"data_offset":160,"metadata":["#,
         r#"{"key":"big","type":"uint64","value":18446744073709551615},"#,
         r#"{"key":"neg","type":"int64","value":-9223372036854775808},"#,
         r#"{"key":"list","type":"array","value":[0.5,"nan"],"element_type":"float32"}],"#,

@@ -15,12 +15,13 @@ mod common;
 use common::view_agrees;
 use common::{small_file, ty, Raw};
 use ggufrw::validate::{validate, Finding, Profile, Severity};
-use ggufrw::{DecodeError, DecodeErrorKind, Gguf};
+use ggufrw::{DecodeError, DecodeErrorKind, GgmlType, Gguf, ValueType};
 use ggufrw_schema::limits::MAX_ARRAY_DEPTH;
 use std::io::Cursor;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 use std::process::Command;
+use strum::IntoEnumIterator;
 
 /// ggml tensor type ids used below.
 const F32: u32 = 0;
@@ -410,7 +411,9 @@ fn cases() -> Vec<Case> {
         &array(3, ty::UINT32, 16, 64),
         Accept,
     ));
-    for element_type in [13, 255, u32::MAX] {
+    // The first id past the value-type table, and ids far past it.
+    let unknown = ValueType::iter().map(|t| t as u32).max().unwrap() + 1;
+    for element_type in [unknown, 255, u32::MAX] {
         c.push(
             Case::new(
                 format!("array element type {element_type}"),
@@ -429,7 +432,7 @@ fn cases() -> Vec<Case> {
         Case::new("nested array of 2^62 u32", &r, reject("kv[0].value[0]"))
             .at_mark("kv[0].value[0]", 4),
     );
-    for element_type in 0..=12 {
+    for element_type in ValueType::iter().map(|t| t as u32) {
         let r = array(3, element_type, 0, 0);
         let expect = if element_type == ty::ARRAY {
             ggml_only("kv[0].value")
@@ -459,7 +462,8 @@ fn cases() -> Vec<Case> {
     c.push(Case::new("Jinja payload in chat template", &r, Accept));
 
     // ---- value types and bools
-    for t in [13, 14, 0x0800_0000, u32::MAX] {
+    let unknown = ValueType::iter().map(|t| t as u32).max().unwrap() + 1;
+    for t in [unknown, unknown + 1, 0x0800_0000, u32::MAX] {
         let mut r = head(3, false, 0, 1);
         r.kv(0, "k", t).raw(&pad);
         c.push(
@@ -830,14 +834,15 @@ fn cases() -> Vec<Case> {
 
     // ---- tensor types: unknown, retired; ne[0] not whole blocks
     // Validation and decode errors name the field `type`, as the spec does.
+    let past_the_table = GgmlType::iter().map(GgmlType::id).max().unwrap() + 1;
     for (what, id) in [
-        ("unknown 99", 99),
-        ("unknown 2^32-1", u32::MAX),
-        ("retired 4", 4),
-        ("retired 5", 5),
-        ("retired 31", 31),
-        ("retired 38", 38),
-        ("unknown 43", 43),
+        ("unknown 99".to_owned(), 99),
+        ("unknown 2^32-1".to_owned(), u32::MAX),
+        ("retired 4".to_owned(), 4),
+        ("retired 5".to_owned(), 5),
+        ("retired 31".to_owned(), 31),
+        ("retired 38".to_owned(), 38),
+        (format!("unknown {past_the_table}"), past_the_table),
     ] {
         let r = tensors_file(None, &[("a", &[32], id, 0)], 256);
         let case = Case::new(format!("type {what}"), &r, invalid("tensor[0].type"))

@@ -5,7 +5,7 @@ mod common;
 
 use common::structural;
 
-use ggufrw::conform::peer::{json_difference, python_from_env, GgufPy};
+use ggufrw::conform::peer::{as_readers_report, json_difference, python_from_env, GgufPy};
 use ggufrw::dump::dump_json;
 use ggufrw::edit::{edit_file, edit_in_place, Edit};
 use ggufrw::validate::{validate, Profile, Severity};
@@ -137,7 +137,7 @@ fn streaming_writer_from_every_source() {
     let blob: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
     std::fs::write(&blob_path, &blob).unwrap();
     let blob_file = std::fs::File::open(&blob_path).unwrap();
-    for (version, order) in ggufrw::conform::strategy::COMBINATIONS {
+    for (version, order) in ggufrw::conform::strategy::combinations() {
         for alignment in [8u32, 32, 64, 4096] {
             let from_memory = [0x11u8; 34 * 3];
             let out = dir
@@ -582,7 +582,7 @@ fn gguf_py_reads_what_the_writer_and_edit_produce() {
         .write_file(&streamed)
         .unwrap();
     for path in [&input, &edited, &in_place, &typed, &streamed] {
-        let ours = dump_json(&Gguf::open(path).unwrap());
+        let ours = as_readers_report(dump_json(&Gguf::open(path).unwrap()));
         let theirs = py.read(path).unwrap();
         assert_eq!(
             json_difference(&ours, &theirs, ""),

@@ -5,9 +5,10 @@
 #![no_main]
 
 use ggufrw::schema::{
-    decode_header, decode_header_as, ArrayValuesOf, Element, Header, HeaderOf, Spans, ValueOf,
+    decode_header, decode_header_as, ArrayValuesOf, Element, Header, HeaderOf, Number, Spans,
+    ValueOf, ValueTypeVisitor, Width,
 };
-use ggufrw::{ArrayValues, ByteOrder, Gguf, Value};
+use ggufrw::{ArrayValues, Gguf, Value};
 use ggufrw_fuzz::{check_decode_error, decode_allocation_bound, no_leak, peak_of, Tracking};
 use libfuzzer_sys::fuzz_target;
 use std::io::Cursor;
@@ -119,44 +120,53 @@ fn array_agrees(
     data: &[u8],
     ctx: ggufrw::schema::Ctx,
 ) {
-    let endian = ctx.byte_order.endian();
-    fn nums<T: Element>(o: &[T], offset: u64, count: u64, data: &[u8], order: ByteOrder) {
-        assert_eq!(o.len() as u64, count);
-        let mut bytes = Vec::new();
-        o.iter().for_each(|v| v.encode(&mut bytes, order.endian()));
-        assert_eq!(
-            &bytes[..],
-            &data[offset as usize..offset as usize + bytes.len()]
-        );
+    assert_eq!(owned.element_type(), spans.element_type());
+    /// The owned elements of each element type are the bytes their span covers.
+    struct Agree<'x> {
+        owned: &'x ArrayValues,
+        spans: &'x ArrayValuesOf<Spans>,
+        data: &'x [u8],
+        ctx: ggufrw::schema::Ctx,
     }
-    macro_rules! each_num {
-        ($($v:ident),*) => {
-            match (owned, spans) {
-                $((ArrayValues::$v(o), ArrayValuesOf::$v(s)) => nums(o, s.offset, s.count, data, ctx.byte_order),)*
-                (ArrayValues::String(o), ArrayValuesOf::String(s)) => {
-                    assert_eq!(o.len() as u64, s.count);
-                    let mut bytes = Vec::new();
-                    for string in o {
-                        let len = string.len() as u64;
-                        if ctx.version == 1 {
-                            (len as u32).encode(&mut bytes, endian);
-                        } else {
-                            len.encode(&mut bytes, endian);
-                        }
-                        bytes.extend_from_slice(string.as_bytes());
-                    }
-                    assert_eq!(bytes.len() as u64, s.bytes);
-                    assert_eq!(&bytes[..], &data[s.offset as usize..(s.offset + s.bytes) as usize]);
+    impl ValueTypeVisitor for Agree<'_> {
+        type Out = ();
+        fn number<T: Number>(self) {
+            let (Some(o), Some(s)) = (T::of_array(self.owned), T::of_array(self.spans)) else {
+                unreachable!("the element types are equal");
+            };
+            assert_eq!(o.len() as u64, s.count);
+            let mut bytes = Vec::new();
+            o.iter().for_each(|v| v.encode(&mut bytes, self.ctx.byte_order.endian()));
+            let start = s.offset as usize;
+            assert_eq!(&bytes[..], &self.data[start..start + bytes.len()]);
+        }
+        fn string(self) {
+            let (ArrayValues::String(o), ArrayValuesOf::String(s)) = (self.owned, self.spans) else {
+                unreachable!("the element types are equal");
+            };
+            assert_eq!(o.len() as u64, s.count);
+            let endian = self.ctx.byte_order.endian();
+            let mut bytes = Vec::new();
+            for string in o {
+                let len = string.len() as u64;
+                match self.ctx.width() {
+                    Width::W32 => (len as u32).encode(&mut bytes, endian),
+                    Width::W64 => len.encode(&mut bytes, endian),
                 }
-                (ArrayValues::Array(o), ArrayValuesOf::Array(s)) => {
-                    assert_eq!(o.len(), s.len());
-                    for (o, s) in o.iter().zip(s) {
-                        array_agrees(&o.values, &s.values, data, ctx);
-                    }
-                }
-                (o, s) => panic!("element types differ: {:?} and {:?}", o.element_type(), s.element_type()),
+                bytes.extend_from_slice(string.as_bytes());
             }
-        };
+            assert_eq!(bytes.len() as u64, s.bytes);
+            assert_eq!(&bytes[..], &self.data[s.offset as usize..(s.offset + s.bytes) as usize]);
+        }
+        fn array(self) {
+            let (ArrayValues::Array(o), ArrayValuesOf::Array(s)) = (self.owned, self.spans) else {
+                unreachable!("the element types are equal");
+            };
+            assert_eq!(o.len(), s.len());
+            for (o, s) in o.iter().zip(s) {
+                array_agrees(&o.values, &s.values, self.data, self.ctx);
+            }
+        }
     }
-    each_num!(Uint8, Int8, Uint16, Int16, Uint32, Int32, Float32, Bool, Uint64, Int64, Float64);
+    owned.element_type().visit(Agree { owned, spans, data, ctx });
 }

@@ -163,6 +163,26 @@ pub struct Layout {
     pub data_offset: u64,
 }
 
+/// One field of a header's fixed part, as [`HeaderOf::fixed_fields`] lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedField {
+    /// The spec's name for it.
+    pub name: &'static str,
+    /// Its value: the magic as text, the rest as numbers.
+    pub value: FixedValue,
+    /// Bytes it takes.
+    pub size: u64,
+}
+
+/// The value of a [`FixedField`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FixedValue {
+    /// Text (the magic).
+    Text(&'static str),
+    /// A number.
+    Number(u64),
+}
+
 /// The header of the owned model: what is edited and written.
 pub type Header = HeaderOf<Owned>;
 
@@ -170,6 +190,32 @@ impl<H: Repr> HeaderOf<H> {
     /// The context its fields are written in.
     pub fn ctx(&self) -> Ctx {
         Ctx::new(self.version, self.byte_order, u64::MAX)
+    }
+
+    /// The fields of the fixed part (before the metadata), in file order, with their sizes:
+    /// what dumps show. A test checks that their sizes add up to the encoded fixed part, so a
+    /// field added to the declaration and not here fails it.
+    pub fn fixed_fields(&self) -> Vec<FixedField> {
+        let width = self.ctx().width().bytes();
+        let magic = match self.magic {
+            Magic::Gguf => "GGUF",
+            Magic::Fugg => "FUGG",
+        };
+        let number = |name, value: usize, size| FixedField {
+            name,
+            value: FixedValue::Number(value as u64),
+            size,
+        };
+        vec![
+            FixedField {
+                name: "magic",
+                value: FixedValue::Text(magic),
+                size: self.magic.bytes().len() as u64,
+            },
+            number("version", self.version as usize, 4),
+            number("tensor_count", self.tensor_infos.len(), width),
+            number("metadata_kv_count", self.metadata.len(), width),
+        ]
     }
 }
 
@@ -508,4 +554,24 @@ pub fn decode_header_as<H: Repr, Rd: Read + Seek>(
     let ctx = Ctx::new(version, byte_order, end);
     HeaderOf::<H>::read_options(&mut tracked, byte_order.endian(), ctx)
         .map_err(|e| to_decode_error(e, tracked.last_read(), end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_fields_add_up_to_the_encoded_fixed_part() {
+        for (version, byte_order) in crate::version::combinations() {
+            let header = Header::empty(version, byte_order);
+            let listed: u64 = header.fixed_fields().iter().map(|f| f.size).sum();
+            assert_eq!(
+                listed,
+                crate::size::fixed_header_size(header.ctx()),
+                "v{version} {byte_order:?}: a field of the fixed part is missing from fixed_fields"
+            );
+            let bytes = header.encode(false).unwrap();
+            assert_eq!(listed, bytes.len() as u64);
+        }
+    }
 }

@@ -43,8 +43,8 @@ pub mod version;
 pub use ctx::{ByteOrder, Ctx, Width};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
 pub use header::{
-    alignment_at, decode_header, decode_header_as, detect, find_alignment, Header, HeaderOf,
-    KeyValue, KeyValueOf, Layout, Magic, ALIGNMENT_KEY, DEFAULT_ALIGNMENT,
+    alignment_at, decode_header, decode_header_as, detect, find_alignment, FixedField, FixedValue,
+    Header, HeaderOf, KeyValue, KeyValueOf, Layout, Magic, ALIGNMENT_KEY, DEFAULT_ALIGNMENT,
 };
 pub use io::Tracked;
 pub use padding::Padding;

@@ -458,6 +458,27 @@ pub trait ValueTypeVisitor {
     fn array(self) -> Self::Out;
 }
 
+impl<H: Repr> ValueOf<H> {
+    /// The number or bool in another representation, bit for bit; `None` for strings and
+    /// arrays.
+    pub fn scalar_to<G: Repr>(&self) -> Option<ValueOf<G>> {
+        struct To<'v, H: Repr, G: Repr>(&'v ValueOf<H>, std::marker::PhantomData<G>);
+        impl<H: Repr, G: Repr> ValueTypeVisitor for To<'_, H, G> {
+            type Out = Option<ValueOf<G>>;
+            fn number<T: Number>(self) -> Self::Out {
+                T::of_value(self.0).map(T::into_value)
+            }
+            fn string(self) -> Self::Out {
+                None
+            }
+            fn array(self) -> Self::Out {
+                None
+            }
+        }
+        self.value_type().visit(To(self, std::marker::PhantomData))
+    }
+}
+
 impl<H: Repr> BinRead for ValueOf<H> {
     type Args<'a> = Ctx;
 

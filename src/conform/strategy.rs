@@ -4,10 +4,11 @@
 //! with gaps, out of order, with trailing bytes. Used by the tests and by `ggufrw conform`.
 
 use crate::ggml_type::GgmlType;
+use binrw::Endian;
 use ggufrw_schema::limits::MAX_ARRAY_DEPTH;
 use ggufrw_schema::{
-    Array, ArrayValues, ByteOrder, EncodeError, GgufString, Header, KeyValue, Magic, Padding,
-    TensorInfo, Value, ALIGNMENT_KEY,
+    Array, ArrayValues, ByteOrder, EncodeError, GgufString, Header, KeyValue, Magic, Number,
+    NumberKind, Padding, TensorInfo, Value, ValueType, ValueTypeVisitor, Wide, ALIGNMENT_KEY,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -16,14 +17,10 @@ use std::fmt::Debug;
 use std::ops::Range;
 use strum::IntoEnumIterator;
 
-/// The version × byte order combinations a file can have.
-pub const COMBINATIONS: [(u32, ByteOrder); 5] = [
-    (1, ByteOrder::Little),
-    (2, ByteOrder::Little),
-    (2, ByteOrder::Big),
-    (3, ByteOrder::Little),
-    (3, ByteOrder::Big),
-];
+/// The version × byte order combinations a file can have (from the schema's version table).
+pub fn combinations() -> Vec<(u32, ByteOrder)> {
+    ggufrw_schema::version::combinations().collect()
+}
 
 /// A generated file: its header, its data section, and where each tensor's data lies in it.
 #[derive(Clone, Debug)]
@@ -87,38 +84,44 @@ impl Options {
     }
 }
 
-/// Mostly any value, often one of the `edges`.
-fn edgy<T: Arbitrary + Clone + Debug + 'static>(edges: &[T]) -> BoxedStrategy<T> {
-    prop_oneof![1 => select(edges.to_vec()), 3 => any::<T>()].boxed()
-}
-
-fn f32_bits() -> BoxedStrategy<f32> {
-    edgy(&[
-        0u32,
-        0x8000_0000,
-        0x7fc0_0000,
-        0x7fc0_0001,
-        0xffff_ffff,
-        0x7f80_0001,
-        0x7f80_0000,
-        0xff80_0000,
-        1,
-    ])
-    .prop_map(f32::from_bits)
-    .boxed()
-}
-
-fn f64_bits() -> BoxedStrategy<f64> {
-    edgy(&[
-        0u64,
-        1 << 63,
-        0x7ff8_0000_0000_0000,
-        0x7ff0_0000_0000_0001,
-        u64::MAX,
-        0x7ff0_0000_0000_0000,
-        1,
-    ])
-    .prop_map(f64::from_bits)
+/// Any value of the number type `T`, from random bytes, often an edge: all zero bits, all one
+/// bits, only the sign bit, the largest signed value, one; for floats also the infinities
+/// (random bytes give NaNs with every kind of payload).
+fn number<T: Number>() -> BoxedStrategy<T> {
+    let from_bytes = |mut bytes: Vec<u8>| {
+        if T::CHECKED {
+            // Bools: only 0 and 1 are values.
+            bytes[0] &= 1;
+        }
+        T::decode(&bytes, Endian::Little)
+    };
+    let size = T::SIZE;
+    let mut edges: Vec<T> = [
+        vec![0u8; size],
+        vec![0xff; size],
+        (0..size)
+            .map(|i| if i + 1 == size { 0x80 } else { 0 })
+            .collect(),
+        (0..size)
+            .map(|i| if i + 1 == size { 0x7f } else { 0xff })
+            .collect(),
+        (0..size).map(|i| u8::from(i == 0)).collect(),
+    ]
+    .into_iter()
+    .filter_map(from_bytes)
+    .collect();
+    if T::KIND == NumberKind::Float {
+        edges.extend(
+            [f64::INFINITY, f64::NEG_INFINITY]
+                .map(|f| T::narrow(Wide::Float(f)))
+                .into_iter()
+                .flatten(),
+        );
+    }
+    prop_oneof![
+        1 => select(edges),
+        3 => vec(any::<u8>(), size).prop_filter_map("an element", from_bytes),
+    ]
     .boxed()
 }
 
@@ -127,42 +130,53 @@ fn text() -> BoxedStrategy<String> {
     "(?s).{0,12}".boxed()
 }
 
+/// The value types that are not arrays.
+fn scalar_types() -> Vec<ValueType> {
+    ValueType::iter()
+        .filter(|t| *t != ValueType::Array)
+        .collect()
+}
+
+/// A scalar of any type but array, each type equally likely.
 fn scalar() -> BoxedStrategy<Value> {
-    prop_oneof![
-        edgy(&[0u8, u8::MAX]).prop_map(Value::Uint8),
-        edgy(&[i8::MIN, -1, 0, i8::MAX]).prop_map(Value::Int8),
-        edgy(&[0u16, u16::MAX]).prop_map(Value::Uint16),
-        edgy(&[i16::MIN, -1, i16::MAX]).prop_map(Value::Int16),
-        edgy(&[0u32, u32::MAX]).prop_map(Value::Uint32),
-        edgy(&[i32::MIN, -1, i32::MAX]).prop_map(Value::Int32),
-        f32_bits().prop_map(Value::Float32),
-        any::<bool>().prop_map(Value::Bool),
-        text().prop_map(|s| Value::String(s.into())),
-        edgy(&[0u64, u64::MAX]).prop_map(Value::Uint64),
-        edgy(&[i64::MIN, -1, i64::MAX]).prop_map(Value::Int64),
-        f64_bits().prop_map(Value::Float64),
-    ]
-    .boxed()
+    struct Scalar;
+    impl ValueTypeVisitor for Scalar {
+        type Out = BoxedStrategy<Value>;
+        fn number<T: Number>(self) -> Self::Out {
+            number::<T>().prop_map(T::into_value).boxed()
+        }
+        fn string(self) -> Self::Out {
+            text().prop_map(Value::from).boxed()
+        }
+        fn array(self) -> Self::Out {
+            unreachable!("scalar_types() has no array")
+        }
+    }
+    select(scalar_types())
+        .prop_flat_map(|ty| ty.visit(Scalar))
+        .boxed()
 }
 
 /// Arrays of every element type, nested a few levels, empty ones unless `empty` is false.
 fn array_values(empty: bool) -> BoxedStrategy<ArrayValues> {
+    struct Leaf(Range<usize>);
+    impl ValueTypeVisitor for Leaf {
+        type Out = BoxedStrategy<ArrayValues>;
+        fn number<T: Number>(self) -> Self::Out {
+            vec(number::<T>(), self.0).prop_map(T::into_array).boxed()
+        }
+        fn string(self) -> Self::Out {
+            vec(text(), self.0)
+                .prop_map(|v| ArrayValues::String(v.iter().collect()))
+                .boxed()
+        }
+        fn array(self) -> Self::Out {
+            unreachable!("scalar_types() has no array")
+        }
+    }
     let n: Range<usize> = if empty { 0..5 } else { 1..5 };
     let nested = n.start..4;
-    let leaf = prop_oneof![
-        vec(any::<u8>(), n.clone()).prop_map(ArrayValues::Uint8),
-        vec(any::<i8>(), n.clone()).prop_map(ArrayValues::Int8),
-        vec(any::<u16>(), n.clone()).prop_map(ArrayValues::Uint16),
-        vec(any::<i16>(), n.clone()).prop_map(ArrayValues::Int16),
-        vec(any::<u32>(), n.clone()).prop_map(ArrayValues::Uint32),
-        vec(any::<i32>(), n.clone()).prop_map(ArrayValues::Int32),
-        vec(f32_bits(), n.clone()).prop_map(ArrayValues::Float32),
-        vec(any::<bool>(), n.clone()).prop_map(ArrayValues::Bool),
-        vec(text(), n.clone()).prop_map(|v| ArrayValues::String(v.iter().collect())),
-        vec(any::<u64>(), n.clone()).prop_map(ArrayValues::Uint64),
-        vec(any::<i64>(), n.clone()).prop_map(ArrayValues::Int64),
-        vec(f64_bits(), n.clone()).prop_map(ArrayValues::Float64),
-    ];
+    let leaf = select(scalar_types()).prop_flat_map(move |ty| ty.visit(Leaf(n.clone())));
     leaf.prop_recursive(3, 16, 4, move |inner| {
         vec(inner.prop_map(Array::new), nested.clone()).prop_map(ArrayValues::Array)
     })
@@ -364,17 +378,12 @@ fn assemble(
     fugg: bool,
 ) -> Sample {
     let mut header = Header {
-        magic: if fugg && byte_order == ByteOrder::Big {
-            Magic::Fugg
-        } else {
-            Magic::Gguf
-        },
-        byte_order,
-        version,
         metadata,
-        tensor_infos: Vec::new(),
-        padding: Padding::default(),
+        ..Header::empty(version, byte_order)
     };
+    if fugg && byte_order == ByteOrder::Big {
+        header.magic = Magic::Fugg;
+    }
     let alignment = u64::from(header.alignment());
     let sizes: Vec<u64> = (tensors.iter())
         .map(|((ty, dims), _)| ty.byte_size(dims).expect("shapes are small"))
@@ -415,7 +424,7 @@ fn assemble(
 
 /// Any valid file of any version and byte order.
 pub fn any_file() -> BoxedStrategy<Sample> {
-    select(COMBINATIONS.to_vec())
+    select(combinations())
         .prop_flat_map(|(v, o)| file(v, o))
         .boxed()
 }

@@ -42,7 +42,7 @@ fn main() {
             let view = GgufView::new(&map).unwrap();
             let mut bytes = 0usize;
             for (_, value) in view.metadata() {
-                if let ValueRef::Array(a) = value {
+                if let Some(a) = value.as_array() {
                     bytes += a.strings().into_iter().flatten().map(str::len).sum::<usize>();
                 }
             }

@@ -1,0 +1,112 @@
+//! What the commands print, checked in: `dump --json` and `check --json` (both profiles) over
+//! every file of the hostile corpus and over small valid files of every version and byte
+//! order. A change in what a command prints is then a reviewed diff of `tests/snapshots/`;
+//! `GGUFRW_BLESS=1 cargo test --test snapshots` rewrites them.
+
+mod common;
+
+use common::small_file;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Runs `ggufrw ARGS` in `dir`: one JSON line with the exit code, stdout (as JSON where it is)
+/// and stderr.
+fn run(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<serde_json::Value> = (stdout.lines())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|_| serde_json::Value::from(l)))
+        .collect();
+    serde_json::json!({
+        "args": args,
+        "exit": out.status.code(),
+        "stdout": lines,
+        "stderr": String::from_utf8_lossy(&out.stderr),
+    })
+    .to_string()
+}
+
+/// The snapshot `name`: compared with the checked-in file, or written when blessing.
+fn snapshot(name: &str, text: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("GGUFRW_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; bless with GGUFRW_BLESS=1 cargo test --test snapshots",
+            path.display()
+        )
+    });
+    if checked_in != text {
+        let (ours, theirs): (Vec<_>, Vec<_>) =
+            (text.lines().collect(), checked_in.lines().collect());
+        let first = (ours.iter().zip(&theirs))
+            .position(|(a, b)| a != b)
+            .unwrap_or(ours.len().min(theirs.len()));
+        panic!(
+            "{} differs from what the commands print now, first at line {}:\n  checked in: {}\n  now:        {}\n\
+             If the change is meant, bless it: GGUFRW_BLESS=1 cargo test --test snapshots",
+            path.display(),
+            first + 1,
+            theirs.get(first).unwrap_or(&"(nothing)"),
+            ours.get(first).unwrap_or(&"(nothing)")
+        );
+    }
+}
+
+/// Every command's output on every file of `dir` named by `files`, one line per run.
+fn outputs(dir: &Path, files: &[String]) -> String {
+    let mut out = String::new();
+    for file in files {
+        for args in [
+            vec!["dump", "--json", file],
+            vec!["check", "--json", file],
+            vec!["check", "--json", "--profile", "ggml", file],
+        ] {
+            out.push_str(&run(dir, &args));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn hostile_corpus_outputs_are_the_checked_in_ones() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".gguf"))
+        .collect();
+    files.sort();
+    assert!(files.len() > 100, "the corpus is in tests/hostile/");
+    snapshot("hostile.jsonl", &outputs(&dir, &files));
+}
+
+#[test]
+fn fixture_outputs_are_the_checked_in_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = Vec::new();
+    for (version, big) in ggufrw::conform::strategy::combinations()
+        .into_iter()
+        .map(|(v, o)| (v, o == ggufrw::ByteOrder::Big))
+    {
+        let name = format!(
+            "small-v{version}-{}.gguf",
+            if big { "big" } else { "little" }
+        );
+        let path: PathBuf = dir.path().join(&name);
+        std::fs::write(&path, small_file(version, big).done()).unwrap();
+        files.push(name);
+    }
+    snapshot("fixtures.jsonl", &outputs(dir.path(), &files));
+}
