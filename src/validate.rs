@@ -18,13 +18,19 @@
 //! | unknown or retired type id | error | error |
 //! | `ne[0]` not whole blocks, size overflow | error | error |
 //! | offset not aligned | error | error |
-//! | data outside the file | error | error |
+//! | data outside the file | error | error (category `load`) |
+//! | the last tensor's padding missing at the end of the file | – | error (category `load`) |
 //! | tensors overlapping | error | error |
 //! | data not contiguous in declaration order | – | error |
 //! | non-zero padding | warning | – |
 //! | bytes after the last tensor | info | – |
 //!
 //! And, under both profiles, the meaning of the standard keys ([`crate::semantic`]).
+//!
+//! Under `ggml`, category `structure` holds exactly what ggml's header read
+//! (`gguf_init_from_file` with `no_alloc`) refuses, and category `load` what its full load
+//! (and llama.cpp's loader, which checks each tensor's extent) refuses on top: data that the
+//! file does not hold. The ggml peer tests hold the profile to ggml itself.
 
 use crate::file::{tensor_byte_size, Gguf};
 use crate::ggml_type::{type_name, GgmlType};
@@ -75,6 +81,9 @@ pub enum Category {
     Structure,
     /// What the standard keys mean ([`crate::semantic`]), the same under both profiles.
     Meaning,
+    /// Under `ggml`: what ggml's full load (and llama.cpp's loader) refuses although its
+    /// header read accepts the file: tensor data the file does not hold.
+    Load,
 }
 
 /// One finding: severity, field path, byte offset, message.
@@ -172,10 +181,30 @@ impl Validator {
         offset: u64,
         message: impl Into<String>,
     ) {
+        self.report_in(
+            Category::Structure,
+            profiles,
+            severity,
+            path,
+            offset,
+            message,
+        );
+    }
+
+    /// [`Validator::report`] in another category.
+    fn report_in(
+        &mut self,
+        category: Category,
+        profiles: &[Profile],
+        severity: Severity,
+        path: impl fmt::Display,
+        offset: u64,
+        message: impl Into<String>,
+    ) {
         if profiles.contains(&self.profile) {
             self.findings.push(Finding {
                 severity,
-                category: Category::Structure,
+                category,
                 path: path.to_string(),
                 offset,
                 message: message.into(),
@@ -348,6 +377,7 @@ impl Validator {
         // (offset, end, index) of every tensor whose extent is known, for the overlap check.
         let mut extents: Vec<(u64, u64, usize)> = Vec::with_capacity(header.tensor_infos.len());
         let mut expected_offset = Some(0u64);
+        let mut past_end = false;
         for (i, info) in header.tensor_infos.iter().enumerate() {
             let at = layout.tensor_info_offsets[i];
             let fields = layout.tensor_fields[i];
@@ -443,7 +473,28 @@ impl Validator {
             if let Some(size) = size {
                 match info.offset.checked_add(size).filter(|&end| end <= data_len) {
                     Some(end) => extents.push((info.offset, end, i)),
-                    None => self.report(&[Spec, Ggml], Severity::Error, path("offset"), offset_at, format!("data {}..+{size} runs past the end of the {data_len}-byte data section", info.offset)),
+                    None => {
+                        past_end = true;
+                        let message = format!(
+                            "data {}..+{size} runs past the end of the {data_len}-byte data section",
+                            info.offset
+                        );
+                        self.report(
+                            &[Spec],
+                            Severity::Error,
+                            path("offset"),
+                            offset_at,
+                            &*message,
+                        );
+                        self.report_in(
+                            Category::Load,
+                            &[Ggml],
+                            Severity::Error,
+                            path("offset"),
+                            offset_at,
+                            message,
+                        );
+                    }
                 }
             }
             match (expected_offset, size) {
@@ -458,6 +509,20 @@ impl Validator {
                 }
                 _ => expected_offset = None,
             }
+        }
+        // ggml's full load reads every tensor's padded size from the data offset on.
+        if let Some(blob) = expected_offset.filter(|&blob| blob > data_len && !past_end) {
+            self.report_in(
+                Category::Load,
+                &[Ggml],
+                Severity::Error,
+                "data",
+                layout.data_offset + data_len,
+                format!(
+                    "the file ends {} bytes short of the last tensor's padding: ggml's full load reads {blob} bytes of data",
+                    blob - data_len
+                ),
+            );
         }
         extents.sort_unstable();
         let mut last_end = 0u64;

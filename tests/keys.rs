@@ -4,7 +4,7 @@ mod common;
 
 use ggufrw::keys::{
     standard_key, FileType, KeyError, Layers, Meta, MetaMut, PoolingType, RopeScalingType,
-    TokenType, TokenizerModel, STANDARD_KEYS,
+    ScoreList, TokenType, TokenizerModel, STANDARD_KEYS,
 };
 use ggufrw::validate::{validate, Category, Finding, Profile, Severity};
 use ggufrw::{Builder, GgmlType, Gguf, Value};
@@ -105,7 +105,7 @@ fn typed_getters() {
     assert_eq!(tokens, ["<s>", "</s>", "a", "b"]);
     assert_eq!(
         meta.tokenizer().scores().unwrap().unwrap(),
-        [0.0, 0.0, -1.0, -2.0]
+        ScoreList::F32(&[0.0, 0.0, -1.0, -2.0])
     );
     let types: Vec<_> = (meta.tokenizer().token_type().unwrap().unwrap().iter())
         .map(|&t| TokenType::from_repr(t).unwrap())
@@ -153,7 +153,7 @@ fn getters_name_the_key_and_the_type_found() {
     let err = meta.tokenizer().scores().unwrap_err().to_string();
     assert_eq!(
         err,
-        "tokenizer.ggml.scores holds array[int8], the standard type is array[float32]"
+        "tokenizer.ggml.scores holds array[int8], the standard type is array[float32] or array[int32]"
     );
     let empty = Builder::new().build().unwrap();
     assert_eq!(

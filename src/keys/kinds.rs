@@ -144,6 +144,41 @@ impl<T: ArrayElement> KeyKind for List<T> {
     }
 }
 
+/// Token scores: float32, or int32 as llama.cpp's vocabulary loader also accepts them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScoreList<'a> {
+    /// The usual form.
+    F32(&'a [f32]),
+    /// Integer scores (llama-vocab.cpp reads them too; INT8 and others it refuses).
+    I32(&'a [i32]),
+}
+
+/// `array[float32]` or `array[int32]`.
+#[derive(Debug)]
+pub struct Scores;
+
+impl KeyKind for Scores {
+    type Out<'a> = ScoreList<'a>;
+    type In<'x> = ScoreList<'x>;
+    const EXPECTED: &'static str = "array[float32] or array[int32]";
+    fn get(value: &Value) -> Option<ScoreList<'_>> {
+        match value {
+            Value::Array(a) => match &a.values {
+                ArrayValues::Float32(v) => Some(ScoreList::F32(v)),
+                ArrayValues::Int32(v) => Some(ScoreList::I32(v)),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+    fn to_value(value: ScoreList<'_>) -> Value {
+        match value {
+            ScoreList::F32(v) => Value::from(v.to_vec()),
+            ScoreList::I32(v) => Value::from(v.to_vec()),
+        }
+    }
+}
+
 /// One value for every layer, or one per layer (gguf-py writes lists as int32, some writers
 /// as uint32).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

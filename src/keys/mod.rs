@@ -19,7 +19,8 @@ mod kinds;
 
 pub use enums::{FileType, PoolingType, RopeScalingType, TokenType, TokenizerModel};
 pub use kinds::{
-    describe, ArrayElement, KeyKind, Layers, List, PerLayer, PerLayerBool, Str, Strs, WindowPattern,
+    describe, ArrayElement, KeyKind, Layers, List, PerLayer, PerLayerBool, ScoreList, Scores, Str,
+    Strs, WindowPattern,
 };
 
 use ggufrw_schema::{KeyValue, Value};
@@ -520,7 +521,7 @@ standard_keys! {
         prefix_token_id: "tokenizer.ggml.prefix_token_id" => u32;
         remove_extra_whitespaces: "tokenizer.ggml.remove_extra_whitespaces" => bool;
         rwkv_world: "tokenizer.rwkv.world" => Str;
-        scores: "tokenizer.ggml.scores" => List<f32>;
+        scores: "tokenizer.ggml.scores" => Scores;
         seperator_token_id: "tokenizer.ggml.seperator_token_id" => u32;
         suffix_token_id: "tokenizer.ggml.suffix_token_id" => u32;
         token_type: "tokenizer.ggml.token_type" => List<i32>;

@@ -8,8 +8,10 @@
 //                                   JSON response line per request on stdout
 //   ggml_peer [--full] FILE.gguf    one "read" request; exit 0 if ok, else 1
 //   ggml_peer --types               the "types" request
+//   ggml_peer --capabilities        the "capabilities" request
 //
 // Requests (see tests/peers/README.md, "ggml peer", for the exact protocol):
+//   {"op":"capabilities"}
 //   {"op":"read","path":P,"full":false|true,"ctx":true|false}
 //   {"op":"write","desc":D,"out":P,"force":false|true}
 //   {"op":"types"}
@@ -1018,6 +1020,21 @@ json op_write(const json & req) {
 // ---------------------------------------------------------------------------
 // types
 
+bool retired(enum ggml_type t) { return ggml_blck_size(t) == 0; }
+
+// what the dequantize op accepts: a to_float in the type traits, or q8_K's
+// ggml-quants.h function (see prepare_dequantize)
+bool dequantize_supported(enum ggml_type t) {
+    if (retired(t)) return false;
+    return ggml_get_type_traits(t)->to_float != nullptr || t == GGML_TYPE_Q8_K;
+}
+
+// what the quantize op accepts without "ref" (see prepare_quantize)
+bool quantize_supported(enum ggml_type t) {
+    if (retired(t)) return false;
+    return quantize_chunk_supports(t) && !ggml_quantize_requires_imatrix(t);
+}
+
 json op_types(const json & req) {
     check_fields(req, {"op", "id"}, "types");
     json types = json::array();
@@ -1035,6 +1052,10 @@ json op_types(const json & req) {
         e["from_float_ref"] = tr->from_float_ref != nullptr;
         e["requires_imatrix"] = ggml_quantize_requires_imatrix(t);
         e["quantize_chunk"] = quantize_chunk_supports(t);  // the adapter's reading of ggml_quantize_chunk's switch
+        // the generic flags every peer's "types" has: what the dequantize op,
+        // and the quantize op without "ref", accept
+        e["dequantize"] = dequantize_supported(t);
+        e["quantize"] = quantize_supported(t);
         types.push_back(std::move(e));
     }
     json r;
@@ -1047,6 +1068,85 @@ json op_types(const json & req) {
     r["max_name"] = GGML_MAX_NAME;
     r["max_dims"] = GGML_MAX_DIMS;
     r["types"] = std::move(types);
+    return r;
+}
+
+// ---------------------------------------------------------------------------
+// capabilities: what this peer reads and writes, in the generic form every
+// adapter answers (tests/peers/README.md, "Generic peer protocol"). Each
+// value was verified by running the adapter (README, "Capabilities of the
+// ggml adapter"); the type lists come from ggml itself.
+
+json op_capabilities(const json & req) {
+    check_fields(req, {"op", "id"}, "capabilities");
+    json all_types = json::array(), scalar_types = json::array();
+    for (int i = 0; i < GGML_TYPE_COUNT; ++i) {
+        const auto t = (enum ggml_type) i;
+        if (retired(t)) continue;
+        all_types.push_back(ggml_type_name(t));
+        // a 0-dimension tensor is one element: only types whose block is one
+        // element pass the reader's ne[0] % block check (it reads as ne [1,1,1,1])
+        if (ggml_blck_size(t) == 1) scalar_types.push_back(ggml_type_name(t));
+    }
+    json limits_read;
+    limits_read["max_string_bytes"] = 1024LL * 1024 * 1024;   // GGUF_MAX_STRING_LENGTH
+    limits_read["max_array_len"] = 1024LL * 1024 * 1024;      // GGUF_MAX_ARRAY_ELEMENTS
+    limits_read["max_dims"] = GGML_MAX_DIMS;
+    limits_read["max_tensor_name_bytes"] = GGML_MAX_NAME - 1;
+
+    json rd;
+    rd["versions"] = json::array({2, 3});              // v1: "GGUFv1 is no longer supported"; > 3 refused
+    rd["byte_orders"] = json::array({"little"});       // a byte-swapped version is refused
+    rd["max_array_depth"] = 1;                         // "has invalid GGUF type 9" for arrays of arrays
+    rd["strict_utf8"] = false;                         // not checked (the adapter flags "invalid_utf8")
+    rd["strict_bools"] = false;                        // any non-zero byte is true
+    rd["keeps_dimension_count"] = false;               // four ne padded with 1: compare "ne"
+    rd["alignment"] = "power_of_two";                  // "is not a power of 2" otherwise; must be u32
+    rd["layout"] = "ggml";                             // "tensor 'b' has offset 64, expected 32"
+    rd["magic_fugg"] = false;
+    rd["tensor_types"] = all_types;
+    rd["scalar_tensor_types"] = scalar_types;
+    rd["full_load"] = true;
+    rd["tensor_size"] = true;                          // "size" = ggml_nbytes
+    rd["nested_element_types"] = true;                 // (no nested arrays at all)
+    rd["strings_with_nul"] = false;                    // C strings: cut at the first NUL
+    rd["leading_bom_kept"] = true;
+    rd["padded_data_offset_without_tensors"] = false;  // data_offset = unpadded end of the header
+    rd["key_order"] = "file";
+    rd["unreadable_keys"] = json::array();
+    rd["limits"] = limits_read;
+
+    json limits_write;
+    limits_write["max_dims"] = GGML_MAX_DIMS;
+    limits_write["max_tensor_name_bytes"] = GGML_MAX_NAME - 1;
+
+    json wr;
+    wr["versions"] = json::array({GGUF_VERSION});      // gguf_init_empty sets it; no setter
+    wr["byte_orders"] = json::array({"little"});       // host order only
+    wr["empty_arrays"] = true;
+    wr["max_array_depth"] = 1;                         // gguf_set_arr_data takes a flat buffer
+    wr["inner_array_types"] = nullptr;                 // (no nested arrays at all)
+    wr["top_inner_array_types"] = nullptr;
+    wr["nan_payloads"] = false;                        // the description says "nan": written as the quiet NaN
+    wr["alignments"] = json::array({GGUF_DEFAULT_ALIGNMENT}); // the writer pads by 32 whatever general.alignment says
+    wr["layout"] = "ggml";
+    wr["tensor_types"] = all_types;
+    wr["scalar_tensor_types"] = json::array();         // ggml_new_tensor needs 1 <= n_dims <= 4
+    wr["zero_size_tensors"] = true;                    // with t->data pointed at a dummy byte (see op_write)
+    wr["keeps_dimension_count"] = false;               // n_dims = ggml_n_dims(): trailing 1s and 0s dropped
+    wr["strings_with_nul"] = false;                    // keys/strings/names are C strings: refused
+    wr["empty_keys"] = false;                          // GGML_ASSERT(!key.empty())
+    wr["limits"] = limits_write;
+
+    json r;
+    r["ok"] = true;
+    r["name"] = "ggml";
+    r["version"] = ggml_version();
+    r["commit"] = ggml_commit();
+    r["source"] = "llama-cpp-python 0.3.36 sdist, vendored llama.cpp 0c1e57098bba43ac29e6e3b677cdceebdd22334f, static ggml-base";
+    r["ops"] = json::array({"capabilities", "read", "write", "types", "dequantize", "quantize", "bench"});
+    r["read"] = std::move(rd);
+    r["write"] = std::move(wr);
     return r;
 }
 
@@ -1217,16 +1317,17 @@ json handle(const json & req) {
     try {
         if (!req.is_object()) refuse("request must be a JSON object");
         auto it = req.find("op");
-        if (it == req.end() || !it->is_string()) refuse("request needs \"op\": read, write, types, dequantize, quantize or bench");
+        if (it == req.end() || !it->is_string()) refuse("request needs \"op\": capabilities, read, write, types, dequantize, quantize or bench");
         const std::string op = it->get<std::string>();
         json r;
-        if (op == "read") r = op_read(req);
+        if (op == "capabilities") r = op_capabilities(req);
+        else if (op == "read") r = op_read(req);
         else if (op == "write") r = op_write(req);
         else if (op == "types") r = op_types(req);
         else if (op == "dequantize") r = op_dequantize(req);
         else if (op == "quantize") r = op_quantize(req);
         else if (op == "bench") r = op_bench(req);
-        else refuse("unknown op \"" + op + "\" (read, write, types, dequantize, quantize, bench)");
+        else refuse("unknown op \"" + op + "\" (capabilities, read, write, types, dequantize, quantize, bench)");
         return r;
     } catch (const Refused & e) {
         return error_response(e.what());
@@ -1345,7 +1446,8 @@ void usage() {
     fprintf(stderr,
             "usage: ggml_peer --serve [--no-fork]   JSON lines on stdin/stdout (see tests/peers/README.md)\n"
             "       ggml_peer [--full] FILE.gguf    read one file, print the response, exit 0 if ok\n"
-            "       ggml_peer --types               print the type table\n");
+            "       ggml_peer --types               print the type table\n"
+            "       ggml_peer --capabilities        print what this peer reads and writes\n");
 }
 
 }  // namespace
@@ -1363,13 +1465,14 @@ int main(int argc, char ** argv) {
     ggml_set_abort_callback(abort_cb);
 
     std::vector<std::string> args(argv + 1, argv + argc);
-    bool serve_mode = false, full = false, types = false;
+    bool serve_mode = false, full = false, types = false, caps = false;
     std::string path;
     for (const std::string & a : args) {
         if (a == "--serve") serve_mode = true;
         else if (a == "--no-fork") g_fork = false;
         else if (a == "--full") full = true;
         else if (a == "--types") types = true;
+        else if (a == "--capabilities") caps = true;
         else if (a == "-h" || a == "--help") { usage(); return 0; }
         else if (!a.empty() && a[0] == '-') { usage(); return 2; }
         else if (path.empty()) path = a;
@@ -1380,12 +1483,13 @@ int main(int argc, char ** argv) {
         if (lf) g_logfile_fd = fileno(lf);
     }
     if (serve_mode) {
-        if (!path.empty() || types || full) { usage(); return 2; }
+        if (!path.empty() || types || caps || full) { usage(); return 2; }
         return serve();
     }
     json req;
-    if (types && path.empty()) req = json{{"op", "types"}};
-    else if (!types && !path.empty()) req = json{{"op", "read"}, {"path", path}, {"full", full}};
+    if (types && !caps && path.empty()) req = json{{"op", "types"}};
+    else if (caps && !types && !full && path.empty()) req = json{{"op", "capabilities"}};
+    else if (!types && !caps && !path.empty()) req = json{{"op", "read"}, {"path", path}, {"full", full}};
     else { usage(); return 2; }
     const std::string line = serve_one(req);
     emit(line);
