@@ -234,6 +234,35 @@ impl GgmlType {
     }
 }
 
+impl GgmlType {
+    /// The byte size ggml computes (`ggml_nbytes`, as `gguf.cpp` lays tensors out): strides
+    /// multiplied up from the type size, `ne[0] × type size` before the division by the block
+    /// size, all in wrapping 64-bit arithmetic. Equal to [`GgmlType::byte_size`] whenever that
+    /// is `Ok` and nothing wraps; where it differs, ggml judges the tensor by a wrong size.
+    pub fn ggml_nbytes(self, dims: &[u64]) -> u64 {
+        let (block, bytes) = self.block_and_bytes();
+        let ne = |i: usize| dims.get(i).copied().unwrap_or(1);
+        // nb[0] = type size, nb[1] = nb[0] × (ne[0] / block), nb[j] = nb[j-1] × ne[j-1].
+        let mut nb = [bytes, bytes.wrapping_mul(ne(0) / block), 0, 0];
+        for j in 2..4 {
+            nb[j] = nb[j - 1].wrapping_mul(ne(j - 1));
+        }
+        if (0..4).any(|i| ne(i) == 0) {
+            return 0;
+        }
+        let mut size = if block == 1 {
+            bytes
+        } else {
+            ne(0).wrapping_mul(nb[0]) / block
+        };
+        let first = if block == 1 { 0 } else { 1 };
+        for (i, &stride) in nb.iter().enumerate().skip(first) {
+            size = size.wrapping_add((ne(i) - 1).wrapping_mul(stride));
+        }
+        size
+    }
+}
+
 impl fmt::Display for GgmlType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -311,6 +340,27 @@ mod tests {
         }
         assert_eq!(type_name(4), "retired:q4_2");
         assert_eq!(type_name(43), "unknown:43");
+    }
+
+    #[test]
+    fn ggmls_arithmetic_agrees_where_nothing_wraps_and_wraps_where_it_does() {
+        for t in GgmlType::iter() {
+            for dims in [
+                vec![],
+                vec![t.block_size()],
+                vec![t.block_size() * 3, 2, 5],
+                vec![0, 7],
+            ] {
+                if let Ok(size) = t.byte_size(&dims) {
+                    assert_eq!(t.ggml_nbytes(&dims), size, "{t} {dims:?}");
+                }
+            }
+        }
+        // ne[0] × 18 wraps before the division by 32: ggml sees a size that fits, the real one
+        // is past 2^64.
+        let dims = [(1u64 << 62) - 32, 4];
+        assert_eq!(GgmlType::Q4_0.byte_size(&dims), Err(SizeError::Overflow));
+        assert!(GgmlType::Q4_0.ggml_nbytes(&dims) < 1 << 63);
     }
 
     #[test]

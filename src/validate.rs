@@ -20,6 +20,8 @@
 //! | offset not aligned | error | error |
 //! | data outside the file | error | error (category `load`) |
 //! | the last tensor's padding missing at the end of the file | – | error (category `load`) |
+//! | a file with tensors that ends before its data section (padding cut) | – | error |
+//! | a shape whose dimensions above 1 multiply past INT64_MAX (ggml aborts) | – | error |
 //! | tensors overlapping | error | error |
 //! | data not contiguous in declaration order | – | error |
 //! | non-zero padding | warning | – |
@@ -424,6 +426,17 @@ impl Validator {
                     dims_at,
                     format!("ne[{d}] = {} does not fit int64", info.dimensions[d]),
                 );
+            } else if let Some(d) = ggml_new_tensor_aborts(&info.dimensions) {
+                self.report(
+                    &[Ggml],
+                    Severity::Error,
+                    path("dimensions"),
+                    dims_at,
+                    format!(
+                        "ggml aborts on this shape: ggml_new_tensor multiplies the dimensions above 1 and ne[{d}] = {} takes the product past INT64_MAX (its header check, which also multiplies by 0, passes it)",
+                        info.dimensions[d]
+                    ),
+                );
             }
             let size = if GgmlType::from_id(info.ggml_type).is_none() {
                 self.report(
@@ -503,12 +516,28 @@ impl Validator {
                     expected_offset = None;
                 }
                 (Some(expected), Some(size)) => {
-                    expected_offset = expected
-                        .checked_add(size)
-                        .and_then(|e| e.checked_next_multiple_of(alignment));
+                    expected_offset = size
+                        .checked_next_multiple_of(alignment)
+                        .and_then(|padded| expected.checked_add(padded));
+                    if expected_offset.is_none() {
+                        self.report(&[Ggml], Severity::Error, path("dimensions"), dims_at, format!("the tensors' padded sizes sum past 2^64 here: ggml's reader refuses (it cannot accumulate {expected} + the padded {size})"));
+                    }
                 }
                 _ => expected_offset = None,
             }
+        }
+        // With tensors, ggml's header read seeks to the data section, which must be in the file.
+        if !header.tensor_infos.is_empty() && file_len < layout.data_offset {
+            self.report(
+                &[Ggml],
+                Severity::Error,
+                "padding",
+                layout.tensor_infos_end,
+                format!(
+                    "the file ends {} bytes before the data section it has tensors in: ggml's reader cannot seek to it",
+                    layout.data_offset - file_len
+                ),
+            );
         }
         // ggml's full load reads every tensor's padded size from the data offset on.
         if let Some(blob) = expected_offset.filter(|&blob| blob > data_len && !past_end) {
@@ -594,6 +623,25 @@ thread_local! {
 #[doc(hidden)]
 pub fn name_comparisons() -> u64 {
     COMPARISONS.with(|c| c.get())
+}
+
+/// The dimension at which ggml's `ggml_new_tensor`, which llama.cpp's loader calls for every
+/// tensor of a header it reads, asserts: it multiplies `ne[0]` by each later dimension above 1
+/// and aborts when `INT64_MAX / ne[i] <= product` (its header check multiplies by zeros too,
+/// so a shape such as `[256, 0, 2^60]` passes that check and then aborts). Dimensions must
+/// fit in i64 (checked before).
+fn ggml_new_tensor_aborts(dims: &[u64]) -> Option<usize> {
+    let mut product = dims.first().copied().unwrap_or(1) as i64;
+    for (i, &ne) in dims.iter().enumerate().skip(1) {
+        let ne = ne as i64;
+        if ne > 1 {
+            if i64::MAX / ne <= product {
+                return Some(i);
+            }
+            product *= ne;
+        }
+    }
+    None
 }
 
 /// A field path such as `kv[3].value`, formatted only when a finding needs it.

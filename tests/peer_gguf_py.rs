@@ -1,90 +1,54 @@
-//! Differential properties against gguf-py 0.19.0, the reference Python implementation.
-//! Needs `GGUFRW_PYTHON` (scripts/test.sh sets it); without it these tests fail, saying how to
-//! get it.
+//! Differential properties against gguf-py 0.19.0, the reference Python implementation,
+//! through its adapter (tests/peers/gguf_py_peer.py). Needs `GGUFRW_PYTHON` (scripts/test.sh
+//! sets it); without it these tests fail, saying how to get it.
 
-use ggufrw::conform::peer::{
-    check_peer_reads, check_peer_writes, peer_readable, peer_writable, python_from_env, GgufPy,
-};
-use ggufrw::conform::strategy::{file_with, Sample};
-use ggufrw::ByteOrder;
-use proptest::prelude::*;
-use proptest::test_runner::{FileFailurePersistence, TestRunner};
-use std::cell::RefCell;
+mod common;
 
-fn gguf_py() -> GgufPy {
-    let python = python_from_env().unwrap_or_else(|e| panic!("{e}"));
-    GgufPy::start(&python).unwrap_or_else(|e| panic!("{e}"))
-}
+use common::peers::{gguf_py, run_plan};
+use ggufrw::conform::peer::{python_from_env, Peer};
 
-/// Runs `check` over `cases` samples from `strategy`, keeping failures in
-/// proptest-regressions/.
-fn run(
-    name: &'static str,
-    cases: u32,
-    strategy: BoxedStrategy<Sample>,
-    check: fn(&mut GgufPy, &Sample) -> Result<u64, String>,
-) -> u64 {
-    let py = RefCell::new(gguf_py());
-    let config = ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(name))),
-        ..ProptestConfig::default()
-    };
-    let mut runner = TestRunner::new_with_rng(
-        config.clone(),
-        proptest::test_runner::TestRng::deterministic_rng(config.rng_algorithm),
+/// gguf-py writes (v3, both byte orders); ggufrw reads the same content, re-encodes
+/// byte-identically, and writes the same content to the same bytes. ggufrw writes (v2 and v3,
+/// both byte orders, any layout); gguf-py reads the same content.
+#[test]
+fn gguf_py_and_ggufrw_read_what_the_other_writes() {
+    let done = run_plan(gguf_py(), "peer_gguf_py", 1000);
+    let checks: Vec<_> = (done.iter())
+        .map(|(c, v, o, _)| format!("{c} v{v} {o}"))
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            "peer writes v3 little",
+            "peer writes v3 big",
+            "peer reads v2 little",
+            "peer reads v2 big",
+            "peer reads v3 little",
+            "peer reads v3 big"
+        ]
     );
-    let ran = std::cell::Cell::new(0u64);
-    let result = runner.run(&strategy, |sample| {
-        check(&mut py.borrow_mut(), &sample).map_err(TestCaseError::fail)?;
-        ran.set(ran.get() + 1);
-        Ok(())
-    });
-    if let Err(e) = result {
-        panic!("{e}");
-    }
-    eprintln!("{name}: {} cases", ran.get());
-    ran.get()
+    assert!(done.iter().all(|(.., n)| *n >= 1000));
 }
 
-/// a + c: gguf-py writes; ggufrw reads the same content, re-encodes byte-identically, and
-/// writes the same content to the same bytes.
+/// gguf-py's own table: its q8_1 is 40 bytes a block (ggml: 36), so its adapter does not
+/// declare q8_1.
 #[test]
-fn gguf_py_writes_ggufrw_reads_and_matches_bytes() {
-    for order in [ByteOrder::Little, ByteOrder::Big] {
-        let n = run(
-            "proptest-regressions/peer_gguf_py_writes.txt",
-            2000,
-            file_with(peer_writable(order)),
-            check_peer_writes,
-        );
-        assert!(n >= 2000);
-    }
-}
-
-/// b: ggufrw writes (v2 and v3, both byte orders, any layout); gguf-py reads the same content.
-#[test]
-fn ggufrw_writes_gguf_py_reads() {
-    for version in [2, 3] {
-        for order in [ByteOrder::Little, ByteOrder::Big] {
-            let n = run(
-                "proptest-regressions/peer_gguf_py_reads.txt",
-                1000,
-                file_with(peer_readable(version, order)),
-                check_peer_reads,
-            );
-            assert!(n >= 1000);
-        }
-    }
+fn gguf_py_leaves_out_what_it_sizes_wrong() {
+    let peer = gguf_py();
+    let caps = peer.capabilities().read.as_ref().unwrap();
+    assert!(!caps.tensor_types.contains(&ggufrw::GgmlType::Q8_1));
+    assert!(!caps.tensor_types.contains(&ggufrw::GgmlType::Q2_0));
+    assert!(caps.tensor_types.contains(&ggufrw::GgmlType::Q4_K));
 }
 
 /// Without the peer the tests say how to get it.
 #[test]
 fn missing_peer_is_explained() {
-    let err = GgufPy::start(std::path::Path::new("/nonexistent/python"))
+    let err = Peer::gguf_py(std::path::Path::new("/nonexistent/python"))
         .err()
         .unwrap();
     assert!(err.contains("cannot run /nonexistent/python"), "{err}");
+    assert!(err.contains("pip install gguf==0.19.0"), "{err}");
 }
 
 /// `ggufrw conform --peer gguf-py` runs the same harness from the command line.
@@ -103,11 +67,12 @@ fn conform_peer_from_the_command_line() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     for row in [
-        "gguf-py writes  3        little",
-        "gguf-py reads   2        big",
+        "peer writes     3        little",
+        "peer reads      2        big",
     ] {
         assert!(text.contains(row), "{text}");
     }
+    assert!(text.contains("against gguf-py"), "{text}");
     let out = run("/nonexistent/python");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run /nonexistent/python"));

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{gemma, sha256, GEMMA_SHA256};
-use ggufrw::conform::peer::{as_readers_report, json_difference, python_from_env, GgufPy};
+use ggufrw::conform::peer::{as_readers_report, json_difference, python_from_env, Peer};
 use ggufrw::dump::{dump_json, metadata_json};
 use ggufrw::validate::{validate, Profile, Severity};
 use ggufrw::{read_header, ByteOrder, Gguf};
@@ -49,8 +49,8 @@ fn real_gemma_model() {
     );
 
     // Every key, type, value, tensor name, type, shape and offset as gguf-py reads them.
-    let mut py = GgufPy::start(&python()).unwrap();
-    let theirs = py.read(&path).unwrap();
+    let mut py = Peer::gguf_py(&python()).unwrap();
+    let theirs = py.read_accepted(&path).unwrap();
     assert_eq!(
         json_difference(&as_readers_report(dump_json(&file)), &theirs, ""),
         None
@@ -84,7 +84,7 @@ fn real_gemma_model() {
 }
 
 /// Writes a file with gguf-py from a description.
-fn gguf_py_write(py: &mut GgufPy, desc: &serde_json::Value, out: &Path) {
+fn gguf_py_write(py: &mut Peer, desc: &serde_json::Value, out: &Path) {
     py.write(desc, out).unwrap_or_else(|e| panic!("{e}"));
 }
 
@@ -149,7 +149,7 @@ fn swapped(ty: &str, little: &[u8]) -> Vec<u8> {
 #[test]
 fn big_endian_files_from_gguf_py_and_its_converter() {
     let python = python();
-    let mut py = GgufPy::start(&python).unwrap();
+    let mut py = Peer::gguf_py(&python).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (tensors, little_data) = convertible_tensors();
 

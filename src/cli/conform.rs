@@ -15,19 +15,53 @@ pub struct Args {
     /// Seed for the generator (the same seed generates the same files).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Check against another implementation instead: `gguf-py` (the Python package
-    /// `gguf` 0.19.0) writes files for ggufrw to read, and reads files ggufrw wrote.
-    #[arg(long, value_parser = ["gguf-py"])]
+    /// Check against another implementation instead: it writes files for ggufrw to read and
+    /// reads files ggufrw wrote, as far as it declares it can. `gguf-py` (the Python package
+    /// `gguf` 0.19.0), `ggml` (ggml's own C reader and writer, through the adapter
+    /// `scripts/ggml.sh` builds; also holds `check --profile ggml` to ggml's verdicts),
+    /// `hf-gguf` (the npm package @huggingface/gguf, read only).
+    #[arg(long, value_parser = ["gguf-py", "ggml", "hf-gguf"], conflicts_with = "peer_command")]
     peer: Option<String>,
     /// The Python that has gguf-py (default: $GGUFRW_PYTHON, else python3).
-    #[arg(long, requires = "peer")]
+    #[arg(long)]
     python: Option<PathBuf>,
+    /// The ggml adapter (default: $GGUFRW_GGML).
+    #[arg(long)]
+    adapter: Option<PathBuf>,
+    /// Any other adapter speaking the peer protocol (tests/peers/README.md), with its
+    /// arguments: `--peer-command node my-peer.mjs --serve`.
+    #[arg(long, num_args = 1.., allow_hyphen_values = true, value_name = "COMMAND")]
+    peer_command: Option<Vec<String>>,
 }
 
 pub fn run(args: Args) -> ExitCode {
-    match args.peer {
-        Some(_) => run_peer(args.cases, args.seed, args.python),
-        None => run_conform(args.cases, args.seed),
+    let peer = match (&args.peer, &args.peer_command) {
+        (None, None) => return run_conform(args.cases, args.seed),
+        (_, Some(command)) => {
+            let program = PathBuf::from(&command[0]);
+            let rest: Vec<std::ffi::OsString> = command[1..].iter().map(Into::into).collect();
+            peer::Peer::command(&program, &rest)
+        }
+        (Some(name), None) => match name.as_str() {
+            "gguf-py" => {
+                let python = (args.python.clone())
+                    .or_else(|| peer::python_from_env().ok())
+                    .unwrap_or_else(|| PathBuf::from("python3"));
+                peer::Peer::gguf_py(&python)
+            }
+            "ggml" => (args.adapter.clone())
+                .ok_or(())
+                .or_else(|()| peer::ggml_from_env())
+                .and_then(|adapter| peer::Peer::ggml(&adapter)),
+            _ => peer::hf_gguf_from_env().and_then(|(node, dir)| peer::Peer::hf_gguf(&node, &dir)),
+        },
+    };
+    match peer {
+        Ok(mut peer) => run_peer(&mut peer, args.cases, args.seed),
+        Err(e) => {
+            eprintln!("ggufrw conform: {e}");
+            ExitCode::from(USAGE_OR_IO)
+        }
     }
 }
 
@@ -43,26 +77,21 @@ fn run_conform(cases: u32, seed: u64) -> ExitCode {
     })
 }
 
-fn run_peer(cases: u32, seed: u64, python: Option<PathBuf>) -> ExitCode {
-    let python = python
-        .or_else(|| peer::python_from_env().ok())
-        .unwrap_or_else(|| PathBuf::from("python3"));
-    let mut py = match peer::GgufPy::start(&python) {
-        Ok(py) => py,
-        Err(e) => {
-            eprintln!("ggufrw conform --peer gguf-py: {e}");
-            return ExitCode::from(USAGE_OR_IO);
-        }
-    };
+fn run_peer(peer: &mut peer::Peer, cases: u32, seed: u64) -> ExitCode {
     let started = Instant::now();
-    let rows = peer::run(&mut py, cases, seed);
+    let name = peer.name().to_owned();
+    let mut rows = peer::run(peer, cases, seed);
+    if name == "ggml" {
+        rows.extend(ggufrw::conform::ggml::run_profile(peer, cases, seed));
+    }
+    let file_name = name.replace(['/', '@'], "");
     report(
         &rows,
         started,
-        &format!("against gguf-py, seed {seed}"),
+        &format!("against {name}, seed {seed}"),
         |row| {
             let who = if row.check.ends_with("writes") {
-                "gguf-py"
+                file_name.as_str()
             } else {
                 "ggufrw"
             };

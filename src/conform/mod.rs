@@ -3,6 +3,7 @@
 //! to the same bytes, hands out the right tensor bytes, validates clean under `spec`, and that
 //! the zero-copy view of it holds the same header.
 
+pub mod ggml;
 pub mod peer;
 pub mod strategy;
 

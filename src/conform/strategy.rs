@@ -15,6 +15,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use std::fmt::Debug;
 use std::ops::Range;
+use std::sync::Arc;
 use strum::IntoEnumIterator;
 
 /// The version × byte order combinations a file can have (from the schema's version table).
@@ -42,6 +43,27 @@ impl Sample {
     }
 }
 
+/// Which `general.alignment` values to generate (besides none, which means 32).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Alignments {
+    /// Multiples of 8 (what the spec allows), powers of two and not.
+    Spec,
+    /// Powers of two only.
+    PowersOfTwo,
+    /// These only.
+    Only(Vec<u32>),
+}
+
+/// Rewrites a generated metadata value into what a peer can express.
+#[derive(Clone)]
+pub struct Adapt(pub Arc<dyn Fn(Value) -> Value + Send + Sync>);
+
+impl std::fmt::Debug for Adapt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Adapt(..)")
+    }
+}
+
 /// What to generate: the peer harness narrows it to what another implementation can express.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -51,6 +73,14 @@ pub struct Options {
     pub byte_order: ByteOrder,
     /// Whether arrays may be empty (gguf-py's writer refuses them).
     pub empty_arrays: bool,
+    /// Deepest nesting of arrays (1: arrays of scalars only).
+    pub max_array_depth: u8,
+    /// Whether strings may hold NUL (readers that hand out C strings cut them there).
+    pub nul_in_strings: bool,
+    /// Whether strings may start with U+FEFF (some readers strip it).
+    pub leading_bom: bool,
+    /// Keys never to generate (a peer cannot read them).
+    pub excluded_keys: Vec<String>,
     /// Tensor types to draw from.
     pub tensor_types: Vec<GgmlType>,
     /// ggml's layout (contiguous, in declaration order, zero padding, nothing after) instead of
@@ -58,13 +88,16 @@ pub struct Options {
     pub ggml_layout: bool,
     /// Whether big-endian files may spell the magic `FUGG`.
     pub byte_reversed_magic: bool,
-    /// Whether `general.alignment` is always a power of two (gguf-py refuses others).
-    pub power_of_two_alignment: bool,
+    /// Which alignments to set.
+    pub alignments: Alignments,
     /// Tensor types that may have no dimensions (a scalar); `None`: every type whose block is
     /// one element.
     pub scalar_types: Option<Vec<GgmlType>>,
+    /// Whether shapes may end in dimensions of 0 or 1 (readers that keep four dimensions and
+    /// report them trimmed cannot tell `[4, 1]` from `[4]`).
+    pub trailing_small_dimensions: bool,
     /// Rewrites each generated metadata value into what a peer can express.
-    pub adapt_value: Option<fn(Value) -> Value>,
+    pub adapt_value: Option<Adapt>,
 }
 
 impl Options {
@@ -74,13 +107,46 @@ impl Options {
             version,
             byte_order,
             empty_arrays: true,
+            max_array_depth: MAX_ARRAY_DEPTH,
+            nul_in_strings: true,
+            leading_bom: true,
+            excluded_keys: Vec::new(),
             tensor_types: GgmlType::iter().collect(),
             ggml_layout: false,
             byte_reversed_magic: true,
-            power_of_two_alignment: false,
+            alignments: Alignments::Spec,
             scalar_types: None,
+            trailing_small_dimensions: true,
             adapt_value: None,
         }
+    }
+
+    fn values(&self) -> ValueOptions {
+        ValueOptions {
+            empty_arrays: self.empty_arrays,
+            max_depth: self.max_array_depth.clamp(1, MAX_ARRAY_DEPTH),
+            nul: self.nul_in_strings,
+            bom: self.leading_bom,
+        }
+    }
+}
+
+/// What values to generate.
+#[derive(Clone, Copy, Debug)]
+pub struct ValueOptions {
+    /// Whether arrays may be empty.
+    pub empty_arrays: bool,
+    /// Deepest nesting of arrays, 1..=[`MAX_ARRAY_DEPTH`].
+    pub max_depth: u8,
+    /// Whether strings may hold NUL.
+    pub nul: bool,
+    /// Whether strings may start with U+FEFF.
+    pub bom: bool,
+}
+
+impl Default for ValueOptions {
+    fn default() -> Self {
+        Options::all(3, ByteOrder::Little).values()
     }
 }
 
@@ -125,9 +191,19 @@ fn number<T: Number>() -> BoxedStrategy<T> {
     .boxed()
 }
 
-/// Any UTF-8 text up to 12 characters, newlines and NULs included.
-fn text() -> BoxedStrategy<String> {
-    "(?s).{0,12}".boxed()
+/// Any UTF-8 text up to 12 characters, newlines included, and NULs and a leading U+FEFF
+/// unless `o` leaves them out.
+fn text(o: ValueOptions) -> BoxedStrategy<String> {
+    "(?s).{0,12}"
+        .prop_map(move |t: String| {
+            let t = if o.nul { t } else { t.replace('\0', "") };
+            if o.bom {
+                t
+            } else {
+                t.trim_start_matches('\u{feff}').to_owned()
+            }
+        })
+        .boxed()
 }
 
 /// The value types that are not arrays.
@@ -138,35 +214,36 @@ fn scalar_types() -> Vec<ValueType> {
 }
 
 /// A scalar of any type but array, each type equally likely.
-fn scalar() -> BoxedStrategy<Value> {
-    struct Scalar;
+fn scalar(o: ValueOptions) -> BoxedStrategy<Value> {
+    struct Scalar(ValueOptions);
     impl ValueTypeVisitor for Scalar {
         type Out = BoxedStrategy<Value>;
         fn number<T: Number>(self) -> Self::Out {
             number::<T>().prop_map(T::into_value).boxed()
         }
         fn string(self) -> Self::Out {
-            text().prop_map(Value::from).boxed()
+            text(self.0).prop_map(Value::from).boxed()
         }
         fn array(self) -> Self::Out {
             unreachable!("scalar_types() has no array")
         }
     }
     select(scalar_types())
-        .prop_flat_map(|ty| ty.visit(Scalar))
+        .prop_flat_map(move |ty| ty.visit(Scalar(o)))
         .boxed()
 }
 
-/// Arrays of every element type, nested a few levels, empty ones unless `empty` is false.
-fn array_values(empty: bool) -> BoxedStrategy<ArrayValues> {
-    struct Leaf(Range<usize>);
+/// Arrays of every element type, nested a few levels (at most `o.max_depth`), empty ones
+/// unless `o` leaves them out.
+fn array_values(o: ValueOptions) -> BoxedStrategy<ArrayValues> {
+    struct Leaf(Range<usize>, ValueOptions);
     impl ValueTypeVisitor for Leaf {
         type Out = BoxedStrategy<ArrayValues>;
         fn number<T: Number>(self) -> Self::Out {
             vec(number::<T>(), self.0).prop_map(T::into_array).boxed()
         }
         fn string(self) -> Self::Out {
-            vec(text(), self.0)
+            vec(text(self.1), self.0)
                 .prop_map(|v| ArrayValues::String(v.iter().collect()))
                 .boxed()
         }
@@ -174,10 +251,11 @@ fn array_values(empty: bool) -> BoxedStrategy<ArrayValues> {
             unreachable!("scalar_types() has no array")
         }
     }
-    let n: Range<usize> = if empty { 0..5 } else { 1..5 };
+    let n: Range<usize> = if o.empty_arrays { 0..5 } else { 1..5 };
     let nested = n.start..4;
-    let leaf = select(scalar_types()).prop_flat_map(move |ty| ty.visit(Leaf(n.clone())));
-    leaf.prop_recursive(3, 16, 4, move |inner| {
+    let leaf = select(scalar_types()).prop_flat_map(move |ty| ty.visit(Leaf(n.clone(), o)));
+    let levels = u32::from(o.max_depth - 1).min(3);
+    leaf.prop_recursive(levels, 16, 4, move |inner| {
         vec(inner.prop_map(Array::new), nested.clone()).prop_map(ArrayValues::Array)
     })
     .boxed()
@@ -193,12 +271,12 @@ pub fn nested_array(depth: u8) -> Value {
     Value::Array(Array::new(values))
 }
 
-/// Any metadata value (arrays non-empty unless `empty_arrays`).
-pub fn value(empty_arrays: bool) -> BoxedStrategy<Value> {
+/// Any metadata value within `o`.
+pub fn value(o: ValueOptions) -> BoxedStrategy<Value> {
     prop_oneof![
-        6 => scalar(),
-        3 => array_values(empty_arrays).prop_map(|v| Value::Array(Array::new(v))),
-        1 => (1..=MAX_ARRAY_DEPTH).prop_map(nested_array),
+        6 => scalar(o),
+        3 => array_values(o).prop_map(|v| Value::Array(Array::new(v))),
+        1 => (1..=o.max_depth).prop_map(nested_array),
     ]
     .boxed()
 }
@@ -207,12 +285,13 @@ fn key() -> BoxedStrategy<String> {
     "[a-z][a-z0-9_]{0,8}(\\.[a-z0-9_]{1,8}){0,2}".boxed()
 }
 
-/// Alignments that the spec accepts (multiples of 8), powers of two and not.
-fn alignment(power_of_two: bool) -> BoxedStrategy<Option<u32>> {
-    let choices = if power_of_two {
-        vec![8u32, 16, 32, 64, 128, 256]
-    } else {
-        vec![8u32, 16, 24, 32, 40, 64, 128, 256]
+/// No `general.alignment`, or one of `which`.
+fn alignment(which: Alignments) -> BoxedStrategy<Option<u32>> {
+    let choices = match which {
+        Alignments::Spec => vec![8u32, 16, 24, 32, 40, 64, 128, 256],
+        Alignments::PowersOfTwo => vec![8u32, 16, 32, 64, 128, 256],
+        Alignments::Only(list) if list.is_empty() => return Just(None).boxed(),
+        Alignments::Only(list) => list,
     };
     prop_oneof![
         2 => Just(None),
@@ -224,11 +303,12 @@ fn alignment(power_of_two: bool) -> BoxedStrategy<Option<u32>> {
 /// Metadata with unique keys, `general.alignment` somewhere in it when `alignment` is set.
 fn metadata(
     alignment: Option<u32>,
-    empty_arrays: bool,
-    adapt: Option<fn(Value) -> Value>,
+    values: ValueOptions,
+    excluded: Vec<String>,
+    adapt: Option<Adapt>,
 ) -> BoxedStrategy<Vec<KeyValue>> {
     (
-        vec((key(), value(empty_arrays)), 0..7),
+        vec((key(), value(values)), 0..7),
         any::<prop::sample::Index>(),
     )
         .prop_map(move |(pairs, at)| {
@@ -236,12 +316,13 @@ fn metadata(
             let mut kvs: Vec<KeyValue> = (pairs.into_iter())
                 // Standard keys carry meaning that arbitrary values would contradict.
                 .filter(|(k, _)| crate::keys::standard_key(k, None).is_none())
+                .filter(|(k, _)| !excluded.contains(k))
                 .filter(|(k, _)| seen.insert(k.clone()))
                 .map(|(k, v)| {
                     KeyValue::new(
                         k,
-                        match adapt {
-                            Some(f) => f(v),
+                        match &adapt {
+                            Some(f) => (f.0)(v),
                             None => v,
                         },
                     )
@@ -260,14 +341,16 @@ fn metadata(
 fn tensor_shape(
     types: Vec<GgmlType>,
     scalar_types: Option<Vec<GgmlType>>,
+    trailing_small: bool,
 ) -> BoxedStrategy<(GgmlType, Vec<u64>)> {
-    (select(types), 0usize..=4, 0u64..=2, vec(0u64..=3, 3))
+    let rest_dims = if trailing_small { 0u64..=3 } else { 2u64..=3 };
+    (select(types), 0usize..=4, 0u64..=2, vec(rest_dims, 3))
         .prop_map(move |(ty, n, blocks, rest)| {
             // A scalar is one element: not whole blocks for a quantized type.
-            let scalar_ok = match &scalar_types {
-                Some(types) => types.contains(&ty),
-                None => ty.block_size() == 1,
-            };
+            let scalar_ok = ty.block_size() == 1
+                && scalar_types
+                    .as_ref()
+                    .is_none_or(|types| types.contains(&ty));
             let n = if scalar_ok { n } else { n.max(1) };
             let mut dims = Vec::with_capacity(n);
             if n > 0 {
@@ -299,21 +382,34 @@ pub fn file(version: u32, byte_order: ByteOrder) -> BoxedStrategy<Sample> {
 
 /// An arbitrary valid file within `options`.
 pub fn file_with(options: Options) -> BoxedStrategy<Sample> {
+    let values = options.values();
     let Options {
         version,
         byte_order,
-        empty_arrays,
+        excluded_keys,
         tensor_types,
         ggml_layout,
         byte_reversed_magic,
-        power_of_two_alignment,
+        alignments,
         scalar_types,
+        trailing_small_dimensions,
         adapt_value,
+        ..
     } = options;
-    let tensors = vec((tensor_shape(tensor_types, scalar_types), 0u64..=2), 0..5);
+    let tensors = vec(
+        (
+            tensor_shape(tensor_types, scalar_types, trailing_small_dimensions),
+            0u64..=2,
+        ),
+        0..5,
+    );
     (
-        alignment(power_of_two_alignment)
-            .prop_flat_map(move |a| (Just(a), metadata(a, empty_arrays, adapt_value))),
+        alignment(alignments).prop_flat_map(move |a| {
+            (
+                Just(a),
+                metadata(a, values, excluded_keys.clone(), adapt_value.clone()),
+            )
+        }),
         tensors,
     )
         .prop_flat_map(|((alignment, metadata), tensors)| {

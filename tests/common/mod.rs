@@ -1,6 +1,7 @@
 //! Test helpers: the hand-written byte writer ([`raw`]), and what several test files share.
 #![allow(dead_code)]
 
+pub mod peers;
 mod raw;
 
 #[allow(unused_imports)]

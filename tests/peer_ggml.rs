@@ -1,0 +1,119 @@
+//! ggml's own code as the oracle (built from the llama.cpp sources in the pinned
+//! llama-cpp-python sdist by scripts/ggml.sh; `GGUFRW_GGML` names the adapter,
+//! tests/peers/ggml_peer.cpp): the type table, both directions of reading and writing, and
+//! the `ggml` profile held to ggml's verdicts on generated, mutated, cut and hostile files.
+
+mod common;
+
+use common::peers::{ggml, run_plan};
+use ggufrw::conform::ggml::{check_profile, check_type_table, profile_files, verdict, Exception};
+use ggufrw::conform::strategy::combinations;
+use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
+use std::cell::RefCell;
+use std::path::Path;
+
+/// Name, block size and bytes per block of every id, against ggml's own table: the check of
+/// `GgmlType`'s rows (a wrong row typed into both the table and a unit test passes those).
+#[test]
+fn the_type_table_is_ggmls() {
+    let mut peer = ggml();
+    let n = check_type_table(&mut peer).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(n, 43);
+}
+
+/// ggml writes (v3 little-endian, every value type it has, every tensor type); ggufrw reads
+/// the same content, re-encodes byte-identically and encodes it to the same bytes. ggufrw
+/// writes (v2 and v3 little-endian, any power-of-two alignment); ggml reads the same keys,
+/// values, tensor names, types, shapes (as its four `ne`) and offsets.
+#[test]
+fn ggml_and_ggufrw_read_what_the_other_writes() {
+    let done = run_plan(ggml(), "peer_ggml", 1000);
+    let checks: Vec<_> = (done.iter())
+        .map(|(c, v, o, _)| format!("{c} v{v} {o}"))
+        .collect();
+    assert_eq!(
+        checks,
+        [
+            "peer writes v3 little",
+            "peer reads v2 little",
+            "peer reads v3 little"
+        ]
+    );
+}
+
+/// Under `--profile ggml`, a structure error exactly when ggml's header read refuses, a load
+/// error exactly when its full load refuses what the header read accepted, on generated files
+/// of every version and byte order, most of them mutated or cut.
+#[test]
+fn the_ggml_profile_agrees_with_ggml_on_generated_and_mutated_files() {
+    let peer = RefCell::new(ggml());
+    for (version, order) in combinations() {
+        let config = Config {
+            cases: 600,
+            failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
+                "proptest-regressions/peer_ggml_profile.txt",
+            ))),
+            ..Config::default()
+        };
+        let mut runner = TestRunner::new_with_rng(
+            config.clone(),
+            proptest::test_runner::TestRng::deterministic_rng(config.rng_algorithm),
+        );
+        let outcomes = RefCell::new([0u32; 3]);
+        let result = runner.run(&profile_files(version, order), |bytes| {
+            check_profile(&mut peer.borrow_mut(), &bytes).map_err(TestCaseError::fail)?;
+            let v = verdict(&bytes);
+            let slot = match (&v.header, &v.load) {
+                (Some(_), _) => 0,
+                (None, Some(_)) => 1,
+                (None, None) => 2,
+            };
+            outcomes.borrow_mut()[slot] += 1;
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("v{version} {order:?}: {e}");
+        }
+        let [header, load, accepted] = *outcomes.borrow();
+        eprintln!("v{version} {order:?}: {header} refused by the header read, {load} by the full load, {accepted} accepted");
+        if version >= 2 && order == ggufrw::ByteOrder::Little {
+            // The generator must reach all three outcomes, or the property proves little.
+            assert!(
+                header > 0 && load > 0 && accepted > 0,
+                "{header} {load} {accepted}"
+            );
+        }
+    }
+}
+
+/// The same on every file of the hostile corpus.
+#[test]
+fn the_ggml_profile_agrees_with_ggml_on_the_hostile_corpus() {
+    let mut peer = ggml();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile");
+    let mut files: Vec<_> = (std::fs::read_dir(&dir).unwrap())
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "gguf"))
+        .collect();
+    files.sort();
+    let mut disagree = Vec::new();
+    let mut exceptions = Vec::new();
+    for path in &files {
+        let bytes = std::fs::read(path).unwrap();
+        if let Err(e) = check_profile(&mut peer, &bytes) {
+            disagree.push(format!("{}: {e}", path.display()));
+        }
+        if let Some(x) = verdict(&bytes).exception {
+            exceptions.push((path.file_name().unwrap().to_string_lossy().into_owned(), x));
+        }
+    }
+    assert!(disagree.is_empty(), "{}", disagree.join("\n"));
+    assert!(files.len() > 100);
+    // The corpus holds an example of each exception, so that each stays exercised.
+    for x in [Exception::Utf8, Exception::Bool, Exception::SizeWraps] {
+        assert!(
+            exceptions.iter().any(|(_, e)| *e == x),
+            "no corpus file exercises {x:?}: {exceptions:?}"
+        );
+    }
+}
