@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::peers::{gguf_py, ggml, hf_gguf};
+use common::peers::{ggml, gguf_py, hf_gguf};
 use common::{ty, Raw};
 use ggufrw::conform::peer::Peer;
 use ggufrw::validate::{validate, Category, Profile, Severity};
@@ -163,7 +163,9 @@ fn findings() -> Vec<Finding> {
 
     // q8_1 is 36 bytes a block (ggml); gguf-py 0.19 says 40.
     let mut r = v3(2, 0);
-    r.tensor(0, "a", &[32], 9, 0).tensor(1, "b", &[1], 0, 64).pad(32);
+    r.tensor(0, "a", &[32], 9, 0)
+        .tensor(1, "b", &[1], 0, 64)
+        .pad(32);
     r.raw(&[0; 68]).raw(&[0; 28]);
     all.push(Finding {
         name: "q8_1-block-size",
@@ -224,7 +226,9 @@ fn findings() -> Vec<Finding> {
     // mask, (97 + 23) & !23 = 104.
     let mut r = v3(1, 1);
     r.kv(0, "general.alignment", ty::UINT32).u32(24);
-    r.tensor(0, &"t".repeat(8), &[1], 0, 0).pad(24).raw(&[0; 24]);
+    r.tensor(0, &"t".repeat(8), &[1], 0, 0)
+        .pad(24)
+        .raw(&[0; 24]);
     all.push(Finding {
         name: "alignment-24",
         bytes: r.done(),
@@ -261,9 +265,9 @@ fn ours(bytes: &[u8]) -> Ours {
         Err(_) => Ours::Refuses,
         Ok(file) => {
             let error = |profile| {
-                validate(&file, profile).iter().any(|f| {
-                    f.severity == Severity::Error && f.category != Category::Meaning
-                })
+                validate(&file, profile)
+                    .iter()
+                    .any(|f| f.severity == Severity::Error && f.category != Category::Meaning)
             };
             Ours::Decodes {
                 spec_error: error(Profile::Spec),
@@ -296,7 +300,11 @@ fn check(peer: &mut Peer, path: &Path, does: &Does) -> Result<(), String> {
 fn findings_hold_for_every_peer() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/findings");
     let bless = std::env::var_os("GGUFRW_BLESS").is_some();
-    let mut peers = [("ggml", ggml()), ("gguf-py", gguf_py()), ("@huggingface/gguf", hf_gguf())];
+    let mut peers = [
+        ("ggml", ggml()),
+        ("gguf-py", gguf_py()),
+        ("@huggingface/gguf", hf_gguf()),
+    ];
     let mut wrong = Vec::new();
     let findings = findings();
     for f in &findings {
@@ -307,10 +315,18 @@ fn findings_hold_for_every_peer() {
         }
         match std::fs::read(&path) {
             Ok(on_disk) if on_disk == f.bytes => {}
-            _ => wrong.push(format!("{}: not what the test makes (bless)", path.display())),
+            _ => wrong.push(format!(
+                "{}: not what the test makes (bless)",
+                path.display()
+            )),
         }
         if ours(&f.bytes) != f.ours {
-            wrong.push(format!("{}: ggufrw: {:?}, recorded {:?}", f.name, ours(&f.bytes), f.ours));
+            wrong.push(format!(
+                "{}: ggufrw: {:?}, recorded {:?}",
+                f.name,
+                ours(&f.bytes),
+                f.ours
+            ));
         }
         for (name, peer) in &mut peers {
             let does = match *name {
@@ -357,7 +373,9 @@ fn ggml_writes_a_file_its_reader_refuses_when_given_an_alignment() {
     let file = Gguf::open(&out).unwrap();
     let findings = validate(&file, Profile::Ggml);
     assert!(
-        findings.iter().any(|f| f.message.contains("where ggml expects 64")),
+        findings
+            .iter()
+            .any(|f| f.message.contains("where ggml expects 64")),
         "{findings:?}"
     );
 }
