@@ -1,12 +1,12 @@
-//! Typed views of tensor data: the elements of an F32, F16, BF16, F64, I8, I16, I32 or I64
-//! tensor, borrowed from the file when its byte order is the host's and the data is aligned
-//! for the type, converted otherwise.
+//! Typed views of tensor data: the elements of an F32, F64, I8, I16, I32 or I64 tensor (and
+//! F16, BF16 as `half`'s types with the `half` feature), borrowed from the file when its byte
+//! order is the host's and the data is aligned for the type, converted otherwise; and the
+//! values of a tensor of any type as f32 ([`Gguf::dequantize`]).
 
 use crate::error::{Error, Result};
 use crate::file::Gguf;
 use crate::ggml_type::GgmlType;
 use ggufrw_schema::ByteOrder;
-use half::{bf16, f16};
 use std::borrow::Cow;
 
 /// An element type with a ggml tensor type of its own.
@@ -33,7 +33,12 @@ macro_rules! element {
 }
 
 element! {
-    f32 => F32, f16 => F16, bf16 => BF16, f64 => F64, i8 => I8, i16 => I16, i32 => I32, i64 => I64,
+    f32 => F32, f64 => F64, i8 => I8, i16 => I16, i32 => I32, i64 => I64,
+}
+
+#[cfg(feature = "half")]
+element! {
+    half::f16 => F16, half::bf16 => BF16,
 }
 
 /// The host's byte order.
@@ -78,5 +83,26 @@ impl<B: AsRef<[u8]>> Gguf<B> {
             });
         }
         Ok(elements(data, self.header().byte_order))
+    }
+}
+
+impl<B: AsRef<[u8]>> Gguf<B> {
+    /// The values of tensor `index`, of any type ggml dequantizes (and Q8_1, the integer types
+    /// and F64), as f32: bit-exact with ggml's `to_float`, from either byte order.
+    pub fn dequantize(&self, index: usize) -> Result<Vec<f32>> {
+        let data = self.tensor_data(index)?;
+        let info = &self.header().tensor_infos[index];
+        let fail = |message: String| Error::Tensor {
+            index,
+            name: info.name.to_string(),
+            message,
+        };
+        let ty = GgmlType::from_id(info.ggml_type)
+            .ok_or_else(|| fail(crate::ggml_type::type_name(info.ggml_type)))?;
+        let n = data.len() / ty.type_size() as usize * ty.block_size() as usize;
+        let mut out = vec![0f32; n];
+        crate::quant::dequantize(ty, data, self.header().byte_order, &mut out)
+            .map_err(|e| fail(e.to_string()))?;
+        Ok(out)
     }
 }

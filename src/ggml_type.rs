@@ -1,95 +1,90 @@
 //! The ggml tensor types: id, canonical name, block size, bytes per block.
 
+use crate::quant::BlockVisitor;
+use ggufrw_schema::blocks::{self, Block};
 use std::fmt;
 
-/// A ggml tensor type. Canonical names are mixed case (`q4_K`, `iq2_xxs`, `bf16`) and parse
-/// case-insensitively. Ids 4, 5, 31–33 and 36–38 are retired and have no variant.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    strum::FromRepr,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::EnumIter,
-)]
-#[strum(ascii_case_insensitive)]
-#[repr(u32)]
-#[allow(non_camel_case_types, missing_docs)]
-pub enum GgmlType {
-    #[strum(serialize = "f32")]
-    F32 = 0,
-    #[strum(serialize = "f16")]
-    F16 = 1,
-    #[strum(serialize = "q4_0")]
-    Q4_0 = 2,
-    #[strum(serialize = "q4_1")]
-    Q4_1 = 3,
-    #[strum(serialize = "q5_0")]
-    Q5_0 = 6,
-    #[strum(serialize = "q5_1")]
-    Q5_1 = 7,
-    #[strum(serialize = "q8_0")]
-    Q8_0 = 8,
-    #[strum(serialize = "q8_1")]
-    Q8_1 = 9,
-    #[strum(serialize = "q2_K")]
-    Q2_K = 10,
-    #[strum(serialize = "q3_K")]
-    Q3_K = 11,
-    #[strum(serialize = "q4_K")]
-    Q4_K = 12,
-    #[strum(serialize = "q5_K")]
-    Q5_K = 13,
-    #[strum(serialize = "q6_K")]
-    Q6_K = 14,
-    #[strum(serialize = "q8_K")]
-    Q8_K = 15,
-    #[strum(serialize = "iq2_xxs")]
-    IQ2_XXS = 16,
-    #[strum(serialize = "iq2_xs")]
-    IQ2_XS = 17,
-    #[strum(serialize = "iq3_xxs")]
-    IQ3_XXS = 18,
-    #[strum(serialize = "iq1_s")]
-    IQ1_S = 19,
-    #[strum(serialize = "iq4_nl")]
-    IQ4_NL = 20,
-    #[strum(serialize = "iq3_s")]
-    IQ3_S = 21,
-    #[strum(serialize = "iq2_s")]
-    IQ2_S = 22,
-    #[strum(serialize = "iq4_xs")]
-    IQ4_XS = 23,
-    #[strum(serialize = "i8")]
-    I8 = 24,
-    #[strum(serialize = "i16")]
-    I16 = 25,
-    #[strum(serialize = "i32")]
-    I32 = 26,
-    #[strum(serialize = "i64")]
-    I64 = 27,
-    #[strum(serialize = "f64")]
-    F64 = 28,
-    #[strum(serialize = "iq1_m")]
-    IQ1_M = 29,
-    #[strum(serialize = "bf16")]
-    BF16 = 30,
-    #[strum(serialize = "tq1_0")]
-    TQ1_0 = 34,
-    #[strum(serialize = "tq2_0")]
-    TQ2_0 = 35,
-    #[strum(serialize = "mxfp4")]
-    MXFP4 = 39,
-    #[strum(serialize = "nvfp4")]
-    NVFP4 = 40,
-    #[strum(serialize = "q1_0")]
-    Q1_0 = 41,
-    #[strum(serialize = "q2_0")]
-    Q2_0 = 42,
+/// Declares [`GgmlType`] from one table: variant, id, ggml's name, and the block declaration
+/// (in `ggufrw_schema::blocks`) that gives its size and carries its arithmetic.
+macro_rules! ggml_types {
+    ($($variant:ident = $id:literal, $name:literal, $block:ident;)*) => {
+        /// A ggml tensor type. Canonical names are mixed case (`q4_K`, `iq2_xxs`, `bf16`) and
+        /// parse case-insensitively. Ids 4, 5, 31–33 and 36–38 are retired and have no variant.
+        #[derive(
+            Clone,
+            Copy,
+            Debug,
+            PartialEq,
+            Eq,
+            Hash,
+            strum::FromRepr,
+            strum::EnumString,
+            strum::IntoStaticStr,
+            strum::EnumIter,
+        )]
+        #[strum(ascii_case_insensitive)]
+        #[repr(u32)]
+        #[allow(non_camel_case_types, missing_docs)]
+        pub enum GgmlType {
+            $(#[strum(serialize = $name)] $variant = $id,)*
+        }
+
+        impl GgmlType {
+            fn block_and_bytes(self) -> (u64, u64) {
+                match self {
+                    $(GgmlType::$variant => (blocks::$block::ELEMENTS as u64, blocks::$block::BYTES as u64),)*
+                }
+            }
+
+            /// Calls the visitor with this type's block declaration.
+            pub fn visit<V: BlockVisitor>(self, visitor: V) -> V::Out {
+                match self {
+                    $(GgmlType::$variant => visitor.visit::<blocks::$block>(),)*
+                }
+            }
+        }
+
+        // The table's ids are the declarations' ids.
+        const _: () = { $(assert!(blocks::$block::ID == $id);)* };
+    };
+}
+
+ggml_types! {
+    F32 = 0, "f32", F32;
+    F16 = 1, "f16", F16;
+    Q4_0 = 2, "q4_0", Q4_0;
+    Q4_1 = 3, "q4_1", Q4_1;
+    Q5_0 = 6, "q5_0", Q5_0;
+    Q5_1 = 7, "q5_1", Q5_1;
+    Q8_0 = 8, "q8_0", Q8_0;
+    Q8_1 = 9, "q8_1", Q8_1;
+    Q2_K = 10, "q2_K", Q2K;
+    Q3_K = 11, "q3_K", Q3K;
+    Q4_K = 12, "q4_K", Q4K;
+    Q5_K = 13, "q5_K", Q5K;
+    Q6_K = 14, "q6_K", Q6K;
+    Q8_K = 15, "q8_K", Q8K;
+    IQ2_XXS = 16, "iq2_xxs", Iq2Xxs;
+    IQ2_XS = 17, "iq2_xs", Iq2Xs;
+    IQ3_XXS = 18, "iq3_xxs", Iq3Xxs;
+    IQ1_S = 19, "iq1_s", Iq1S;
+    IQ4_NL = 20, "iq4_nl", Iq4Nl;
+    IQ3_S = 21, "iq3_s", Iq3S;
+    IQ2_S = 22, "iq2_s", Iq2S;
+    IQ4_XS = 23, "iq4_xs", Iq4Xs;
+    I8 = 24, "i8", I8;
+    I16 = 25, "i16", I16Block;
+    I32 = 26, "i32", I32Block;
+    I64 = 27, "i64", I64Block;
+    F64 = 28, "f64", F64;
+    IQ1_M = 29, "iq1_m", Iq1M;
+    BF16 = 30, "bf16", Bf16;
+    TQ1_0 = 34, "tq1_0", Tq1_0;
+    TQ2_0 = 35, "tq2_0", Tq2_0;
+    MXFP4 = 39, "mxfp4", Mxfp4;
+    NVFP4 = 40, "nvfp4", Nvfp4;
+    Q1_0 = 41, "q1_0", Q1_0;
+    Q2_0 = 42, "q2_0", Q2_0;
 }
 
 /// Ids ggml once used and retired, with their old names.
@@ -156,56 +151,10 @@ impl GgmlType {
         self.block_and_bytes().1
     }
 
-    /// Whether the type is a block quantization rather than plain numbers.
+    /// Whether the type is a block quantization rather than plain numbers (as ggml's
+    /// `ggml_is_quantized`: blocks of more than one element).
     pub fn is_quantized(self) -> bool {
-        !matches!(
-            self,
-            GgmlType::F32
-                | GgmlType::F16
-                | GgmlType::BF16
-                | GgmlType::F64
-                | GgmlType::I8
-                | GgmlType::I16
-                | GgmlType::I32
-                | GgmlType::I64
-        )
-    }
-
-    fn block_and_bytes(self) -> (u64, u64) {
-        use GgmlType::*;
-        match self {
-            F32 | I32 => (1, 4),
-            F16 | BF16 | I16 => (1, 2),
-            I8 => (1, 1),
-            I64 | F64 => (1, 8),
-            Q4_0 => (32, 18),
-            Q4_1 => (32, 20),
-            Q5_0 => (32, 22),
-            Q5_1 => (32, 24),
-            Q8_0 => (32, 34),
-            Q8_1 => (32, 36),
-            Q2_K => (256, 84),
-            Q3_K => (256, 110),
-            Q4_K => (256, 144),
-            Q5_K => (256, 176),
-            Q6_K => (256, 210),
-            Q8_K => (256, 292),
-            IQ2_XXS => (256, 66),
-            IQ2_XS => (256, 74),
-            IQ3_XXS => (256, 98),
-            IQ1_S => (256, 50),
-            IQ4_NL => (32, 18),
-            IQ3_S => (256, 110),
-            IQ2_S => (256, 82),
-            IQ4_XS => (256, 136),
-            IQ1_M => (256, 56),
-            TQ1_0 => (256, 54),
-            TQ2_0 => (256, 66),
-            MXFP4 => (32, 17),
-            NVFP4 => (64, 36),
-            Q1_0 => (128, 18),
-            Q2_0 => (64, 18),
-        }
+        self.block_size() > 1
     }
 
     /// Bytes a tensor of this type and shape takes: whole blocks along `ne[0]`, the element

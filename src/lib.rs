@@ -62,6 +62,7 @@ pub mod ggml_type;
 pub mod keys;
 pub mod naming;
 pub mod params;
+pub mod quant;
 pub mod semantic;
 pub mod validate;
 pub mod view;

@@ -31,7 +31,8 @@ fn run(data: &[u8]) {
     let mut cursor = Cursor::new(data);
     let read = read_header(&mut cursor);
     match (&mapped, &read) {
-        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        // Gguf::open names the file; read_header, which has none, does not.
+        (Err(a), Err(b)) => assert_eq!(a.root().to_string(), b.root().to_string()),
         (Ok(file), Ok((header, layout))) => {
             assert_eq!(file.bytes(), data, "the map is not the file");
             assert!(

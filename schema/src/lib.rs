@@ -27,6 +27,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod blocks;
 mod ctx;
 mod error;
 mod header;

@@ -617,11 +617,58 @@ impl Peer {
         Ok(self.ask(&request)?.map(|mut answer| answer["file"].take()))
     }
 
+    /// Has the peer dequantize whole blocks of `ty` (little-endian bytes) to f32.
+    pub fn dequantize(
+        &mut self,
+        ty: GgmlType,
+        blocks: &[u8],
+    ) -> Result<Result<Vec<f32>, Refusal>, String> {
+        let input = self.dir().join("dequantize-in.bin");
+        let output = self.dir().join("dequantize-out.bin");
+        std::fs::write(&input, blocks).map_err(|e| e.to_string())?;
+        let n = blocks.len() as u64 / ty.type_size() * ty.block_size();
+        let request = json!({"op": "dequantize", "type": ty.id(), "input": input,
+            "output": output, "n": n});
+        Ok(match self.ask(&request)? {
+            Err(refusal) => Err(refusal),
+            Ok(_) => Ok(f32s(&std::fs::read(&output).map_err(|e| e.to_string())?)),
+        })
+    }
+
+    /// Has the peer quantize rows of `n_per_row` f32 to `ty` (its `ggml_quantize_chunk`, or with
+    /// `reference` its `quantize_row_*_ref`).
+    pub fn quantize(
+        &mut self,
+        ty: GgmlType,
+        x: &[f32],
+        n_per_row: usize,
+        reference: bool,
+    ) -> Result<Result<Vec<u8>, Refusal>, String> {
+        let input = self.dir().join("quantize-in.bin");
+        let output = self.dir().join("quantize-out.bin");
+        let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        std::fs::write(&input, bytes).map_err(|e| e.to_string())?;
+        let request = json!({"op": "quantize", "type": ty.id(), "input": input,
+            "output": output, "nrows": x.len() / n_per_row.max(1), "n_per_row": n_per_row,
+            "ref": reference});
+        Ok(match self.ask(&request)? {
+            Err(refusal) => Err(refusal),
+            Ok(_) => Ok(std::fs::read(&output).map_err(|e| e.to_string())?),
+        })
+    }
+
     /// Has the peer read `path`, which it must accept.
     pub fn read_accepted(&mut self, path: &Path) -> Result<Json, String> {
         self.read(path, false)?
             .map_err(|r| format!("{}'s reader refused: {r}", self.caps.name))
     }
+}
+
+/// Little-endian f32s from bytes.
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    (bytes.chunks_exact(4))
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
 }
 
 /// A file's content as the writer adapters take it: `dump --json`'s shape plus each tensor's

@@ -1,0 +1,142 @@
+//! The few C conversions ggml's reference code relies on, as x86-64 compiles them, so that
+//! results are bit-identical with ggml's even for NaN, infinities and values out of range.
+
+/// `(int)f`: truncation, and `INT_MIN` ("integer indefinite") for NaN and out-of-range values,
+/// as `cvttss2si` gives.
+#[inline]
+pub fn to_i32(f: f32) -> i32 {
+    if !(-2_147_483_648.0..2_147_483_648.0).contains(&f) {
+        i32::MIN
+    } else {
+        f as i32
+    }
+}
+
+/// `lroundf(f)`: round half away from zero to a `long`, and `LONG_MIN` for NaN and
+/// out-of-range values.
+#[inline]
+pub fn lround(f: f32) -> i64 {
+    let r = f.round();
+    if !(-9.223_372e18..9.223_372e18).contains(&r) {
+        i64::MIN
+    } else {
+        r as i64
+    }
+}
+
+/// `(int8_t)f`: the `int` conversion, then its low 8 bits.
+#[inline]
+pub fn to_i8(f: f32) -> i8 {
+    to_i32(f) as i8
+}
+
+/// `(uint8_t)f`: the `int` conversion, then its low 8 bits.
+#[inline]
+pub fn to_u8(f: f32) -> u8 {
+    to_i32(f) as u8
+}
+
+/// ggml's `nearest_int`: round to nearest, ties to even, by adding 1.5 × 2^23 and reading the
+/// low mantissa bits (only meaningful for |f| ≤ 4194303, which callers ensure).
+#[inline]
+pub fn nearest_int(f: f32) -> i32 {
+    let bits = (f + 12_582_912.0).to_bits() as i32;
+    (bits & 0x007f_ffff) - 0x0040_0000
+}
+
+/// IEEE binary16 bits to f32, as ggml's scalar `ggml_compute_fp16_to_fp32` computes it
+/// (through a float multiply: a signalling NaN comes out quiet).
+#[inline]
+pub fn fp16_to_fp32(h: u16) -> f32 {
+    let w = u32::from(h) << 16;
+    let sign = w & 0x8000_0000;
+    let two_w = w.wrapping_add(w);
+    let exp_offset = 0xE0u32 << 23;
+    let exp_scale = f32::from_bits(0x0780_0000);
+    let normalized = f32::from_bits((two_w >> 4).wrapping_add(exp_offset)) * exp_scale;
+    let magic_mask = 126u32 << 23;
+    let magic_bias = 0.5f32;
+    let denormalized = f32::from_bits((two_w >> 17) | magic_mask) - magic_bias;
+    let denormalized_cutoff = 1u32 << 27;
+    let result = sign
+        | if two_w < denormalized_cutoff {
+            denormalized.to_bits()
+        } else {
+            normalized.to_bits()
+        };
+    f32::from_bits(result)
+}
+
+/// f32 to IEEE binary16 bits, as ggml's scalar `ggml_compute_fp32_to_fp16` computes it.
+#[inline]
+pub fn fp32_to_fp16(f: f32) -> u16 {
+    let scale_to_inf = f32::from_bits(0x7780_0000);
+    let scale_to_zero = f32::from_bits(0x0880_0000);
+    let mut base = (f.abs() * scale_to_inf) * scale_to_zero;
+    let w = f.to_bits();
+    let shl1_w = w.wrapping_add(w);
+    let sign = w & 0x8000_0000;
+    let mut bias = shl1_w & 0xFF00_0000;
+    if bias < 0x7100_0000 {
+        bias = 0x7100_0000;
+    }
+    base += f32::from_bits((bias >> 1) + 0x0780_0000);
+    let bits = base.to_bits();
+    let exp_bits = (bits >> 13) & 0x0000_7C00;
+    let mantissa_bits = bits & 0x0000_0FFF;
+    let nonsign = exp_bits + mantissa_bits;
+    ((sign >> 16)
+        | if shl1_w > 0xFF00_0000 {
+            0x7E00
+        } else {
+            nonsign
+        }) as u16
+}
+
+/// bfloat16 bits to f32 (exact).
+#[inline]
+pub fn bf16_to_fp32(h: u16) -> f32 {
+    f32::from_bits(u32::from(h) << 16)
+}
+
+/// f32 to bfloat16 bits, as ggml's `ggml_compute_fp32_to_bf16`: NaN made quiet, others rounded
+/// to nearest even.
+#[inline]
+pub fn fp32_to_bf16(f: f32) -> u16 {
+    let u = f.to_bits();
+    if (u & 0x7fff_ffff) > 0x7f80_0000 {
+        ((u >> 16) | 64) as u16
+    } else {
+        (u.wrapping_add(0x7fff + ((u >> 16) & 1)) >> 16) as u16
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversions_behave_as_c_on_x86() {
+        assert_eq!(to_i32(f32::NAN), i32::MIN);
+        assert_eq!(to_i32(f32::INFINITY), i32::MIN);
+        assert_eq!(to_i8(200.7), -56);
+        assert_eq!(to_i32(-3.9), -3);
+        assert_eq!(nearest_int(2.5), 2);
+        assert_eq!(nearest_int(3.5), 4);
+        assert_eq!(nearest_int(-2.5), -2);
+    }
+
+    #[test]
+    fn halves_round_trip_and_quiet_signalling_nans() {
+        for h in 0..=u16::MAX {
+            let f = fp16_to_fp32(h);
+            let is_nan = (h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0;
+            if is_nan {
+                assert!(f.is_nan());
+                assert_ne!(f.to_bits() & 0x0040_0000, 0, "quiet: {h:#x}");
+            } else {
+                assert_eq!(fp32_to_fp16(f), h, "{h:#x}");
+            }
+        }
+    }
+}

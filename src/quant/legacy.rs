@@ -1,0 +1,528 @@
+//! The block types of 32 to 128 elements with one scale (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1,
+//! Q1_0, Q2_0), the FP4 types (MXFP4, NVFP4) and the ternary types (TQ1_0, TQ2_0): each as
+//! ggml's `dequantize_row_*` and `quantize_row_*_ref` compute it (`ggml_quantize_chunk` takes
+//! the reference quantizer for all of them when it has no importance matrix).
+
+use super::c::{fp16_to_fp32, fp32_to_fp16, lround, to_i32, to_i8, to_u8};
+use super::{Dequantize, Quantize};
+use ggufrw_schema::blocks::bits::{Crumbs, Nibbles};
+use ggufrw_schema::blocks::scalar::{Half, U32};
+use ggufrw_schema::blocks::{
+    Mxfp4, Nvfp4, Tq1_0, Tq2_0, Q1_0, Q2_0, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1,
+};
+
+/// The E2M1 values, doubled (ggml's `kvalues_mxfp4`).
+const FP4_VALUES: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+
+fn half(h: Half) -> f32 {
+    fp16_to_fp32(h.get())
+}
+
+fn to_half(f: f32) -> Half {
+    Half::new(fp32_to_fp16(f))
+}
+
+/// The largest |x| of a block, and the value that has it (the first such).
+fn signed_max(x: &[f32]) -> (f32, f32) {
+    let (mut amax, mut max) = (0f32, 0f32);
+    for &v in x {
+        if amax < v.abs() {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    (amax, max)
+}
+
+/// `MAX(amax, fabsf(v))` over the block, as C's macro compares (a NaN never wins).
+fn abs_max(x: &[f32]) -> f32 {
+    x.iter()
+        .fold(0f32, |amax, &v| if amax > v.abs() { amax } else { v.abs() })
+}
+
+fn min_max(x: &[f32]) -> (f32, f32) {
+    let (mut min, mut max) = (f32::MAX, -f32::MAX);
+    for &v in x {
+        if v < min {
+            min = v;
+        }
+        if v > max {
+            max = v;
+        }
+    }
+    (min, max)
+}
+
+fn inverse(d: f32) -> f32 {
+    if d != 0.0 {
+        1.0 / d
+    } else {
+        0.0
+    }
+}
+
+/// `MIN(limit, (int8_t)f)` stored in a `uint8_t`.
+fn clamp_u8(f: f32, limit: i32) -> u8 {
+    i32::from(to_i8(f)).min(limit) as u8
+}
+
+impl Dequantize for Q4_0 {
+    fn dequantize(&self, y: &mut [f32]) {
+        let d = half(self.d);
+        for (j, &q) in self.qs.iter().enumerate() {
+            let q = Nibbles::from_bytes([q]);
+            y[j] = (i32::from(q.lo()) - 8) as f32 * d;
+            y[j + 16] = (i32::from(q.hi()) - 8) as f32 * d;
+        }
+    }
+}
+
+impl Quantize for Q4_0 {
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        for (x, y) in x.chunks_exact(32).zip(out) {
+            let (_, max) = signed_max(x);
+            let d = max / -8.0;
+            let id = inverse(d);
+            y.d = to_half(d);
+            for j in 0..16 {
+                let lo = clamp_u8(x[j] * id + 8.5, 15);
+                let hi = clamp_u8(x[j + 16] * id + 8.5, 15);
+                y.qs[j] = lo | (hi << 4);
+            }
+        }
+    }
+}
+
+impl Dequantize for Q4_1 {
+    fn dequantize(&self, y: &mut [f32]) {
+        let (d, m) = (half(self.d), half(self.m));
+        for (j, &q) in self.qs.iter().enumerate() {
+            let q = Nibbles::from_bytes([q]);
+            y[j] = f32::from(q.lo()) * d + m;
+            y[j + 16] = f32::from(q.hi()) * d + m;
+        }
+    }
+}
+
+impl Quantize for Q4_1 {
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        for (x, y) in x.chunks_exact(32).zip(out) {
+            let (min, max) = min_max(x);
+            let d = (max - min) / 15.0;
+            let id = inverse(d);
+            y.d = to_half(d);
+            y.m = to_half(min);
+            for j in 0..16 {
+                let lo = clamp_u8((x[j] - min) * id + 0.5, 15);
+                let hi = clamp_u8((x[j + 16] - min) * id + 0.5, 15);
+                y.qs[j] = lo | (hi << 4);
+            }
+        }
+    }
+}
+
+/// Element `j`'s 5th bit from the word of high bits.
+fn high_bit(qh: u32, j: usize) -> i32 {
+    ((qh >> j) & 1) as i32
+}
+
+impl Dequantize for Q5_0 {
+    fn dequantize(&self, y: &mut [f32]) {
+        let d = half(self.d);
+        let qh = self.qh.get();
+        for (j, &q) in self.qs.iter().enumerate() {
+            let q = Nibbles::from_bytes([q]);
+            y[j] = ((i32::from(q.lo()) | high_bit(qh, j) << 4) - 16) as f32 * d;
+            y[j + 16] = ((i32::from(q.hi()) | high_bit(qh, j + 16) << 4) - 16) as f32 * d;
+        }
+    }
+}
+
+impl Quantize for Q5_0 {
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        for (x, y) in x.chunks_exact(32).zip(out) {
+            let (_, max) = signed_max(x);
+            let d = max / -16.0;
+            let id = inverse(d);
+            y.d = to_half(d);
+            let mut qh = 0u32;
+            for j in 0..16 {
+                let lo = clamp_u8(x[j] * id + 16.5, 31);
+                let hi = clamp_u8(x[j + 16] * id + 16.5, 31);
+                y.qs[j] = (lo & 0x0f) | ((hi & 0x0f) << 4);
+                qh |= u32::from((lo & 0x10) >> 4) << j;
+                qh |= u32::from((hi & 0x10) >> 4) << (j + 16);
+            }
+            y.qh = U32::new(qh);
+        }
+    }
+}
+
+impl Dequantize for Q5_1 {
+    fn dequantize(&self, y: &mut [f32]) {
+        let (d, m) = (half(self.d), half(self.m));
+        let qh = self.qh.get();
+        for (j, &q) in self.qs.iter().enumerate() {
+            let q = Nibbles::from_bytes([q]);
+            y[j] = (i32::from(q.lo()) | high_bit(qh, j) << 4) as f32 * d + m;
+            y[j + 16] = (i32::from(q.hi()) | high_bit(qh, j + 16) << 4) as f32 * d + m;
+        }
+    }
+}
+
+impl Quantize for Q5_1 {
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        for (x, y) in x.chunks_exact(32).zip(out) {
+            let (min, max) = min_max(x);
+            let d = (max - min) / 31.0;
+            let id = inverse(d);
+            y.d = to_half(d);
+            y.m = to_half(min);
+            let mut qh = 0u32;
+            for j in 0..16 {
+                let lo = to_u8((x[j] - min) * id + 0.5);
+                let hi = to_u8((x[j + 16] - min) * id + 0.5);
+                y.qs[j] = (lo & 0x0f) | ((hi & 0x0f) << 4);
+                qh |= u32::from((lo & 0x10) >> 4) << j;
+                qh |= u32::from((hi & 0x10) >> 4) << (j + 16);
+            }
+            y.qh = U32::new(qh);
+        }
+    }
+}
+
+impl Dequantize for Q8_0 {
+    fn dequantize(&self, y: &mut [f32]) {
+        let d = half(self.d);
+        for (y, &q) in y.iter_mut().zip(&self.qs) {
+            *y = f32::from(q) * d;
+        }
+    }
+}
+
+impl Quantize for Q8_0 {
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        for (x, y) in x.chunks_exact(32).zip(out) {
+            let d = abs_max(x) / 127.0;
+            let id = inverse(d);
+            y.d = to_half(d);
+            for (q, &v) in y.qs.iter_mut().zip(x) {
+                *q = to_i8((v * id).round());
+            }
+        }
+    }
+}
+
+/// ggml has no dequantization of Q8_1 (it is only ever a dot-product operand): its values are
+/// the quants times the scale, as for Q8_0 (the second half, `s`, is their sum times the scale).
+impl Dequantize for Q8_1 {
+    fn dequantize(&self, y: &mut [f32]) {
+        let d = half(self.d);
+        for (y, &q) in y.iter_mut().zip(&self.qs) {
+            *y = f32::from(q) * d;
+        }
+    }
+}
+
+impl Quantize for Q8_1 {
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        for (x, y) in x.chunks_exact(32).zip(out) {
+            let d = abs_max(x) / 127.0;
+            let id = inverse(d);
+            y.d = to_half(d);
+            let mut sum = 0i32;
+            for j in 0..16 {
+                y.qs[j] = to_i8((x[j] * id).round());
+                y.qs[j + 16] = to_i8((x[j + 16] * id).round());
+                sum += i32::from(y.qs[j]) + i32::from(y.qs[j + 16]);
+            }
+            y.s = to_half(sum as f32 * d);
+        }
+    }
+}
+
+impl Dequantize for Q1_0 {
+    fn dequantize(&self, y: &mut [f32]) {
+        let d = half(self.d);
+        for (j, y) in y.iter_mut().enumerate() {
+            *y = if (self.qs[j / 8] >> (j % 8)) & 1 != 0 {
+                d
+            } else {
+                -d
+            };
+        }
+    }
+}
+
+impl Quantize for Q1_0 {
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        for (x, y) in x.chunks_exact(128).zip(out) {
+            let sum_abs = x.iter().fold(0f32, |s, v| s + v.abs());
+            y.d = to_half(sum_abs / 128.0);
+            y.qs = [0; 16];
+            for (j, &v) in x.iter().enumerate() {
+                if v >= 0.0 {
+                    y.qs[j / 8] |= 1 << (j % 8);
+                }
+            }
+        }
+    }
+}
+
+impl Dequantize for Q2_0 {
+    fn dequantize(&self, y: &mut [f32]) {
+        let d = half(self.d);
+        for (j, &q) in self.qs.iter().enumerate() {
+            let q = Crumbs::from_bytes([q]);
+            for (k, q) in [q.q0(), q.q1(), q.q2(), q.q3()].into_iter().enumerate() {
+                y[4 * j + k] = (i32::from(q) - 1) as f32 * d;
+            }
+        }
+    }
+}
+
+impl Quantize for Q2_0 {
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        for (x, y) in x.chunks_exact(64).zip(out) {
+            let mut amax = 0f32;
+            for &v in x {
+                if v.abs() > amax {
+                    amax = v.abs();
+                }
+            }
+            let d = amax;
+            let id = if d > 0.0 { 1.0 / d } else { 0.0 };
+            y.d = to_half(d);
+            y.qs = [0; 16];
+            for (j, &v) in x.iter().enumerate() {
+                let q = to_i32((v * id).round()).wrapping_add(1).clamp(0, 3);
+                y.qs[j / 4] |= (q as u8) << ((j % 4) * 2);
+            }
+        }
+    }
+}
+
+/// `GGML_E8M0_TO_FP32_HALF`: 2^(e − 128).
+fn e8m0_half(e: u8) -> f32 {
+    let bits = if e < 2 {
+        0x0020_0000u32 << e
+    } else {
+        u32::from(e - 1) << 23
+    };
+    f32::from_bits(bits)
+}
+
+/// UE4M3 (4-bit exponent, 3-bit mantissa, no sign) to f32, halved (`ggml_ue4m3_to_fp32`).
+fn ue4m3(x: u8) -> f32 {
+    if x == 0 || x == 0x7f {
+        return 0.0;
+    }
+    let exp = i32::from((x >> 3) & 0xf);
+    let man = f32::from(x & 7);
+    let raw = if exp == 0 {
+        man * 2f32.powi(-9)
+    } else {
+        (1.0 + man / 8.0) * 2f32.powi(exp - 7)
+    };
+    raw * 0.5
+}
+
+/// f32 to UE4M3 (`ggml_fp32_to_ue4m3`).
+fn to_ue4m3(x: f32) -> u8 {
+    // Not above zero, NaN included.
+    if x.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+        return 0;
+    }
+    let x = if x > 448.0 { 448.0 } else { x };
+    let bits = x.to_bits();
+    let fp32_exp = ((bits >> 23) & 0xff) as i32 - 127;
+    let fp32_man = ((bits >> 20) & 7) as i32;
+    let mut exp = fp32_exp + 7;
+    if exp <= 0 {
+        let man = to_i32(x * 512.0 + 0.5).min(7);
+        return if man < 1 { 0 } else { man as u8 };
+    }
+    if exp >= 15 {
+        return 0x7e;
+    }
+    let mut man = fp32_man + ((bits >> 19) & 1) as i32;
+    if man > 7 {
+        man = 0;
+        exp += 1;
+        if exp >= 15 {
+            return 0x7e;
+        }
+    }
+    ((exp << 3) | man) as u8
+}
+
+/// The FP4 value nearest `x` at scale `e` (the first of equals).
+fn best_fp4(x: f32, e: f32) -> u8 {
+    let mut best = 0;
+    let mut best_err = (f32::from(FP4_VALUES[0]) * e - x).abs();
+    for (i, &v) in FP4_VALUES.iter().enumerate().skip(1) {
+        let err = (f32::from(v) * e - x).abs();
+        if err < best_err {
+            best = i as u8;
+            best_err = err;
+        }
+    }
+    best
+}
+
+impl Dequantize for Mxfp4 {
+    fn dequantize(&self, y: &mut [f32]) {
+        let d = e8m0_half(self.e);
+        for (j, &q) in self.qs.iter().enumerate() {
+            let q = Nibbles::from_bytes([q]);
+            y[j] = f32::from(FP4_VALUES[usize::from(q.lo())]) * d;
+            y[j + 16] = f32::from(FP4_VALUES[usize::from(q.hi())]) * d;
+        }
+    }
+}
+
+impl Quantize for Mxfp4 {
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        for (x, y) in x.chunks_exact(32).zip(out) {
+            let (amax, _) = signed_max(x);
+            y.e = if amax > 0.0 {
+                to_u8(amax.log2().floor() - 2.0 + 127.0)
+            } else {
+                0
+            };
+            let d = e8m0_half(y.e);
+            for j in 0..16 {
+                y.qs[j] = best_fp4(x[j], d) | (best_fp4(x[j + 16], d) << 4);
+            }
+        }
+    }
+}
+
+impl Dequantize for Nvfp4 {
+    fn dequantize(&self, y: &mut [f32]) {
+        for s in 0..4 {
+            let d = ue4m3(self.d[s]);
+            for j in 0..8 {
+                let q = Nibbles::from_bytes([self.qs[8 * s + j]]);
+                y[16 * s + j] = f32::from(FP4_VALUES[usize::from(q.lo())]) * d;
+                y[16 * s + j + 8] = f32::from(FP4_VALUES[usize::from(q.hi())]) * d;
+            }
+        }
+    }
+}
+
+impl Quantize for Nvfp4 {
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        for (x, y) in x.chunks_exact(64).zip(out) {
+            for (s, xb) in x.chunks_exact(16).enumerate() {
+                let (amax, _) = signed_max(xb);
+                y.d[s] = to_ue4m3(amax / 6.0);
+                let d = ue4m3(y.d[s]);
+                for j in 0..8 {
+                    y.qs[8 * s + j] = best_fp4(xb[j], d) | (best_fp4(xb[j + 8], d) << 4);
+                }
+            }
+        }
+    }
+}
+
+/// Trit `n` (0 = most significant) of a byte of 5 (or 4) trits stored as a fraction of 256.
+fn trit(q: u8, n: usize) -> f32 {
+    const POW3: [u8; 6] = [1, 3, 9, 27, 81, 243];
+    let q = q.wrapping_mul(POW3[n]);
+    let xi = ((u16::from(q) * 3) >> 8) as i16;
+    f32::from(xi - 1)
+}
+
+impl Dequantize for Tq1_0 {
+    fn dequantize(&self, y: &mut [f32]) {
+        let d = half(self.d);
+        let mut e = 0;
+        for n in 0..5 {
+            for m in 0..32 {
+                y[e] = trit(self.qs[m], n) * d;
+                e += 1;
+            }
+        }
+        for n in 0..5 {
+            for m in 0..16 {
+                y[e] = trit(self.qs[32 + m], n) * d;
+                e += 1;
+            }
+        }
+        for n in 0..4 {
+            for j in 0..4 {
+                y[e] = trit(self.qh[j], n) * d;
+                e += 1;
+            }
+        }
+    }
+}
+
+/// -1, 0, 1 → 0, 1, 2.
+fn ternary(v: f32, id: f32) -> u8 {
+    (lround(v * id) as i32).wrapping_add(1) as u8
+}
+
+/// Trits, most significant first, as the fraction of 256 the byte stores (ceiling division).
+fn pack_trits(trits: impl Iterator<Item = u8>) -> u8 {
+    let q = trits.fold(0u8, |q, t| q.wrapping_mul(3).wrapping_add(t));
+    (u16::from(q) * 256).div_ceil(243) as u8
+}
+
+impl Quantize for Tq1_0 {
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        for (x, y) in x.chunks_exact(256).zip(out) {
+            let d = abs_max(x);
+            let id = inverse(d);
+            y.d = to_half(d);
+            for m in 0..32 {
+                y.qs[m] = pack_trits((0..5).map(|n| ternary(x[m + 32 * n], id)));
+            }
+            let x = &x[160..];
+            for m in 0..16 {
+                y.qs[32 + m] = pack_trits((0..5).map(|n| ternary(x[m + 16 * n], id)));
+            }
+            let x = &x[80..];
+            for j in 0..4 {
+                // Four trits, shifted to the most significant place of five.
+                let trits = (0..4).map(|m| ternary(x[j + 4 * m], id)).chain([0]);
+                y.qh[j] = pack_trits(trits);
+            }
+        }
+    }
+}
+
+impl Dequantize for Tq2_0 {
+    fn dequantize(&self, y: &mut [f32]) {
+        let d = half(self.d);
+        for c in 0..2 {
+            for l in 0..4 {
+                for m in 0..32 {
+                    let q = (self.qs[32 * c + m] >> (2 * l)) & 3;
+                    y[128 * c + 32 * l + m] = (i32::from(q) - 1) as f32 * d;
+                }
+            }
+        }
+    }
+}
+
+impl Quantize for Tq2_0 {
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        for (x, y) in x.chunks_exact(256).zip(out) {
+            let d = abs_max(x);
+            let id = inverse(d);
+            y.d = to_half(d);
+            for c in 0..2 {
+                for m in 0..32 {
+                    let mut q = 0u8;
+                    for n in 0..4 {
+                        let xi = ternary(x[128 * c + m + 32 * n], id);
+                        q = q.wrapping_add((xi & 3) << (2 * n));
+                    }
+                    y.qs[32 * c + m] = q;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! The arithmetic on ggml's blocks: dequantize to f32 and quantize from f32, bit-exact with
+//! ggml's reference C code (`ggml-quants.c`, as `to_float` and `ggml_quantize_chunk` without an
+//! importance matrix run it), and the byte swap of big-endian files. The blocks themselves are
+//! declared in `ggufrw_schema::blocks`; each family's arithmetic is a module here.
+//!
+//! ```
+//! use ggufrw::{quant, ByteOrder, GgmlType};
+//! let row: Vec<f32> = (0..64).map(|i| i as f32 / 8.0 - 4.0).collect();
+//! let blocks = quant::quantize(GgmlType::Q8_0, &row, 64)?;
+//! assert_eq!(blocks.len(), 2 * 34);
+//! let mut back = vec![0f32; 64];
+//! quant::dequantize(GgmlType::Q8_0, &blocks, ByteOrder::Little, &mut back)?;
+//! assert!(back.iter().zip(&row).all(|(a, b)| (a - b).abs() < 0.02));
+//! # Ok::<(), quant::QuantError>(())
+//! ```
+
+pub mod c;
+mod iq;
+mod k;
+mod legacy;
+mod plain;
+
+use crate::ggml_type::GgmlType;
+use ggufrw_schema::blocks::{self, Block, SwapPlan};
+use ggufrw_schema::ByteOrder;
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::OnceLock;
+
+/// Dequantization of one block, as ggml's `to_float` (or `dequantize_row_*`) computes it.
+pub trait Dequantize: Block {
+    /// Whether the arithmetic is there (a type without it is refused, never guessed).
+    const DEQUANTIZES: bool = true;
+    /// Writes the block's `ELEMENTS` values to `out` (exactly that long).
+    fn dequantize(&self, out: &mut [f32]);
+}
+
+/// Quantization of rows of f32, as ggml's reference code computes it.
+pub trait Quantize: Block + Copy {
+    /// Why the type cannot be quantized from f32 alone, if it cannot (ggml needs an
+    /// importance matrix for some types; others have no quantizer here).
+    const REFUSAL: Option<&'static str> = None;
+    /// One row, as `ggml_quantize_chunk` quantizes it without an importance matrix; `x` is
+    /// `out.len()` blocks of elements.
+    fn quantize_row(x: &[f32], out: &mut [Self]);
+    /// One row as the type's `quantize_row_*_ref` (`from_float_ref`) does; the same as
+    /// [`Quantize::quantize_row`] unless the type has a separate reference.
+    fn quantize_row_ref(x: &[f32], out: &mut [Self]) {
+        Self::quantize_row(x, out)
+    }
+}
+
+/// What every block type of [`GgmlType`] implements.
+pub trait Codec: Dequantize + Quantize {}
+impl<B: Dequantize + Quantize> Codec for B {}
+
+/// Code generic over the block types: [`GgmlType::visit`] calls it with the type's block.
+pub trait BlockVisitor {
+    /// What the visit returns.
+    type Out;
+    /// The block type `B`.
+    fn visit<B: Codec>(self) -> Self::Out;
+}
+
+/// Why a dequantization or quantization was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum QuantError {
+    /// The input is not whole blocks (or rows of whole blocks).
+    NotWholeBlocks {
+        /// The type.
+        ty: GgmlType,
+        /// Elements or bytes given.
+        len: usize,
+        /// Elements (or bytes) per block.
+        block: usize,
+    },
+    /// The output's length is not the input's number of elements.
+    OutputLength {
+        /// Needed.
+        needed: usize,
+        /// Given.
+        given: usize,
+    },
+    /// The type cannot be dequantized or quantized here, and why.
+    Unsupported {
+        /// The type.
+        ty: GgmlType,
+        /// Why.
+        why: &'static str,
+    },
+}
+
+impl fmt::Display for QuantError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QuantError::NotWholeBlocks { ty, len, block } => {
+                write!(f, "{ty}: {len} is not a multiple of the block's {block}")
+            }
+            QuantError::OutputLength { needed, given } => {
+                write!(f, "the output holds {given} values, {needed} are needed")
+            }
+            QuantError::Unsupported { ty, why } => write!(f, "{ty}: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for QuantError {}
+
+/// The byte swap of `ty`'s blocks, derived once from its declaration.
+pub fn swap_plan(ty: GgmlType) -> &'static SwapPlan {
+    struct Plan;
+    impl BlockVisitor for Plan {
+        type Out = SwapPlan;
+        fn visit<B: Codec>(self) -> SwapPlan {
+            SwapPlan::of::<B>()
+        }
+    }
+    static PLANS: OnceLock<Vec<(GgmlType, SwapPlan)>> = OnceLock::new();
+    let plans = PLANS.get_or_init(|| {
+        use strum::IntoEnumIterator;
+        GgmlType::iter().map(|t| (t, t.visit(Plan))).collect()
+    });
+    // Every type has its plan: the table is built from GgmlType::iter().
+    let found = plans.iter().find(|(t, _)| *t == ty).map(|(_, p)| p);
+    found.unwrap_or(&plans[0].1)
+}
+
+/// Swaps whole blocks of `ty` between byte orders, in place.
+pub fn swap_in_place(ty: GgmlType, bytes: &mut [u8]) -> Result<(), QuantError> {
+    let plan = swap_plan(ty);
+    if bytes.len() % plan.block_bytes != 0 {
+        return Err(QuantError::NotWholeBlocks {
+            ty,
+            len: bytes.len(),
+            block: plan.block_bytes,
+        });
+    }
+    plan.apply(bytes);
+    Ok(())
+}
+
+/// The blocks as little-endian bytes: `bytes` itself for a little-endian file, a swapped copy
+/// for a big-endian one.
+pub fn to_little_endian(
+    ty: GgmlType,
+    bytes: &[u8],
+    byte_order: ByteOrder,
+) -> Result<Cow<'_, [u8]>, QuantError> {
+    match byte_order {
+        ByteOrder::Little => Ok(Cow::Borrowed(bytes)),
+        ByteOrder::Big => {
+            let mut copy = bytes.to_vec();
+            swap_in_place(ty, &mut copy)?;
+            Ok(Cow::Owned(copy))
+        }
+    }
+}
+
+/// Blocks dequantized at once from a big-endian file (each chunk swapped into a buffer).
+const CHUNK_BLOCKS: usize = 1024;
+
+/// Dequantizes whole blocks of `ty` stored in `byte_order` into `out` (one f32 per element).
+pub fn dequantize(
+    ty: GgmlType,
+    bytes: &[u8],
+    byte_order: ByteOrder,
+    out: &mut [f32],
+) -> Result<(), QuantError> {
+    struct Run<'a> {
+        ty: GgmlType,
+        bytes: &'a [u8],
+        byte_order: ByteOrder,
+        out: &'a mut [f32],
+    }
+    impl BlockVisitor for Run<'_> {
+        type Out = Result<(), QuantError>;
+        fn visit<B: Codec>(self) -> Self::Out {
+            let Run {
+                ty,
+                bytes,
+                byte_order,
+                out,
+            } = self;
+            if !B::DEQUANTIZES {
+                return Err(QuantError::Unsupported {
+                    ty,
+                    why: "no dequantization for this type yet",
+                });
+            }
+            if bytes.len() % B::BYTES != 0 {
+                return Err(QuantError::NotWholeBlocks {
+                    ty,
+                    len: bytes.len(),
+                    block: B::BYTES,
+                });
+            }
+            let needed = bytes.len() / B::BYTES * B::ELEMENTS;
+            if out.len() != needed {
+                return Err(QuantError::OutputLength {
+                    needed,
+                    given: out.len(),
+                });
+            }
+            let mut scratch = Vec::new();
+            for (chunk, out) in (bytes.chunks(CHUNK_BLOCKS * B::BYTES))
+                .zip(out.chunks_mut(CHUNK_BLOCKS * B::ELEMENTS))
+            {
+                let le = match byte_order {
+                    ByteOrder::Little => chunk,
+                    ByteOrder::Big => {
+                        scratch.clear();
+                        scratch.extend_from_slice(chunk);
+                        swap_plan(ty).apply(&mut scratch);
+                        &scratch[..]
+                    }
+                };
+                let blocks: &[B] = blocks::view(le).unwrap_or(&[]);
+                for (block, out) in blocks.iter().zip(out.chunks_exact_mut(B::ELEMENTS)) {
+                    block.dequantize(out);
+                }
+            }
+            Ok(())
+        }
+    }
+    ty.visit(Run {
+        ty,
+        bytes,
+        byte_order,
+        out,
+    })
+}
+
+/// Quantizes rows of `n_per_row` f32 to little-endian blocks of `ty`, as `ggml_quantize_chunk`
+/// does without an importance matrix.
+pub fn quantize(ty: GgmlType, x: &[f32], n_per_row: usize) -> Result<Vec<u8>, QuantError> {
+    quantize_with(ty, x, n_per_row, false)
+}
+
+/// Quantizes as the type's `quantize_row_*_ref` does (ggml's `from_float_ref`; for Q8_1 and
+/// Q8_K, which `ggml_quantize_chunk` does not take).
+pub fn quantize_ref(ty: GgmlType, x: &[f32], n_per_row: usize) -> Result<Vec<u8>, QuantError> {
+    quantize_with(ty, x, n_per_row, true)
+}
+
+fn quantize_with(
+    ty: GgmlType,
+    x: &[f32],
+    n_per_row: usize,
+    reference: bool,
+) -> Result<Vec<u8>, QuantError> {
+    struct Run<'a> {
+        ty: GgmlType,
+        x: &'a [f32],
+        n_per_row: usize,
+        reference: bool,
+    }
+    impl BlockVisitor for Run<'_> {
+        type Out = Result<Vec<u8>, QuantError>;
+        fn visit<B: Codec>(self) -> Self::Out {
+            let Run {
+                ty,
+                x,
+                n_per_row,
+                reference,
+            } = self;
+            if let Some(why) = B::REFUSAL {
+                return Err(QuantError::Unsupported { ty, why });
+            }
+            let whole = n_per_row > 0 && n_per_row % B::ELEMENTS == 0 && x.len() % n_per_row == 0;
+            if !whole {
+                return Err(QuantError::NotWholeBlocks {
+                    ty,
+                    len: n_per_row,
+                    block: B::ELEMENTS,
+                });
+            }
+            let per_row = n_per_row / B::ELEMENTS;
+            let mut out: Vec<B> = vec![B::zeroed(); x.len() / B::ELEMENTS];
+            for (row, blocks) in x.chunks(n_per_row).zip(out.chunks_mut(per_row)) {
+                if reference {
+                    B::quantize_row_ref(row, blocks);
+                } else {
+                    B::quantize_row(row, blocks);
+                }
+            }
+            Ok(bytemuck::cast_slice(&out).to_vec())
+        }
+    }
+    ty.visit(Run {
+        ty,
+        x,
+        n_per_row,
+        reference,
+    })
+}
+
+/// Little-endian blocks of `ty` swapped to big-endian through the declaration only (each block
+/// read by binrw in one order, written in the other): what [`swap_plan`] is derived from.
+#[doc(hidden)]
+pub fn swap_declared(ty: GgmlType, bytes: &[u8]) -> Option<Vec<u8>> {
+    struct Run<'a>(&'a [u8]);
+    impl BlockVisitor for Run<'_> {
+        type Out = Option<Vec<u8>>;
+        fn visit<B: Codec>(self) -> Self::Out {
+            blocks::swap_declared::<B>(self.0, binrw::Endian::Little)
+        }
+    }
+    ty.visit(Run(bytes))
+}
+
+/// Dequantization through the declaration only: each block read by binrw from `byte_order`,
+/// no view, no swap plan. The slow path the fast one is proven equal to.
+#[doc(hidden)]
+pub fn dequantize_declared(
+    ty: GgmlType,
+    bytes: &[u8],
+    byte_order: ByteOrder,
+) -> Result<Vec<f32>, QuantError> {
+    struct Run<'a>(GgmlType, &'a [u8], ByteOrder);
+    impl BlockVisitor for Run<'_> {
+        type Out = Result<Vec<f32>, QuantError>;
+        fn visit<B: Codec>(self) -> Self::Out {
+            let Run(ty, bytes, order) = self;
+            let blocks = blocks::read_declared::<B>(bytes, order.endian()).ok_or(
+                QuantError::NotWholeBlocks {
+                    ty,
+                    len: bytes.len(),
+                    block: B::BYTES,
+                },
+            )?;
+            let mut out = vec![0f32; blocks.len() * B::ELEMENTS];
+            for (b, o) in blocks.iter().zip(out.chunks_exact_mut(B::ELEMENTS)) {
+                b.dequantize(o);
+            }
+            Ok(out)
+        }
+    }
+    ty.visit(Run(ty, bytes, byte_order))
+}

@@ -1,0 +1,313 @@
+//! Tensor payloads against ggml's own code (the ggml peer, `GGUFRW_GGML`): every block type's
+//! dequantization bit for bit on random blocks (scales NaN, infinite, subnormal, -0.0 and
+//! every packed bit pattern), quantization byte for byte on rows of every shape of data, the
+//! byte swap of big-endian files from the declaration, and the fast paths equal to the
+//! declared ones. And gguf-py's `quants.py` on the types it has.
+
+mod common;
+
+use common::peers::{ggml, gguf_py};
+use ggufrw::conform::peer::Peer;
+use ggufrw::quant::{self, QuantError};
+use ggufrw::{ByteOrder, GgmlType};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
+use std::cell::RefCell;
+use strum::IntoEnumIterator;
+
+/// Half-float bit patterns that break arithmetic: NaNs (quiet, signalling, negative), the
+/// infinities, zeros, the smallest subnormal, the largest normal.
+const SPECIAL_HALVES: [u16; 10] = [
+    0x7e00, 0x7c01, 0xfe00, 0x7c00, 0xfc00, 0x0000, 0x8000, 0x0001, 0x7bff, 0x3c00,
+];
+
+/// Random blocks of `ty`: random bytes, each 2-byte number of the block (its scales, in the
+/// declaration's swap plan) often replaced by a special half.
+fn blocks(ty: GgmlType) -> impl Strategy<Value = Vec<u8>> {
+    let size = ty.type_size() as usize;
+    let units: Vec<usize> = (quant::swap_plan(ty).units.iter())
+        .filter(|(_, width)| *width == 2)
+        .map(|(offset, _)| *offset)
+        .collect();
+    (1usize..=8)
+        .prop_flat_map(move |n| {
+            (
+                proptest::collection::vec(any::<u8>(), n * size),
+                proptest::collection::vec(
+                    proptest::option::weighted(0.3, 0..SPECIAL_HALVES.len()),
+                    n * 16,
+                ),
+            )
+        })
+        .prop_map(move |(mut bytes, specials)| {
+            let mut specials = specials.into_iter();
+            for block in bytes.chunks_exact_mut(size) {
+                for &offset in &units {
+                    if let Some(Some(k)) = specials.next() {
+                        block[offset..offset + 2].copy_from_slice(&SPECIAL_HALVES[k].to_le_bytes());
+                    }
+                }
+            }
+            bytes
+        })
+}
+
+/// The types ggml dequantizes (its `types` table), with the flags it gives.
+fn ggml_types(peer: &mut Peer) -> Vec<(GgmlType, bool, bool)> {
+    let answer = peer
+        .ask(&serde_json::json!({"op": "types"}))
+        .unwrap()
+        .unwrap();
+    let mut types = Vec::new();
+    for t in answer["types"].as_array().unwrap() {
+        let Some(ty) = GgmlType::from_id(t["id"].as_u64().unwrap() as u32) else {
+            continue;
+        };
+        types.push((ty, t["dequantize"] == true, t["quantize"] == true));
+    }
+    types
+}
+
+fn runner(cases: u32, file: &'static str) -> TestRunner {
+    let config = Config {
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(file))),
+        ..Config::default()
+    };
+    TestRunner::new_with_rng(
+        config.clone(),
+        proptest::test_runner::TestRng::deterministic_rng(config.rng_algorithm),
+    )
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|f| f.to_bits()).collect()
+}
+
+/// Our dequantization of little-endian `bytes`: the fast path, checked against the declared
+/// path and against the same blocks stored big-endian.
+fn ours(ty: GgmlType, bytes: &[u8]) -> Result<Vec<f32>, TestCaseError> {
+    let n = bytes.len() / ty.type_size() as usize * ty.block_size() as usize;
+    let mut fast = vec![0f32; n];
+    quant::dequantize(ty, bytes, ByteOrder::Little, &mut fast)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let declared = quant::dequantize_declared(ty, bytes, ByteOrder::Little).unwrap();
+    prop_assert_eq!(
+        bits(&fast),
+        bits(&declared),
+        "fast and declared paths differ"
+    );
+    let mut big = bytes.to_vec();
+    quant::swap_in_place(ty, &mut big).unwrap();
+    let mut from_big = vec![0f32; n];
+    quant::dequantize(ty, &big, ByteOrder::Big, &mut from_big).unwrap();
+    prop_assert_eq!(
+        bits(&from_big),
+        bits(&fast),
+        "a big-endian copy dequantizes differently"
+    );
+    let declared_big = quant::dequantize_declared(ty, &big, ByteOrder::Big).unwrap();
+    prop_assert_eq!(
+        bits(&declared_big),
+        bits(&fast),
+        "declared big-endian path differs"
+    );
+    // The declared swap (read in one order, written in the other) is the plan's.
+    let declared_swap = ggufrw::quant::swap_declared(ty, bytes).unwrap();
+    prop_assert_eq!(
+        declared_swap,
+        big,
+        "the swap plan is not the declaration's swap"
+    );
+    Ok(fast)
+}
+
+#[test]
+fn dequantization_is_ggmls_bit_for_bit() {
+    let peer = RefCell::new(ggml());
+    let types = ggml_types(&mut peer.borrow_mut());
+    let mut covered = Vec::new();
+    let mut failures = Vec::new();
+    for (ty, ggml_dequantizes, _) in types {
+        let ours_has = quant::dequantize(ty, &[], ByteOrder::Little, &mut []).is_ok();
+        if !ggml_dequantizes {
+            eprintln!("{ty}: ggml has no dequantization (ours: {ours_has})");
+            continue;
+        }
+        if !ours_has {
+            failures.push(format!("{ty}: ggml dequantizes it, ggufrw does not"));
+            continue;
+        }
+        let mut runner = runner(96, "proptest-regressions/quant_dequantize.txt");
+        let result = runner.run(&blocks(ty), |bytes| {
+            let mine = ours(ty, &bytes)?;
+            let theirs = peer
+                .borrow_mut()
+                .dequantize(ty, &bytes)
+                .unwrap()
+                .map_err(|r| TestCaseError::fail(r.to_string()))?;
+            prop_assert_eq!(bits(&mine), bits(&theirs), "{} differs from ggml", ty);
+            Ok(())
+        });
+        match result {
+            Err(e) => failures.push(format!("{ty}: {e}")),
+            Ok(()) => covered.push(ty),
+        }
+    }
+    eprintln!("dequantized bit for bit: {covered:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Rows of every shape of data the issue names: normal, uniform, all zero, constant, huge,
+/// tiny, on a grid with ties, with a spike.
+fn rows(n_per_row: usize) -> impl Strategy<Value = Vec<f32>> {
+    let kinds = 0u8..8;
+    (kinds, 1usize..=3, any::<u64>(), -3.0f32..3.0).prop_map(move |(kind, nrows, seed, c)| {
+        let mut x = seed | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 24) as f32
+        };
+        (0..nrows * n_per_row)
+            .map(|i| match kind {
+                0 => {
+                    // Normal, by Box-Muller.
+                    let (u, v) = (next().max(1e-7), next());
+                    (-2.0 * u.ln()).sqrt() * (std::f32::consts::TAU * v).cos()
+                }
+                1 => next() * 2.0 - 1.0,
+                2 => 0.0,
+                3 => c,
+                4 => (next() - 0.5) * 1e30,
+                5 => (next() - 0.5) * 1e-30,
+                6 => ((next() * 16.0).floor() - 8.0) / 4.0,
+                _ => {
+                    if i % 97 == 3 {
+                        1000.0
+                    } else {
+                        next() - 0.5
+                    }
+                }
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn quantization_is_ggmls_byte_for_byte() {
+    let peer = RefCell::new(ggml());
+    let types = ggml_types(&mut peer.borrow_mut());
+    let mut covered = Vec::new();
+    let mut refused = Vec::new();
+    let mut failures = Vec::new();
+    for (ty, _, ggml_quantizes) in types {
+        // Q8_1 and Q8_K: ggml_quantize_chunk has no case for them; their references do.
+        let reference = matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K);
+        let n_per_row = (ty.block_size() as usize).max(32) * 2;
+        let mine = quant::quantize(ty, &vec![0.0; n_per_row], n_per_row);
+        if !ggml_quantizes && !reference {
+            if let Err(QuantError::Unsupported { why, .. }) = &mine {
+                refused.push(format!("{ty}: {why}"));
+            }
+            continue;
+        }
+        if mine.is_err() {
+            failures.push(format!("{ty}: ggml quantizes it, ggufrw: {mine:?}"));
+            continue;
+        }
+        let mut runner = runner(48, "proptest-regressions/quant_quantize.txt");
+        let result = runner.run(&rows(n_per_row), |x| {
+            let mine = if reference {
+                quant::quantize_ref(ty, &x, n_per_row)
+            } else {
+                quant::quantize(ty, &x, n_per_row)
+            }
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let theirs = peer
+                .borrow_mut()
+                .quantize(ty, &x, n_per_row, reference)
+                .unwrap()
+                .map_err(|r| TestCaseError::fail(r.to_string()))?;
+            prop_assert!(mine == theirs, "{} differs from ggml", ty);
+            Ok(())
+        });
+        match result {
+            Err(e) => failures.push(format!("{ty}: {e}")),
+            Ok(()) => covered.push(ty),
+        }
+    }
+    eprintln!("quantized byte for byte: {covered:?}");
+    eprintln!("refused: {refused:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// ggml refuses to quantize some types without an importance matrix: so does ggufrw, saying so.
+#[test]
+fn types_that_need_an_importance_matrix_are_refused_with_the_reason() {
+    for ty in [GgmlType::IQ2_XXS, GgmlType::IQ2_XS, GgmlType::IQ1_S] {
+        match quant::quantize(ty, &[0.0; 256], 256) {
+            Err(QuantError::Unsupported { why, .. }) => {
+                assert!(why.contains("importance matrix"), "{ty}: {why}")
+            }
+            other => panic!("{ty}: {other:?}"),
+        }
+    }
+}
+
+/// gguf-py's `quants.py` dequantizes as ggml does on the types it has (NaN payloads aside:
+/// numpy widens a signalling NaN as it is, ggml's float multiply makes it quiet).
+#[test]
+fn dequantization_agrees_with_gguf_py() {
+    let peer = RefCell::new(gguf_py());
+    let types = ggml_types(&mut peer.borrow_mut());
+    let mut covered = Vec::new();
+    let mut failures = Vec::new();
+    for (ty, dequantizes, _) in types {
+        if !dequantizes || ty == GgmlType::F32 {
+            continue;
+        }
+        let mut runner = runner(32, "proptest-regressions/quant_gguf_py.txt");
+        let result = runner.run(&blocks(ty), |bytes| {
+            let n = bytes.len() / ty.type_size() as usize * ty.block_size() as usize;
+            let mut mine = vec![0f32; n];
+            quant::dequantize(ty, &bytes, ByteOrder::Little, &mut mine)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let theirs = peer
+                .borrow_mut()
+                .dequantize(ty, &bytes)
+                .unwrap()
+                .map_err(|r| TestCaseError::fail(r.to_string()))?;
+            let same = |a: &f32, b: &f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+            prop_assert!(
+                mine.iter().zip(&theirs).all(|(a, b)| same(a, b)) && mine.len() == theirs.len(),
+                "{} differs from gguf-py",
+                ty
+            );
+            Ok(())
+        });
+        match result {
+            Err(e) => failures.push(format!("{ty}: {e}")),
+            Ok(()) => covered.push(ty),
+        }
+    }
+    eprintln!("agree with gguf-py: {covered:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(covered.len() >= 20, "{covered:?}");
+}
+
+/// Every type either dequantizes or says why not; every one of ggml's quantizable types
+/// quantizes or says why not.
+#[test]
+fn every_type_is_implemented_or_refused_with_a_reason() {
+    for ty in GgmlType::iter() {
+        let bytes = vec![0u8; ty.type_size() as usize];
+        let mut out = vec![0f32; ty.block_size() as usize];
+        match quant::dequantize(ty, &bytes, ByteOrder::Little, &mut out) {
+            Ok(()) => {}
+            Err(QuantError::Unsupported { why, .. }) => assert!(!why.is_empty()),
+            Err(e) => panic!("{ty}: {e}"),
+        }
+    }
+}
