@@ -64,6 +64,7 @@ pub mod naming;
 pub mod params;
 pub mod quant;
 pub mod semantic;
+pub mod tools;
 pub mod validate;
 pub mod view;
 mod write;

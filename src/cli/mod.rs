@@ -6,6 +6,7 @@ mod conform;
 mod dump;
 mod edit;
 mod name;
+mod payload;
 mod set;
 
 use clap::{Parser, Subcommand};
@@ -45,6 +46,15 @@ enum Command {
     Edit(edit::EditArgs),
     /// Generate valid files of every version and byte order and check that each round-trips.
     Conform(conform::Args),
+    /// Convert a file to the other byte order: header and every tensor's blocks, swapped as
+    /// their declaration says; big-endian to little and back gives the same bytes.
+    ConvertEndian(payload::EndianArgs),
+    /// Write a tensor's values (or bytes) as a NumPy .npy file, shape in NumPy's order.
+    Extract(payload::ExtractArgs),
+    /// Per tensor: min, max, mean, standard deviation, NaN, infinite and zero values.
+    Stats(payload::StatsArgs),
+    /// Re-quantize tensors to another type (bit-exact with ggml's reference quantizers).
+    Convert(payload::ConvertArgs),
 }
 
 /// Exit code of a command whose input fails (does not decode, cannot be edited as asked).
@@ -63,6 +73,10 @@ pub fn main() -> ExitCode {
         Command::Edit(args) => edit::run(args),
         Command::Name(args) => name::run(args),
         Command::Conform(args) => conform::run(args),
+        Command::ConvertEndian(args) => payload::convert_endian(args),
+        Command::Extract(args) => payload::extract(args),
+        Command::Stats(args) => payload::stats(args),
+        Command::Convert(args) => payload::convert(args),
     }
 }
 

@@ -1,0 +1,239 @@
+//! Re-quantizing tensors to another type: each chosen tensor dequantized and quantized again,
+//! row by row as data is written (memory stays bounded), everything else copied as it is.
+
+use crate::error::{Error, Result};
+use crate::file::Gguf;
+use crate::fsutil::{Mode, Progress};
+use crate::ggml_type::{type_name, GgmlType};
+use crate::keys::FileType;
+use crate::write::{Builder, Source};
+use ggufrw_schema::{ByteOrder, Value};
+use std::io::Read;
+use std::path::Path;
+use strum::IntoEnumIterator;
+
+/// What happened to each tensor.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConvertReport {
+    /// Tensors converted, with their former type.
+    pub converted: Vec<(String, GgmlType)>,
+    /// Tensors chosen but not converted, and why.
+    pub skipped: Vec<(String, String)>,
+    /// The `general.file_type` set, when every quantized tensor now has the new type.
+    pub file_type: Option<FileType>,
+}
+
+/// Whether `name` matches the glob `pattern` (`*` any run, `?` one character).
+pub fn glob_matches(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    // Classic two-pointer match with backtracking to the last star.
+    let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
+    while j < n.len() {
+        if i < p.len() && (p[i] == '?' || p[i] == n[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some(i);
+            mark = j;
+            i += 1;
+        } else if let Some(s) = star {
+            i = s + 1;
+            mark += 1;
+            j = mark;
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|&c| c == '*')
+}
+
+/// Why tensor `dims` of `from` cannot become `to`, if it cannot.
+fn refusal(from: Option<GgmlType>, dims: &[u64], to: GgmlType) -> Option<String> {
+    let Some(from) = from else {
+        return Some("its type has no known values".into());
+    };
+    if from == to {
+        return Some(format!("it is {to} already"));
+    }
+    let ne0 = dims.first().copied().unwrap_or(1);
+    if ne0 % to.block_size() != 0 {
+        return Some(format!(
+            "its rows of {ne0} are not whole {to} blocks of {}",
+            to.block_size()
+        ));
+    }
+    if let Err(e) = crate::quant::quantize(
+        to,
+        &vec![0.0; to.block_size() as usize],
+        to.block_size() as usize,
+    ) {
+        return Some(e.to_string());
+    }
+    if let Err(e) = crate::quant::dequantize(from, &[], ByteOrder::Little, &mut []) {
+        return Some(e.to_string());
+    }
+    None
+}
+
+/// Rows of a tensor dequantized from one type and quantized to another as they are read, in
+/// the file's byte order.
+struct Requantize<'a> {
+    src: &'a [u8],
+    from: GgmlType,
+    to: GgmlType,
+    byte_order: ByteOrder,
+    row_elements: usize,
+    out: Vec<u8>,
+    pos: usize,
+}
+
+impl Requantize<'_> {
+    /// Source bytes of one row.
+    fn row_bytes(&self) -> usize {
+        self.row_elements / self.from.block_size() as usize * self.from.type_size() as usize
+    }
+
+    fn refill(&mut self) -> std::io::Result<()> {
+        let row_bytes = self.row_bytes().max(1);
+        let rows = ((1 << 20) / row_bytes).max(1);
+        let take = (rows * row_bytes).min(self.src.len());
+        let (chunk, rest) = self.src.split_at(take);
+        self.src = rest;
+        let n = chunk.len() / self.from.type_size() as usize * self.from.block_size() as usize;
+        let mut values = vec![0f32; n];
+        let invalid = |e: crate::quant::QuantError| std::io::Error::other(e.to_string());
+        crate::quant::dequantize(self.from, chunk, self.byte_order, &mut values)
+            .map_err(invalid)?;
+        self.out = crate::quant::quantize(self.to, &values, self.row_elements).map_err(invalid)?;
+        if self.byte_order == ByteOrder::Big {
+            crate::quant::swap_in_place(self.to, &mut self.out).map_err(invalid)?;
+        }
+        self.pos = 0;
+        Ok(())
+    }
+}
+
+impl Read for Requantize<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos == self.out.len() {
+            if self.src.is_empty() {
+                return Ok(0);
+            }
+            self.refill()?;
+        }
+        let n = buf.len().min(self.out.len() - self.pos);
+        buf[..n].copy_from_slice(&self.out[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// Writes `input` to `output` with the chosen tensors re-quantized to `to`: those matching one
+/// of `globs`, or with no globs every 2-D tensor whose rows are whole blocks of `to`. Other
+/// tensors and the metadata are copied (but `general.file_type`, set to `to`'s file type when
+/// every quantized tensor now has type `to`). The data is laid out as ggml lays it out.
+pub fn convert(
+    input: &Path,
+    output: &Path,
+    to: GgmlType,
+    globs: &[String],
+    progress: &dyn Progress,
+) -> Result<ConvertReport> {
+    let file = Gguf::open(input)?;
+    let handle = std::fs::File::open(input).map_err(|e| Error::from(e).in_file(input))?;
+    let header = file.header();
+    let mut report = ConvertReport::default();
+    let mut builder = Builder::new()
+        .version(header.version)
+        .byte_order(header.byte_order);
+    for kv in &header.metadata {
+        builder = builder.metadata(kv.key.as_str(), kv.value.clone());
+    }
+    let mut types = Vec::new();
+    for (i, info) in header.tensor_infos.iter().enumerate() {
+        let from = GgmlType::from_id(info.ggml_type);
+        let chosen = if globs.is_empty() {
+            info.dimensions.len() == 2 && info.dimensions[0] % to.block_size() == 0
+        } else {
+            globs.iter().any(|g| glob_matches(g, &info.name))
+        };
+        let data = file.tensor_data(i).map_err(|e| e.in_file(input))?;
+        let why_not = chosen
+            .then(|| refusal(from, &info.dimensions, to))
+            .flatten();
+        let convert = chosen && why_not.is_none();
+        if let Some(why) = why_not {
+            if !globs.is_empty() || from != Some(to) {
+                report.skipped.push((info.name.to_string(), why));
+            }
+        }
+        let (ty, source) = match (convert, from) {
+            (true, Some(from)) => {
+                report.converted.push((info.name.to_string(), from));
+                let len = to
+                    .byte_size(&info.dimensions)
+                    .map_err(|e| Error::Invalid(format!("{}: {e}", info.name)))?;
+                let reader = Requantize {
+                    src: data,
+                    from,
+                    to,
+                    byte_order: header.byte_order,
+                    row_elements: info.dimensions.first().copied().unwrap_or(1) as usize,
+                    out: Vec::new(),
+                    pos: 0,
+                };
+                (
+                    to,
+                    Source::Reader {
+                        reader: Box::new(reader),
+                        len,
+                    },
+                )
+            }
+            _ => {
+                let offset = file.layout().data_offset + info.offset;
+                let source = Source::File {
+                    file: &handle,
+                    offset,
+                    len: data.len() as u64,
+                };
+                let ty = from.ok_or_else(|| Error::Tensor {
+                    index: i,
+                    name: info.name.to_string(),
+                    message: format!(
+                        "type {} cannot be laid out again",
+                        type_name(info.ggml_type)
+                    ),
+                })?;
+                (ty, source)
+            }
+        };
+        types.push(ty);
+        builder = builder
+            .tensor(&info.name, ty, &info.dimensions, source)
+            .map_err(|e| e.in_file(input))?;
+    }
+    let quantized: Vec<GgmlType> = types.into_iter().filter(|t| t.is_quantized()).collect();
+    if !report.converted.is_empty() && !quantized.is_empty() && quantized.iter().all(|&t| t == to) {
+        if let Some(ft) = FileType::iter().find(|ft| ft.main_type() == Some(to)) {
+            builder = builder.metadata("general.file_type", Value::Uint32(ft as u32));
+            report.file_type = Some(ft);
+        }
+    }
+    builder.write_file_with(output, Mode::of(input)?, progress)?;
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::glob_matches;
+
+    #[test]
+    fn globs() {
+        assert!(glob_matches("blk.*.ffn_*", "blk.3.ffn_up.weight"));
+        assert!(glob_matches("*", ""));
+        assert!(glob_matches("token_embd.weigh?", "token_embd.weight"));
+        assert!(!glob_matches("blk.?.attn", "blk.10.attn"));
+        assert!(!glob_matches("output", "output.weight"));
+    }
+}
