@@ -191,6 +191,8 @@ pub fn check(
         _ => None,
     };
     match (int("split.no"), int("split.count")) {
+        // llama-gguf-split --merge leaves split.count 0: llama.cpp reads that as not split.
+        (Some(_), Some((0, _, _))) => {}
         (Some((no, path, offset)), Some((count, _, _))) if no >= count => {
             report(
                 Severity::Error,

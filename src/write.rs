@@ -140,6 +140,12 @@ impl<'a> Builder<'a> {
         self
     }
 
+    /// Replaces all the metadata with these pairs, in this order (duplicates kept).
+    pub fn with_metadata(mut self, metadata: Vec<KeyValue>) -> Self {
+        self.header.metadata = metadata;
+        self
+    }
+
     /// Sets `general.alignment`.
     pub fn alignment(self, alignment: u32) -> Self {
         self.metadata(ALIGNMENT_KEY, alignment)

@@ -11,6 +11,10 @@ pub struct Args {
     /// One JSON object instead of text.
     #[arg(long)]
     json: bool,
+    /// With --json: everything needed to write the header again byte for byte (`ggufrw build`
+    /// takes it back), floats exact to the bit.
+    #[arg(long, requires = "json")]
+    lossless: bool,
 }
 
 pub fn run(args: Args) -> ExitCode {
@@ -18,10 +22,53 @@ pub fn run(args: Args) -> ExitCode {
         Ok(f) => f,
         Err(code) => return code,
     };
-    let text = if args.json {
+    let text = if args.lossless {
+        ggufrw::tools::lossless::to_json(&file).to_string() + "\n"
+    } else if args.json {
         ggufrw::dump::dump_json(&file).to_string() + "\n"
     } else {
         ggufrw::dump::dump_text(&file)
     };
     print_out(&text)
+}
+
+#[derive(clap::Args)]
+pub struct BuildArgs {
+    /// The header as `dump --json --lossless` writes it (edited or not).
+    header: PathBuf,
+    /// The file whose tensor data to take (by position when the tensors are laid out as there,
+    /// else by name).
+    #[arg(long, value_name = "FROM")]
+    data: PathBuf,
+    /// The file to write.
+    #[arg(short, long, value_name = "OUT")]
+    output: PathBuf,
+}
+
+pub fn build(args: BuildArgs) -> ExitCode {
+    let text = match std::fs::read_to_string(&args.header) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{}: {e}", args.header.display());
+            return ExitCode::from(super::USAGE_OR_IO);
+        }
+    };
+    let json: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(j) => j,
+        Err(e) => {
+            eprintln!("{}: not JSON: {e}", args.header.display());
+            return ExitCode::from(super::FAILED);
+        }
+    };
+    if ggufrw::fsutil::same_file(&args.data, &args.output) {
+        eprintln!(
+            "{}: is the data's file; write elsewhere",
+            args.output.display()
+        );
+        return ExitCode::from(super::USAGE_OR_IO);
+    }
+    match ggufrw::tools::lossless::build(&json, &args.data, &args.output, &super::Bar::new()) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => super::report(&args.header.display().to_string(), &e),
+    }
 }

@@ -3,11 +3,14 @@
 
 mod check;
 mod conform;
+mod diff;
 mod dump;
 mod edit;
+mod hash;
 mod name;
 mod payload;
 mod set;
+mod split;
 
 use clap::{Parser, Subcommand};
 use ggufrw::fsutil::{remove_temporary_files, Progress};
@@ -55,6 +58,20 @@ enum Command {
     Stats(payload::StatsArgs),
     /// Re-quantize tensors to another type (bit-exact with ggml's reference quantizers).
     Convert(payload::ConvertArgs),
+    /// Hash each tensor's data and each file's, in llama.cpp's gguf-hash format; or check
+    /// files against such a manifest.
+    Hash(hash::Args),
+    /// Split a model into shards as llama.cpp's gguf-split does (every shard keeps the
+    /// model's alignment).
+    Split(split::SplitArgs),
+    /// Merge shards (given the first) into one file, checking every shard.
+    Merge(split::MergeArgs),
+    /// What differs between two files: header, keys, tensors (and with --data their bytes);
+    /// exit 0 when nothing does, 1 when something does, 2 on errors.
+    Diff(diff::Args),
+    /// Write a file from `dump --json --lossless` output and another file's tensor data:
+    /// byte-identical when the JSON is unedited.
+    Build(dump::BuildArgs),
 }
 
 /// Exit code of a command whose input fails (does not decode, cannot be edited as asked).
@@ -77,6 +94,11 @@ pub fn main() -> ExitCode {
         Command::Extract(args) => payload::extract(args),
         Command::Stats(args) => payload::stats(args),
         Command::Convert(args) => payload::convert(args),
+        Command::Hash(args) => hash::run(args),
+        Command::Split(args) => split::split(args),
+        Command::Merge(args) => split::merge(args),
+        Command::Diff(args) => diff::run(args),
+        Command::Build(args) => dump::build(args),
     }
 }
 

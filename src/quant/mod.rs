@@ -276,7 +276,9 @@ fn quantize_with(
                 });
             }
             let per_row = n_per_row / B::ELEMENTS;
-            let mut out: Vec<B> = vec![B::zeroed(); x.len() / B::ELEMENTS];
+            // Blocks have alignment 1: the bytes are the blocks, written in place.
+            let mut bytes = vec![0u8; x.len() / B::ELEMENTS * B::BYTES];
+            let out: &mut [B] = bytemuck::cast_slice_mut(&mut bytes);
             for (row, blocks) in x.chunks(n_per_row).zip(out.chunks_mut(per_row)) {
                 if reference {
                     B::quantize_row_ref(row, blocks);
@@ -284,7 +286,7 @@ fn quantize_with(
                     B::quantize_row(row, blocks);
                 }
             }
-            Ok(bytemuck::cast_slice(&out).to_vec())
+            Ok(bytes)
         }
     }
     ty.visit(Run {

@@ -1,0 +1,430 @@
+//! The header as JSON that holds everything needed to write it again byte for byte, and the
+//! file built back from such JSON and the data of a file.
+//!
+//! Shape (version 1, `"ggufrw_lossless": 1`):
+//!
+//! ```json
+//! {"ggufrw_lossless": 1, "magic": "GGUF", "version": 3, "byte_order": "little",
+//!  "metadata": [{"key": "general.alignment", "type": "uint32", "value": 32},
+//!               {"key": "x", "type": "float32", "value": "nan:0x7fc00001"},
+//!               {"key": "l", "type": "array", "element_type": "int8", "value": [1, -2]}],
+//!  "tensors": [{"name": "w", "type": "q4_K", "shape": [256, 2], "offset": 0}],
+//!  "padding": {"len": 20}}
+//! ```
+//!
+//! Metadata in file order, duplicates kept; integers exact; a finite float as the shortest
+//! decimal that reads back to its bits (`-0.0` included), the infinities as `"inf"`, `"-inf"`,
+//! the quiet NaN as `"nan"`, any other NaN as `"nan:0x…"` with its bits; an array inside an
+//! array as `{"element_type", "value"}`; a tensor of an unknown type as `"type_id": N`;
+//! padding as its length, or `"hex"` when it holds non-zero bytes.
+
+use crate::dump::metadata_json;
+use crate::error::{Error, Result};
+use crate::file::Gguf;
+use crate::fsutil::{write_atomic_file, Mode, Progress};
+use crate::ggml_type::{type_name, GgmlType};
+use crate::write::{Builder, Source};
+use ggufrw_schema::{
+    Array, ArrayValues, ByteOrder, GgufString, Header, KeyValue, Magic, Number, NumberKind,
+    Padding, TensorInfo, Value, ValueType, ValueTypeVisitor, Wide,
+};
+use serde_json::{json, Value as Json};
+use std::io::Write;
+use std::path::Path;
+use std::str::FromStr;
+
+/// The version of the shape written and read.
+pub const LOSSLESS_VERSION: u64 = 1;
+
+/// A float as lossless JSON: a number, or one of the strings for the infinities and NaNs.
+fn float_json(bits: u64, is_f32: bool) -> Json {
+    let (quiet, value) = if is_f32 {
+        (0x7fc0_0000u64, f64::from(f32::from_bits(bits as u32)))
+    } else {
+        (0x7ff8_0000_0000_0000u64, f64::from_bits(bits))
+    };
+    if value.is_nan() {
+        if bits == quiet {
+            json!("nan")
+        } else {
+            json!(format!("nan:{bits:#x}"))
+        }
+    } else if value.is_infinite() {
+        json!(if value > 0.0 { "inf" } else { "-inf" })
+    } else {
+        json!(value)
+    }
+}
+
+/// Values as lossless JSON: `dump --json`'s, with the floats `float_json` writes.
+fn lossless_value(value: &Value) -> Json {
+    fn array(values: &ArrayValues) -> Json {
+        match values {
+            ArrayValues::Float32(v) => v.iter().map(|f| float_json(u64::from(f.to_bits()), true)).collect(),
+            ArrayValues::Float64(v) => v.iter().map(|f| float_json(f.to_bits(), false)).collect(),
+            ArrayValues::Array(v) => (v.iter())
+                .map(|a| json!({"element_type": a.values.element_type().name(), "value": array(&a.values)}))
+                .collect(),
+            other => crate::dump::value_json(&Value::Array(Array::new(other.clone()))),
+        }
+    }
+    match value {
+        Value::Float32(f) => float_json(u64::from(f.to_bits()), true),
+        Value::Float64(f) => float_json(f.to_bits(), false),
+        Value::Array(a) => array(&a.values),
+        other => crate::dump::value_json(other),
+    }
+}
+
+/// The header of `file` as lossless JSON.
+pub fn to_json<B: AsRef<[u8]>>(file: &Gguf<B>) -> Json {
+    let h = file.header();
+    let mut metadata = metadata_json(&h.metadata);
+    if let Json::Array(list) = &mut metadata {
+        for (entry, kv) in list.iter_mut().zip(&h.metadata) {
+            entry["value"] = lossless_value(&kv.value);
+        }
+    }
+    let tensors: Vec<Json> = (h.tensor_infos.iter())
+        .map(|t| {
+            let mut entry =
+                json!({"name": t.name.as_str(), "shape": t.dimensions, "offset": t.offset});
+            match GgmlType::from_id(t.ggml_type) {
+                Some(ty) => entry["type"] = json!(ty.name()),
+                None => entry["type_id"] = json!(t.ggml_type),
+            }
+            entry
+        })
+        .collect();
+    let padding = match h.padding.nonzero_bytes() {
+        Some(bytes) => json!({"hex": bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()}),
+        None => json!({"len": h.padding.len()}),
+    };
+    json!({
+        "ggufrw_lossless": LOSSLESS_VERSION,
+        "magic": match h.magic { Magic::Gguf => "GGUF", Magic::Fugg => "FUGG" },
+        "version": h.version,
+        "byte_order": h.byte_order.name(),
+        "metadata": metadata,
+        "tensors": tensors,
+        "padding": padding,
+    })
+}
+
+fn bad(what: impl std::fmt::Display) -> Error {
+    Error::Invalid(format!("lossless JSON: {what}"))
+}
+
+/// A float from lossless JSON.
+fn float_from(j: &Json, is_f32: bool) -> Result<Wide> {
+    let special = |s: &str| -> Option<f64> {
+        match s {
+            "inf" => Some(f64::INFINITY),
+            "-inf" => Some(f64::NEG_INFINITY),
+            "nan" => Some(f64::NAN),
+            _ => None,
+        }
+    };
+    match j {
+        Json::Number(n) => n
+            .as_f64()
+            .map(Wide::Float)
+            .ok_or_else(|| bad(format!("{n} is not a float"))),
+        Json::String(s) if special(s).is_some() => Ok(Wide::Float(special(s).unwrap_or(f64::NAN))),
+        Json::String(s) => {
+            let bits = (s.strip_prefix("nan:0x"))
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+                .ok_or_else(|| bad(format!("{s:?} is not a float")))?;
+            // Bits survive only as bits: the caller narrows them exactly.
+            Ok(Wide::Unsigned(if is_f32 {
+                bits & 0xffff_ffff
+            } else {
+                bits
+            }))
+        }
+        other => Err(bad(format!("{other} is not a float"))),
+    }
+}
+
+/// A number or bool of type `T` from lossless JSON, exactly.
+fn number_from<T: Number>(j: &Json) -> Result<T> {
+    let wide = match (T::KIND, j) {
+        (NumberKind::Bool, Json::Bool(b)) => Wide::Bool(*b),
+        (NumberKind::Unsigned, Json::Number(n)) => Wide::Unsigned(
+            n.as_u64()
+                .ok_or_else(|| bad(format!("{n} is not a {}", T::TYPE.name())))?,
+        ),
+        (NumberKind::Signed, Json::Number(n)) => Wide::Signed(
+            n.as_i64()
+                .ok_or_else(|| bad(format!("{n} is not a {}", T::TYPE.name())))?,
+        ),
+        (NumberKind::Float, j) => {
+            let is_f32 = T::SIZE == 4;
+            match float_from(j, is_f32)? {
+                // NaN bits given as bits: decoded from their bytes.
+                Wide::Unsigned(bits) => {
+                    let bytes = bits.to_le_bytes();
+                    return T::decode(&bytes[..T::SIZE], binrw::Endian::Little)
+                        .ok_or_else(|| bad("float bits"));
+                }
+                wide => wide,
+            }
+        }
+        (_, other) => return Err(bad(format!("{other} is not a {}", T::TYPE.name()))),
+    };
+    T::narrow(wide).ok_or_else(|| bad(format!("{j} does not fit {}", T::TYPE.name())))
+}
+
+/// Values of a type from lossless JSON.
+struct FromJson<'a>(&'a Json);
+
+impl ValueTypeVisitor for FromJson<'_> {
+    type Out = Result<Value>;
+    fn number<T: Number>(self) -> Self::Out {
+        number_from::<T>(self.0).map(T::into_value)
+    }
+    fn string(self) -> Self::Out {
+        self.0
+            .as_str()
+            .map(Value::from)
+            .ok_or_else(|| bad(format!("{} is not a string", self.0)))
+    }
+    fn array(self) -> Self::Out {
+        Err(bad("arrays need an element_type"))
+    }
+}
+
+/// An array's elements of `ty` from a JSON list.
+fn array_from(ty: ValueType, list: &Json) -> Result<ArrayValues> {
+    struct Elements<'a>(&'a [Json]);
+    impl ValueTypeVisitor for Elements<'_> {
+        type Out = Result<ArrayValues>;
+        fn number<T: Number>(self) -> Self::Out {
+            let v = self
+                .0
+                .iter()
+                .map(number_from::<T>)
+                .collect::<Result<Vec<T>>>()?;
+            Ok(T::into_array(v))
+        }
+        fn string(self) -> Self::Out {
+            let strings = (self.0.iter())
+                .map(|s| {
+                    s.as_str()
+                        .ok_or_else(|| bad(format!("{s} is not a string")))
+                })
+                .collect::<Result<Vec<&str>>>()?;
+            Ok(ArrayValues::String(strings.into_iter().collect()))
+        }
+        fn array(self) -> Self::Out {
+            let arrays = (self.0.iter())
+                .map(|inner| {
+                    let ty = value_type(&inner["element_type"])?;
+                    array_from(ty, &inner["value"]).map(Array::new)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(ArrayValues::Array(arrays))
+        }
+    }
+    let items = list
+        .as_array()
+        .ok_or_else(|| bad(format!("{list} is not a list")))?;
+    ty.visit(Elements(items))
+}
+
+fn value_type(j: &Json) -> Result<ValueType> {
+    let name = j
+        .as_str()
+        .ok_or_else(|| bad(format!("{j} is not a type")))?;
+    ValueType::from_str(name).map_err(|_| bad(format!("unknown type {name:?}")))
+}
+
+fn field<'a>(j: &'a Json, name: &str) -> Result<&'a Json> {
+    j.get(name).ok_or_else(|| bad(format!("no {name:?}")))
+}
+
+fn u64_field(j: &Json, name: &str) -> Result<u64> {
+    field(j, name)?
+        .as_u64()
+        .ok_or_else(|| bad(format!("{name:?} is not an integer")))
+}
+
+/// The header lossless JSON describes.
+pub fn header_from_json(j: &Json) -> Result<Header> {
+    if u64_field(j, "ggufrw_lossless")? != LOSSLESS_VERSION {
+        return Err(bad(format!(
+            "version {} of the shape; this reads {LOSSLESS_VERSION}",
+            j["ggufrw_lossless"]
+        )));
+    }
+    let byte_order = match field(j, "byte_order")?.as_str() {
+        Some("little") => ByteOrder::Little,
+        Some("big") => ByteOrder::Big,
+        other => return Err(bad(format!("byte order {other:?}"))),
+    };
+    let version = u32::try_from(u64_field(j, "version")?).map_err(|_| bad("version"))?;
+    let mut header = Header::empty(version, byte_order);
+    header.magic = match field(j, "magic")?.as_str() {
+        Some("GGUF") => Magic::Gguf,
+        Some("FUGG") => Magic::Fugg,
+        other => return Err(bad(format!("magic {other:?}"))),
+    };
+    for kv in field(j, "metadata")?
+        .as_array()
+        .ok_or_else(|| bad("metadata is not a list"))?
+    {
+        let key = field(kv, "key")?
+            .as_str()
+            .ok_or_else(|| bad("a key is not a string"))?;
+        let ty = value_type(field(kv, "type")?)?;
+        let raw = field(kv, "value")?;
+        let value = match ty {
+            ValueType::Array => {
+                let element = value_type(field(kv, "element_type")?)?;
+                Value::Array(Array::new(array_from(element, raw)?))
+            }
+            ty => ty.visit(FromJson(raw))?,
+        };
+        header.metadata.push(KeyValue::new(key, value));
+    }
+    for t in field(j, "tensors")?
+        .as_array()
+        .ok_or_else(|| bad("tensors is not a list"))?
+    {
+        let name = field(t, "name")?
+            .as_str()
+            .ok_or_else(|| bad("a tensor name is not a string"))?;
+        let ggml_type = match (t.get("type"), t.get("type_id")) {
+            (Some(Json::String(n)), _) => GgmlType::from_str(n)
+                .map_err(|_| bad(format!("tensor type {n:?}")))?
+                .id(),
+            (_, Some(id)) => id
+                .as_u64()
+                .and_then(|i| u32::try_from(i).ok())
+                .ok_or_else(|| bad("type_id"))?,
+            _ => return Err(bad(format!("tensor {name:?} has no type"))),
+        };
+        let dimensions = (field(t, "shape")?.as_array())
+            .ok_or_else(|| bad("a shape is not a list"))?
+            .iter()
+            .map(|d| {
+                d.as_u64()
+                    .ok_or_else(|| bad("a dimension is not an integer"))
+            })
+            .collect::<Result<Vec<u64>>>()?;
+        header.tensor_infos.push(TensorInfo {
+            name: GgufString::from(name),
+            dimensions,
+            ggml_type,
+            offset: u64_field(t, "offset")?,
+        });
+    }
+    let padding = field(j, "padding")?;
+    header.padding = match (padding.get("len"), padding.get("hex")) {
+        (Some(len), _) => Padding::zeros(len.as_u64().ok_or_else(|| bad("padding len"))?),
+        (_, Some(Json::String(hex))) => {
+            let bytes = (0..hex.len())
+                .step_by(2)
+                .map(|i| {
+                    u8::from_str_radix(hex.get(i..i + 2).unwrap_or("zz"), 16)
+                        .map_err(|_| bad("padding hex"))
+                })
+                .collect::<Result<Vec<u8>>>()?;
+            Padding::from_bytes(bytes)
+        }
+        _ => return Err(bad("padding needs len or hex")),
+    };
+    Ok(header)
+}
+
+/// How [`build`] laid the data out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Built {
+    /// The tensor infos are `from`'s (names aside): its data section copied as it is.
+    DataAsItWas,
+    /// Tensors added, dropped, moved or reshaped: each one's data taken from `from` by name
+    /// and laid out as ggml lays it out.
+    LaidOutAgain,
+}
+
+/// Writes `output` from the lossless JSON `j` and the data of `from`: byte-identical to `from`
+/// when `j` is `from`'s JSON unedited.
+pub fn build(j: &Json, from: &Path, output: &Path, progress: &dyn Progress) -> Result<Built> {
+    let mut header = header_from_json(j)?;
+    let source = Gguf::open(from)?;
+    let old = source.header();
+    let handle = std::fs::File::open(from).map_err(|e| Error::from(e).in_file(from))?;
+    let same_layout = header.tensor_infos.len() == old.tensor_infos.len()
+        && (header.tensor_infos.iter().zip(&old.tensor_infos)).all(|(a, b)| {
+            (a.offset, a.ggml_type, &a.dimensions) == (b.offset, b.ggml_type, &b.dimensions)
+        });
+    if same_layout && header.alignment() == old.alignment() {
+        let data = source.data_section();
+        let layout = header.layout()?;
+        // The padding as given when the header ends where it did; else zeros to the alignment.
+        if layout.tensor_infos_end != source.layout().tensor_infos_end
+            || (!data.is_empty()
+                && layout.data_offset - layout.tensor_infos_end != header.padding.len())
+        {
+            header.pad()?;
+        }
+        progress.begin(data.len() as u64);
+        let mode = Mode::Plain;
+        write_atomic_file(output, mode, |out| {
+            let named = |e: std::io::Error| Error::from(e).in_file(output);
+            let mut out = std::io::BufWriter::with_capacity(4 << 20, out);
+            header
+                .write_to(&mut out, !data.is_empty())
+                .map_err(|e| Error::from(e).in_file(output))?;
+            for chunk in data.chunks(4 << 20) {
+                out.write_all(chunk).map_err(named)?;
+                progress.advance(chunk.len() as u64);
+            }
+            out.flush().map_err(named)?;
+            progress.finish();
+            Ok(())
+        })?;
+        return Ok(Built::DataAsItWas);
+    }
+    let mut builder = Builder::new()
+        .version(header.version)
+        .byte_order(header.byte_order)
+        .with_metadata(header.metadata.clone());
+    for info in &header.tensor_infos {
+        let t = source.tensor(&info.name).ok_or_else(|| {
+            Error::Invalid(format!(
+                "tensor {}: {} has no tensor of that name to take its data from",
+                info.name.as_str(),
+                from.display()
+            ))
+        })?;
+        if (t.info.ggml_type, &t.info.dimensions) != (info.ggml_type, &info.dimensions) {
+            return Err(Error::Invalid(format!(
+                "tensor {}: {} {:?} here, {} {:?} in {}: its data cannot be taken",
+                info.name.as_str(),
+                type_name(info.ggml_type),
+                info.dimensions,
+                type_name(t.info.ggml_type),
+                t.info.dimensions,
+                from.display()
+            )));
+        }
+        let ty = t.ggml_type.ok_or_else(|| {
+            Error::Invalid(format!("tensor {}: unknown type", info.name.as_str()))
+        })?;
+        let len = t.byte_size().map_err(|e| e.in_file(from))?;
+        source.tensor_data(t.index).map_err(|e| e.in_file(from))?;
+        builder = builder.tensor(
+            &info.name,
+            ty,
+            &info.dimensions,
+            Source::File {
+                file: &handle,
+                offset: t.file_offset,
+                len,
+            },
+        )?;
+    }
+    builder.write_file_with(output, Mode::Plain, progress)?;
+    Ok(Built::LaidOutAgain)
+}

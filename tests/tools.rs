@@ -1,0 +1,266 @@
+//! The everyday jobs, as properties over generated files: lossless JSON back to the same
+//! bytes, diff of a file with itself empty and of an edited copy naming exactly the edit,
+//! split then merge giving the file back.
+
+mod common;
+
+use ggufrw::conform::strategy::{any_file, file_with, Options};
+use ggufrw::edit::{edit_file, Edit};
+use ggufrw::tools::diff::{diff, Change};
+use ggufrw::tools::{lossless, split};
+use ggufrw::{ByteOrder, Gguf, Value};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
+use std::path::Path;
+
+fn runner(cases: u32, file: &'static str) -> TestRunner {
+    TestRunner::new(Config {
+        cases,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(file))),
+        ..Config::default()
+    })
+}
+
+fn fail(e: impl std::fmt::Display) -> TestCaseError {
+    TestCaseError::fail(e.to_string())
+}
+
+/// Every generated file (every version, byte order, value type, layout, padding): its
+/// lossless JSON, printed and read back, builds the same bytes from the file's data.
+#[test]
+fn lossless_json_builds_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, output) = (dir.path().join("in.gguf"), dir.path().join("out.gguf"));
+    let mut runner = runner(1500, "proptest-regressions/tools_lossless.txt");
+    let result = runner.run(&any_file(), |sample| {
+        let bytes = sample.encode().unwrap();
+        std::fs::write(&input, &bytes).unwrap();
+        let file = Gguf::open(&input).unwrap();
+        let text = lossless::to_json(&file).to_string();
+        let json: serde_json::Value = serde_json::from_str(&text).map_err(fail)?;
+        let header = lossless::header_from_json(&json).map_err(fail)?;
+        prop_assert_eq!(
+            header.encode(false).unwrap(),
+            file.header().encode(false).unwrap()
+        );
+        lossless::build(&json, &input, &output, &()).map_err(fail)?;
+        prop_assert_eq!(std::fs::read(&output).unwrap(), bytes);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// Edited JSON (a key changed, a tensor renamed, one dropped) builds a valid file whose
+/// tensors hold the data of the tensors they came from.
+#[test]
+fn edited_lossless_json_builds_a_valid_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, output) = (dir.path().join("in.gguf"), dir.path().join("out.gguf"));
+    // What ggml reads: its layout, no arrays in arrays.
+    let options = Options {
+        ggml_layout: true,
+        max_array_depth: 1,
+        alignments: ggufrw::conform::strategy::Alignments::PowersOfTwo,
+        ..Options::all(3, ByteOrder::Little)
+    };
+    let mut runner = runner(400, "proptest-regressions/tools_lossless_edit.txt");
+    let result = runner.run(&file_with(options), |sample| {
+        prop_assume!(sample.header.tensor_infos.len() >= 2);
+        std::fs::write(&input, sample.encode().unwrap()).unwrap();
+        let file = Gguf::open(&input).unwrap();
+        let mut json = lossless::to_json(&file);
+        json["metadata"]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!({"key": "x.edited", "type": "string", "value": "yes"}));
+        let tensors = json["tensors"].as_array_mut().unwrap();
+        tensors.remove(0);
+        let kept = tensors[0]["name"].as_str().unwrap().to_owned();
+        lossless::build(&json, &input, &output, &()).map_err(fail)?;
+        let built = Gguf::open(&output).map_err(fail)?;
+        prop_assert_eq!(built.get("x.edited"), Some(&Value::from("yes")));
+        prop_assert_eq!(
+            built.header().tensor_infos.len(),
+            sample.header.tensor_infos.len() - 1
+        );
+        let t = built.tensor(&kept).unwrap();
+        prop_assert_eq!(
+            built.tensor_data(t.index).unwrap(),
+            file.tensor_data(file.tensor(&kept).unwrap().index).unwrap()
+        );
+        let findings = ggufrw::validate::validate(&built, ggufrw::validate::Profile::Ggml);
+        prop_assert!(
+            findings.iter().all(|f| !f.is_structural_error()),
+            "{:?}",
+            findings
+        );
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+/// A file compared with itself: no change. With one key set and one tensor deleted by `edit`:
+/// exactly those.
+#[test]
+fn diff_names_exactly_the_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, edited) = (dir.path().join("in.gguf"), dir.path().join("edited.gguf"));
+    let mut runner = runner(400, "proptest-regressions/tools_diff.txt");
+    let options = Options {
+        ggml_layout: true,
+        ..Options::all(3, ByteOrder::Little)
+    };
+    let result = runner.run(&file_with(options), |sample| {
+        std::fs::write(&input, sample.encode().unwrap()).unwrap();
+        let file = Gguf::open(&input).unwrap();
+        prop_assert_eq!(diff(&file, &file, true), vec![]);
+        let deleted = sample
+            .header
+            .tensor_infos
+            .last()
+            .map(|t| t.name.to_string());
+        let edit = Edit {
+            set: vec![("x.diff".into(), Value::Uint8(7))],
+            delete_tensors: deleted.clone().into_iter().collect(),
+            ..Edit::default()
+        };
+        edit_file(&input, &edited, &edit).map_err(fail)?;
+        let other = Gguf::open(&edited).unwrap();
+        let changes = diff(&file, &other, true);
+        let mut expected = vec![Change::KeyAdded {
+            key: "x.diff".into(),
+            value: Value::Uint8(7),
+        }];
+        if let Some(name) = deleted {
+            expected.push(Change::TensorRemoved { name });
+        }
+        prop_assert_eq!(changes, expected);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+}
+
+fn shard_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains("-of-"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Split by tensor count or size, then merge: the same bytes, for files in ggml's layout of
+/// either version and byte order; every shard passes `check --profile ggml` when little-endian.
+#[test]
+fn split_then_merge_gives_the_file_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.gguf");
+    let merged = dir.path().join("merged.gguf");
+    let prefix = dir.path().join("part");
+    for (version, order) in [(3, ByteOrder::Little), (2, ByteOrder::Big)] {
+        let options = Options {
+            ggml_layout: true,
+            max_array_depth: 1,
+            alignments: ggufrw::conform::strategy::Alignments::PowersOfTwo,
+            ..Options::all(version, order)
+        };
+        let mut runner = runner(200, "proptest-regressions/tools_split.txt");
+        let strategy = (
+            file_with(options),
+            1usize..4,
+            proptest::bool::ANY,
+            proptest::bool::ANY,
+        );
+        let result = runner.run(&strategy, |(sample, n, by_size, empty_first)| {
+            for old in shard_files(dir.path()) {
+                std::fs::remove_file(old).unwrap();
+            }
+            let bytes = sample.encode().unwrap();
+            std::fs::write(&input, &bytes).unwrap();
+            let by = if by_size {
+                split::SplitBy::Bytes(n as u64 * 64)
+            } else {
+                split::SplitBy::Tensors(n)
+            };
+            let shards =
+                split::split(&input, &prefix, by, empty_first, false, &()).map_err(fail)?;
+            prop_assert_eq!(shard_files(dir.path()).len(), shards.len());
+            if order == ByteOrder::Little {
+                for s in &shards {
+                    let shard = Gguf::open(&s.path).unwrap();
+                    let findings =
+                        ggufrw::validate::validate(&shard, ggufrw::validate::Profile::Ggml);
+                    prop_assert!(
+                        findings
+                            .iter()
+                            .all(|f| f.severity != ggufrw::validate::Severity::Error),
+                        "{:?}",
+                        findings
+                    );
+                }
+            }
+            split::merge(&shards[0].path, &merged, &()).map_err(fail)?;
+            prop_assert_eq!(std::fs::read(&merged).unwrap(), bytes);
+            Ok(())
+        });
+        if let Err(e) = result {
+            panic!("v{version} {order:?}: {e}");
+        }
+    }
+}
+
+/// Merge checks every shard and names the shard and key when one is off.
+#[test]
+fn merge_names_the_shard_and_key_that_do_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.gguf");
+    ggufrw::Builder::new()
+        .metadata("general.architecture", "llama")
+        .tensor("a", ggufrw::GgmlType::F32, &[4], vec![0u8; 16])
+        .unwrap()
+        .tensor("b", ggufrw::GgmlType::F32, &[4], vec![1u8; 16])
+        .unwrap()
+        .write_file(&input)
+        .unwrap();
+    let prefix = dir.path().join("m");
+    let shards = split::split(
+        &input,
+        &prefix,
+        split::SplitBy::Tensors(1),
+        false,
+        false,
+        &(),
+    )
+    .unwrap();
+    let second = &shards[1].path;
+    edit_file(
+        second,
+        &dir.path().join("tmp.gguf"),
+        &Edit {
+            set: vec![("split.no".into(), Value::Uint16(5))],
+            ..Edit::default()
+        },
+    )
+    .unwrap();
+    std::fs::rename(dir.path().join("tmp.gguf"), second).unwrap();
+    let err = split::merge(&shards[0].path, &dir.path().join("out.gguf"), &())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("m-00002-of-00002.gguf") && err.contains("split.no"),
+        "{err}"
+    );
+    std::fs::remove_file(second).unwrap();
+    let err = split::merge(&shards[0].path, &dir.path().join("out.gguf"), &())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("m-00002-of-00002.gguf"), "{err}");
+    assert!(!dir.path().join("out.gguf").exists());
+}
