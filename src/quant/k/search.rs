@@ -22,9 +22,22 @@ fn signed_max(x: &[f32]) -> (f32, f32) {
 }
 
 /// `MAX(-nmax, MIN(nmax - 1, nearest_int(iscale * v)))`.
-#[inline]
+#[inline(always)]
 fn symmetric(iscale: f32, v: f32, nmax: i32) -> i32 {
-    nearest_int(iscale * v).clamp(-nmax, nmax - 1)
+    nearest_int(iscale * v).min(nmax - 1).max(-nmax)
+}
+
+/// `MAX(0, MIN(nmax, nearest_int(iscale * (v - min))))`.
+#[inline(always)]
+fn asymmetric(iscale: f32, v: f32, min: f32, nmax: i32) -> i32 {
+    nearest_int(iscale * (v - min)).min(nmax).max(0)
+}
+
+/// Σ terms, added in order from 0 (as C's loops add them). The terms themselves are computed
+/// first, in a loop of their own that vectorises; only the additions stay in sequence.
+#[inline(always)]
+fn sum<const N: usize>(terms: &[f32; N]) -> f32 {
+    terms.iter().fold(0.0, |sum, &t| sum + t)
 }
 
 /// `make_qx_quants(n, nmax, x, L, 1, NULL)` (Q6_K): quants `L` in `0..2 nmax` and the scale,
@@ -37,17 +50,28 @@ pub(super) fn make_qx_quants<const N: usize>(nmax: i32, x: &[f32; N], ls: &mut [
         return 0.0;
     }
     let nmaxf = nmax as f32;
+    // The weights x², and w x as C's `w*x[i]*l` computes it before multiplying by l.
+    let (mut w, mut wx) = ([0f32; N], [0f32; N]);
+    for i in 0..N {
+        w[i] = x[i] * x[i];
+        wx[i] = w[i] * x[i];
+    }
+    // Σ w x l and Σ w l² for the quants at `iscale`.
+    let sums = |iscale: f32| {
+        let (mut lx, mut l2) = ([0f32; N], [0f32; N]);
+        for i in 0..N {
+            let l = symmetric(iscale, x[i], nmax) as f32;
+            lx[i] = wx[i] * l;
+            l2[i] = w[i] * l * l;
+        }
+        (sum(&lx), sum(&l2))
+    };
     // `-nmax / max`: the int negated, then converted.
     let iscale = -nmaxf / max;
-    let (mut sumlx, mut suml2) = (0f32, 0f32);
     for (out, &v) in ls.iter_mut().zip(x) {
-        let l = symmetric(iscale, v, nmax);
-        *out = (l + nmax) as i8;
-        let w = v * v;
-        let l = l as f32;
-        sumlx += w * v * l;
-        suml2 += w * l * l;
+        *out = (symmetric(iscale, v, nmax) + nmax) as i8;
     }
+    let (sumlx, suml2) = sums(iscale);
     // `suml2 ? … : 0`: a NaN sum is true.
     let mut scale = if suml2 != 0.0 { sumlx / suml2 } else { 0.0 };
     let mut best = scale * sumlx;
@@ -56,13 +80,7 @@ pub(super) fn make_qx_quants<const N: usize>(nmax: i32, x: &[f32; N], ls: &mut [
             continue;
         }
         let iscale = -(nmaxf + 0.1 * is as f32) / max;
-        let (mut sumlx, mut suml2) = (0f32, 0f32);
-        for &v in x {
-            let l = symmetric(iscale, v, nmax) as f32;
-            let w = v * v;
-            sumlx += w * v * l;
-            suml2 += w * l * l;
-        }
+        let (sumlx, suml2) = sums(iscale);
         if suml2 > 0.0 && sumlx * sumlx > best * suml2 {
             for (out, &v) in ls.iter_mut().zip(x) {
                 *out = (symmetric(iscale, v, nmax) + nmax) as i8;
@@ -102,7 +120,7 @@ pub(super) fn make_q3_quants<const N: usize>(nmax: i32, x: &[f32; N], ls: &mut [
             let mut slx = sumlx - w * v * li;
             if slx > 0.0 {
                 let mut sl2 = suml2 - w * li * li;
-                let new_l = nearest_int(v * sl2 / slx).clamp(-nmax, nmax - 1);
+                let new_l = nearest_int(v * sl2 / slx).min(nmax - 1).max(-nmax);
                 if new_l != i32::from(*out) {
                     let nl = new_l as f32;
                     slx += w * v * nl;
@@ -128,6 +146,24 @@ pub(super) fn make_q3_quants<const N: usize>(nmax: i32, x: &[f32; N], ls: &mut [
     } else {
         0.0
     }
+}
+
+/// Σ w |diff| (`use_mad`) or Σ w diff², diff = scale l + min - x, for the quants `l`.
+#[inline(always)]
+fn weighted_error<const N: usize>(
+    use_mad: bool,
+    x: &[f32; N],
+    weights: &[f32; N],
+    scale: f32,
+    min: f32,
+    l: &[u8; N],
+) -> f32 {
+    let mut terms = [0f32; N];
+    for i in 0..N {
+        let diff = scale * f32::from(l[i]) + min - x[i];
+        terms[i] = weights[i] * if use_mad { diff.abs() } else { diff * diff };
+    }
+    sum(&terms)
 }
 
 /// The parameters of one `make_qkx2_quants` call.
@@ -181,27 +217,30 @@ pub(super) fn make_qkx2_quants<const N: usize>(
     let nmaxf = nmax as f32;
     let iscale = nmaxf / (max - min);
     let mut scale = 1.0 / iscale;
-    let error = |diff: f32| if p.use_mad { diff.abs() } else { diff * diff };
-    let mut best_error = 0f32;
-    for ((out, &v), &w) in ls.iter_mut().zip(x).zip(weights) {
-        *out = nearest_int(iscale * (v - min)).clamp(0, nmax) as u8;
-        let diff = scale * f32::from(*out) + min - v;
-        best_error += w * error(diff);
+    for (out, &v) in ls.iter_mut().zip(x) {
+        *out = asymmetric(iscale, v, min, nmax) as u8;
     }
+    let mut best_error = weighted_error(p.use_mad, x, weights, scale, min, ls);
     if p.nstep < 1 {
         return (scale, -min);
     }
-    let mut laux = [0u8; N];
     for is in 0..=p.nstep {
         let iscale = (p.rmin + p.rdelta * is as f32 + nmaxf) / (max - min);
+        let mut laux = [0u8; N];
+        // w l, as C's `w*l*l` and `w*l*x[i]` compute it first.
+        let (mut wl, mut wl2, mut wlx) = ([0f32; N], [0f32; N], [0f32; N]);
+        for i in 0..N {
+            let l = asymmetric(iscale, x[i], min, nmax);
+            laux[i] = l as u8;
+            wl[i] = weights[i] * l as f32;
+            wl2[i] = wl[i] * l as f32;
+            wlx[i] = wl[i] * x[i];
+        }
         let (mut sum_l, mut sum_l2, mut sum_xl) = (0f32, 0f32, 0f32);
-        for ((out, &v), &w) in laux.iter_mut().zip(x).zip(weights) {
-            let l = nearest_int(iscale * (v - min)).clamp(0, nmax);
-            *out = l as u8;
-            let l = l as f32;
-            sum_l += w * l;
-            sum_l2 += w * l * l;
-            sum_xl += w * l * v;
+        for i in 0..N {
+            sum_l += wl[i];
+            sum_l2 += wl2[i];
+            sum_xl += wlx[i];
         }
         let d = sum_w * sum_l2 - sum_l * sum_l;
         if d > 0.0 {
@@ -211,11 +250,7 @@ pub(super) fn make_qkx2_quants<const N: usize>(
                 this_min = 0.0;
                 this_scale = sum_xl / sum_l2;
             }
-            let mut cur_error = 0f32;
-            for ((&l, &v), &w) in laux.iter().zip(x).zip(weights) {
-                let diff = this_scale * f32::from(l) + this_min - v;
-                cur_error += w * error(diff);
-            }
+            let cur_error = weighted_error(p.use_mad, x, weights, this_scale, this_min, &laux);
             if cur_error < best_error {
                 *ls = laux;
                 best_error = cur_error;
