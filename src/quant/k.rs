@@ -242,6 +242,19 @@ fn q3k_scales(scales: &[u8; 12]) -> [i32; 16] {
     })
 }
 
+/// Puts scale `j` (0..16), `l` in `0..64`, into Q3_K's 12 bytes as ggml does, scales in order
+/// from zeroed bytes (the inverse of [`q3k_scales`]): its low 4 bits set byte `j` (`j < 8`) or
+/// are ORed into the high nibble of byte `j - 8`; its top 2 bits into crumb `j / 4` of byte
+/// `8 + j % 4`.
+fn pack_q3k_scale(scales: &mut [u8; 12], j: usize, l: i32) {
+    if j < 8 {
+        scales[j] = (l & 0xF) as u8;
+    } else {
+        scales[j - 8] |= ((l & 0xF) << 4) as u8;
+    }
+    scales[j % 4 + 8] |= ((l >> 4) << (2 * (j / 4))) as u8;
+}
+
 impl Dequantize for Q3K {
     fn dequantize(&self, y: &mut [f32]) {
         let Some(y) = y.first_chunk_mut::<QK_K>() else {
@@ -291,12 +304,7 @@ impl Quantize for Q3K {
                 for (j, &s) in scales.iter().enumerate() {
                     // `int8_t l = nearest_int(…)`: the int's low byte, then clamped.
                     let l = i32::from(nearest_int(iscale * s) as i8).clamp(-32, 31) + 32;
-                    if j < 8 {
-                        y.scales[j] = (l & 0xF) as u8;
-                    } else {
-                        y.scales[j - 8] |= ((l & 0xF) << 4) as u8;
-                    }
-                    y.scales[j % 4 + 8] |= ((l >> 4) << (2 * (j / 4))) as u8;
+                    pack_q3k_scale(&mut y.scales, j, l);
                 }
                 y.d = to_half(1.0 / iscale);
             } else {
@@ -660,5 +668,153 @@ impl Quantize for Q8K {
             }
             y.d = U32::new((1.0 / iscale).to_bits());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytemuck::Zeroable;
+
+    #[test]
+    fn widening_16_at_a_time_keeps_every_value_in_its_lane() {
+        for base in 0..=255u8 {
+            let u: [u8; 16] = std::array::from_fn(|k| base.wrapping_add(17 * k as u8));
+            assert_eq!(widen::unsigned(u), u.map(f32::from));
+            let i = u.map(|b| b as i8);
+            assert_eq!(widen::signed(i), i.map(f32::from));
+        }
+    }
+
+    /// The 12 scale bytes of Q4_K and Q5_K decoded by hand: bytes 0–3 hold scales 0–3 and the
+    /// top bits of scales 4–7, bytes 4–7 the minimums likewise, bytes 8–11 the low nibbles.
+    const K4_SCALES: [u8; 12] = [
+        0x41, 0x02, 0xC3, 0x04, 0x05, 0x46, 0x07, 0x88, 0x9A, 0xBC, 0xDE, 0xF0,
+    ];
+    const K4_DECODED: [(u8, u8); 8] = [
+        (1, 5),
+        (2, 6),
+        (3, 7),
+        (4, 8),
+        (0xA | 1 << 4, 9),
+        (0xC, 0xB | 1 << 4),
+        (0xE | 3 << 4, 0xD),
+        (0, 0xF | 2 << 4),
+    ];
+
+    #[test]
+    fn q4k_scales_and_minimums_decode_as_by_hand_and_pack_back() {
+        for (j, &expected) in K4_DECODED.iter().enumerate() {
+            assert_eq!(scale_min_k4(j, &K4_SCALES), expected, "{j}");
+        }
+        for v in 0..64 {
+            let ls: [u8; 8] = std::array::from_fn(|j| ((v + 7 * j) % 64) as u8);
+            let lm: [u8; 8] = std::array::from_fn(|j| ((5 * v + j) % 64) as u8);
+            let mut q = [0xA5; 12];
+            pack_scale_min_k4(&mut q, &ls, &lm);
+            for j in 0..8 {
+                assert_eq!(scale_min_k4(j, &q), (ls[j], lm[j]));
+            }
+        }
+    }
+
+    #[test]
+    fn q4k_block_dequantizes_as_by_hand() {
+        let mut block = Q4K::zeroed();
+        block.d = Half::new(0x3C00); // 1
+        block.dmin = Half::new(0x3400); // 0.25
+        block.scales = K4_SCALES;
+        for (l, q) in block.qs.iter_mut().enumerate() {
+            *q = (l % 16) as u8 | ((15 - l % 16) as u8) << 4;
+        }
+        let mut y = [0f32; 256];
+        block.dequantize(&mut y);
+        for p in 0..4 {
+            for l in 0..32 {
+                let ((s1, m1), (s2, m2)) = (K4_DECODED[2 * p], K4_DECODED[2 * p + 1]);
+                let (lo, hi) = ((l % 16) as f32, (15 - l % 16) as f32);
+                assert_eq!(y[64 * p + l], f32::from(s1) * lo - f32::from(m1) / 4.0);
+                assert_eq!(y[64 * p + 32 + l], f32::from(s2) * hi - f32::from(m2) / 4.0);
+            }
+        }
+        assert_eq!(
+            (y[131], y[163], y[197], y[229]),
+            (75.75, 137.25, 306.75, -11.75)
+        );
+    }
+
+    /// Q3_K's 16 6-bit scales decoded by hand: low 4 bits in the nibbles of bytes 0–7, top 2
+    /// bits in the crumbs of bytes 8–11.
+    const Q3_SCALES: [u8; 12] = [
+        0x10, 0x32, 0x54, 0x76, 0x98, 0xBA, 0xDC, 0xFE, 0b11100100, 0b00011011, 0b10101010,
+        0b01010101,
+    ];
+    const Q3_DECODED: [i32; 16] = [
+        0, 50, 36, 22, 24, 42, 44, 30, 33, 19, 37, 23, 57, 11, 45, 31,
+    ];
+
+    #[test]
+    fn q3k_scales_decode_as_by_hand_and_pack_back() {
+        assert_eq!(q3k_scales(&Q3_SCALES), Q3_DECODED);
+        for v in 0..64 {
+            let ls: [i32; 16] = std::array::from_fn(|j| (v + 11 * j as i32) % 64);
+            let mut q = [0; 12];
+            for (j, &l) in ls.iter().enumerate() {
+                pack_q3k_scale(&mut q, j, l);
+            }
+            assert_eq!(q3k_scales(&q), ls);
+        }
+    }
+
+    #[test]
+    fn q3k_block_dequantizes_as_by_hand() {
+        let mut block = Q3K::zeroed();
+        block.d = Half::new(0x3800); // 0.5
+        block.scales = Q3_SCALES;
+        // Crumb j of every byte is j; every high bit set (+0) but those of element l = 5.
+        block.qs = [0b11_10_01_00; 64];
+        block.hmask = [0xFF; 32];
+        block.hmask[5] = 0;
+        let mut y = [0f32; 256];
+        block.dequantize(&mut y);
+        for h in 0..2 {
+            for j in 0..4 {
+                for l in 0..32 {
+                    let scale = (Q3_DECODED[8 * h + 2 * j + l / 16] - 32) as f32 * 0.5;
+                    let q = j as f32 - if l == 5 { 4.0 } else { 0.0 };
+                    assert_eq!(y[128 * h + 32 * j + l], scale * q, "{h} {j} {l}");
+                }
+            }
+        }
+    }
+
+    /// ggml leaves `bsums` as they were for a block with nothing to scale; here they are zeroed
+    /// (what ggml gives on a zeroed buffer), whatever the buffer held.
+    #[test]
+    fn q8k_of_zeros_is_all_zero_whatever_the_buffer_held() {
+        let mut out = [Q8K {
+            d: U32::new(0xDEAD_BEEF),
+            qs: [7; 256],
+            bsums: [I16::new(-3); 16],
+        }];
+        Q8K::quantize_row_ref(&[0.0; 256], &mut out);
+        assert_eq!(out[0], Q8K::zeroed());
+        let mut nan = [Q8K::zeroed()];
+        nan[0].bsums = [I16::new(9); 16];
+        Q8K::quantize_row_ref(&[f32::NAN; 256], &mut nan);
+        assert_eq!(nan[0], Q8K::zeroed());
+    }
+
+    /// A Q6_K block below ggml's `GROUP_MAX_EPS` is all zero bytes, whatever the buffer held.
+    #[test]
+    fn q6k_of_tiny_values_is_all_zero() {
+        let mut out = [Q6K {
+            ql: [1; 128],
+            qh: [2; 64],
+            scales: [3; 16],
+            d: Half::new(0x3C00),
+        }];
+        Q6K::quantize_row(&[1e-20; 256], &mut out);
+        assert_eq!(out[0], Q6K::zeroed());
     }
 }
