@@ -429,6 +429,9 @@ fn quantize_k4(
             continue;
         }
         let dm = m_all * f32::from(m);
+        // `x + dm`: where both are NaN (an input NaN; dmin infinite and m 0) the sum is x's NaN
+        // here, and in ggml whichever operand the C compiler put first (the peer's GCC build
+        // puts dm first for the last 4 of each 32): its payload can decide the quant.
         for (l, &v) in ls.iter_mut().zip(xs) {
             *l = nearest_int((v + dm) / d).clamp(0, nmax) as u8;
         }
