@@ -136,6 +136,7 @@ fn pack_qs(qs: &mut [u8; 64], ls: &[i32; QK_K]) {
 // Q2_K
 
 impl Dequantize for Q2K {
+    #[inline]
     fn dequantize(&self, y: &mut [f32]) {
         let Some(y) = y.first_chunk_mut::<QK_K>() else {
             return;
@@ -256,6 +257,7 @@ fn pack_q3k_scale(scales: &mut [u8; 12], j: usize, l: i32) {
 }
 
 impl Dequantize for Q3K {
+    #[inline]
     fn dequantize(&self, y: &mut [f32]) {
         let Some(y) = y.first_chunk_mut::<QK_K>() else {
             return;
@@ -439,6 +441,7 @@ fn quantize_k4(
 }
 
 impl Dequantize for Q4K {
+    #[inline]
     fn dequantize(&self, y: &mut [f32]) {
         let Some(y) = y.first_chunk_mut::<QK_K>() else {
             return;
@@ -487,6 +490,7 @@ impl Quantize for Q4K {
 }
 
 impl Dequantize for Q5K {
+    #[inline]
     fn dequantize(&self, y: &mut [f32]) {
         let Some(y) = y.first_chunk_mut::<QK_K>() else {
             return;
@@ -549,6 +553,7 @@ impl Quantize for Q5K {
 // Q6_K
 
 impl Dequantize for Q6K {
+    #[inline]
     fn dequantize(&self, y: &mut [f32]) {
         let Some(y) = y.first_chunk_mut::<QK_K>() else {
             return;
@@ -632,7 +637,11 @@ impl Quantize for Q6K {
 // Q8_K
 
 impl Dequantize for Q8K {
+    #[inline]
     fn dequantize(&self, y: &mut [f32]) {
+        let Some(y) = y.first_chunk_mut::<QK_K>() else {
+            return;
+        };
         let d = f32::from_bits(self.d.get());
         for (y, &q) in groups_mut::<16, _>(y).zip(groups::<16, _>(&self.qs)) {
             let q = widen::signed(q);
