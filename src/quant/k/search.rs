@@ -1,0 +1,263 @@
+//! The searches for a sub-block's scale (and minimum) that ggml's K-quant reference quantizers
+//! run, as `ggml-quants.c` computes them: the same float operations in the same order, the
+//! same comparisons (a NaN never wins one), the same early exits. Only the variants on the
+//! path of `ggml_quantize_chunk` without an importance matrix are here.
+
+use crate::quant::c::nearest_int;
+
+/// ggml's `GROUP_MAX_EPS`: a group whose largest |x| is below it is all zero.
+pub(super) const GROUP_MAX_EPS: f32 = 1e-15;
+
+/// The largest |x| of a group, and the value that has it (the first such; a NaN never).
+fn signed_max(x: &[f32]) -> (f32, f32) {
+    let (mut amax, mut max) = (0f32, 0f32);
+    for &v in x {
+        let ax = v.abs();
+        if ax > amax {
+            amax = ax;
+            max = v;
+        }
+    }
+    (amax, max)
+}
+
+/// `MAX(-nmax, MIN(nmax - 1, nearest_int(iscale * v)))`.
+#[inline(always)]
+fn symmetric(iscale: f32, v: f32, nmax: i32) -> i32 {
+    nearest_int(iscale * v).min(nmax - 1).max(-nmax)
+}
+
+/// `MAX(0, MIN(nmax, nearest_int(iscale * (v - min))))`.
+#[inline(always)]
+fn asymmetric(iscale: f32, v: f32, min: f32, nmax: i32) -> i32 {
+    nearest_int(iscale * (v - min)).min(nmax).max(0)
+}
+
+/// Σ terms, added in order from 0 (as C's loops add them). The terms themselves are computed
+/// first, in a loop of their own that vectorises; only the additions stay in sequence.
+#[inline(always)]
+fn sum<const N: usize>(terms: &[f32; N]) -> f32 {
+    terms.iter().fold(0.0, |sum, &t| sum + t)
+}
+
+/// `make_qx_quants(n, nmax, x, L, 1, NULL)` (Q6_K): quants `L` in `0..2 nmax` and the scale,
+/// weighted by x², trying 18 scales around `-nmax / max` and keeping the best by
+/// `sumlx² / suml2`. Returns 0 (and all quants 0) for a group below [`GROUP_MAX_EPS`].
+pub(super) fn make_qx_quants<const N: usize>(nmax: i32, x: &[f32; N], ls: &mut [i8; N]) -> f32 {
+    let (amax, max) = signed_max(x);
+    if amax < GROUP_MAX_EPS {
+        ls.fill(0);
+        return 0.0;
+    }
+    let nmaxf = nmax as f32;
+    // The weights x², and w x as C's `w*x[i]*l` computes it before multiplying by l.
+    let (mut w, mut wx) = ([0f32; N], [0f32; N]);
+    for i in 0..N {
+        w[i] = x[i] * x[i];
+        wx[i] = w[i] * x[i];
+    }
+    // Σ w x l and Σ w l² for the quants at `iscale`.
+    let sums = |iscale: f32| {
+        let (mut lx, mut l2) = ([0f32; N], [0f32; N]);
+        for i in 0..N {
+            let l = symmetric(iscale, x[i], nmax) as f32;
+            lx[i] = wx[i] * l;
+            l2[i] = w[i] * l * l;
+        }
+        (sum(&lx), sum(&l2))
+    };
+    // `-nmax / max`: the int negated, then converted.
+    let iscale = -nmaxf / max;
+    for (out, &v) in ls.iter_mut().zip(x) {
+        *out = (symmetric(iscale, v, nmax) + nmax) as i8;
+    }
+    let (sumlx, suml2) = sums(iscale);
+    // `suml2 ? … : 0`: a NaN sum is true.
+    let mut scale = if suml2 != 0.0 { sumlx / suml2 } else { 0.0 };
+    let mut best = scale * sumlx;
+    for is in -9..=9 {
+        if is == 0 {
+            continue;
+        }
+        let iscale = -(nmaxf + 0.1 * is as f32) / max;
+        let (sumlx, suml2) = sums(iscale);
+        if suml2 > 0.0 && sumlx * sumlx > best * suml2 {
+            for (out, &v) in ls.iter_mut().zip(x) {
+                *out = (symmetric(iscale, v, nmax) + nmax) as i8;
+            }
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    scale
+}
+
+/// `make_q3_quants(n, nmax, x, L, true)` (Q3_K): quants `L` in `0..2 nmax` from `-nmax / max`,
+/// then up to five passes moving one quant at a time while that raises `sumlx² / suml2`
+/// (weights x²). Returns the least-squares scale, 0 for a group below [`GROUP_MAX_EPS`] (its
+/// quants then 0, not `nmax`).
+pub(super) fn make_q3_quants<const N: usize>(nmax: i32, x: &[f32; N], ls: &mut [i8; N]) -> f32 {
+    let (amax, max) = signed_max(x);
+    if amax < GROUP_MAX_EPS {
+        ls.fill(0);
+        return 0.0;
+    }
+    let iscale = -(nmax as f32) / max;
+    let (mut sumlx, mut suml2) = (0f32, 0f32);
+    for (out, &v) in ls.iter_mut().zip(x) {
+        let l = symmetric(iscale, v, nmax);
+        *out = l as i8;
+        let w = v * v;
+        let l = l as f32;
+        sumlx += w * v * l;
+        suml2 += w * l * l;
+    }
+    for _ in 0..5 {
+        let mut changed = false;
+        for (out, &v) in ls.iter_mut().zip(x) {
+            let w = v * v;
+            let li = f32::from(*out);
+            let mut slx = sumlx - w * v * li;
+            if slx > 0.0 {
+                let mut sl2 = suml2 - w * li * li;
+                let new_l = nearest_int(v * sl2 / slx).min(nmax - 1).max(-nmax);
+                if new_l != i32::from(*out) {
+                    let nl = new_l as f32;
+                    slx += w * v * nl;
+                    sl2 += w * nl * nl;
+                    if sl2 > 0.0 && slx * slx * suml2 > sumlx * sumlx * sl2 {
+                        *out = new_l as i8;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for l in ls.iter_mut() {
+        *l = l.wrapping_add(nmax as i8);
+    }
+    if suml2 > 0.0 {
+        sumlx / suml2
+    } else {
+        0.0
+    }
+}
+
+/// Σ w |diff| (`use_mad`) or Σ w diff², diff = scale l + min - x, for the quants `l`.
+#[inline(always)]
+fn weighted_error<const N: usize>(
+    use_mad: bool,
+    x: &[f32; N],
+    weights: &[f32; N],
+    scale: f32,
+    min: f32,
+    l: &[u8; N],
+) -> f32 {
+    let mut terms = [0f32; N];
+    for i in 0..N {
+        let diff = scale * f32::from(l[i]) + min - x[i];
+        terms[i] = weights[i] * if use_mad { diff.abs() } else { diff * diff };
+    }
+    sum(&terms)
+}
+
+/// The parameters of one `make_qkx2_quants` call.
+pub(super) struct Qkx2 {
+    /// The largest quant.
+    pub nmax: i32,
+    /// The first scale tried, in quants beyond `nmax`…
+    pub rmin: f32,
+    /// …the step…
+    pub rdelta: f32,
+    /// …and the number of steps (`nstep + 1` scales are tried).
+    pub nstep: i32,
+    /// The error is Σ w |diff| (mean absolute deviation), else Σ w diff².
+    pub use_mad: bool,
+}
+
+/// `make_qkx2_quants` (Q2_K, Q4_K, Q5_K): quants `L` in `0..=nmax` of `x - min` with
+/// `min ≤ 0`, the scale and minimum from weighted least squares over `nstep + 1` trial
+/// scales, the one with the least weighted error kept (the first of equals). Returns the
+/// scale and the minimum negated (`the_min`, ≥ 0 or -0.0).
+pub(super) fn make_qkx2_quants<const N: usize>(
+    p: &Qkx2,
+    x: &[f32; N],
+    weights: &[f32; N],
+    ls: &mut [u8; N],
+) -> (f32, f32) {
+    let Some((&x0, rest)) = x.split_first() else {
+        return (0.0, 0.0);
+    };
+    let (mut min, mut max) = (x0, x0);
+    let mut sum_w = weights[0];
+    let mut sum_x = sum_w * x0;
+    for (&v, &w) in rest.iter().zip(&weights[1..]) {
+        if v < min {
+            min = v;
+        }
+        if v > max {
+            max = v;
+        }
+        sum_w += w;
+        sum_x += w * v;
+    }
+    if min > 0.0 {
+        min = 0.0;
+    }
+    if max == min {
+        ls.fill(0);
+        return (0.0, -min);
+    }
+    let nmax = p.nmax;
+    let nmaxf = nmax as f32;
+    let iscale = nmaxf / (max - min);
+    let mut scale = 1.0 / iscale;
+    for (out, &v) in ls.iter_mut().zip(x) {
+        *out = asymmetric(iscale, v, min, nmax) as u8;
+    }
+    let mut best_error = weighted_error(p.use_mad, x, weights, scale, min, ls);
+    if p.nstep < 1 {
+        return (scale, -min);
+    }
+    for is in 0..=p.nstep {
+        let iscale = (p.rmin + p.rdelta * is as f32 + nmaxf) / (max - min);
+        let mut laux = [0u8; N];
+        // w l, as C's `w*l*l` and `w*l*x[i]` compute it first.
+        let (mut wl, mut wl2, mut wlx) = ([0f32; N], [0f32; N], [0f32; N]);
+        for i in 0..N {
+            let l = asymmetric(iscale, x[i], min, nmax);
+            laux[i] = l as u8;
+            wl[i] = weights[i] * l as f32;
+            wl2[i] = wl[i] * l as f32;
+            wlx[i] = wl[i] * x[i];
+        }
+        let (mut sum_l, mut sum_l2, mut sum_xl) = (0f32, 0f32, 0f32);
+        for i in 0..N {
+            sum_l += wl[i];
+            sum_l2 += wl2[i];
+            sum_xl += wlx[i];
+        }
+        let d = sum_w * sum_l2 - sum_l * sum_l;
+        if d > 0.0 {
+            let mut this_scale = (sum_w * sum_xl - sum_x * sum_l) / d;
+            let mut this_min = (sum_l2 * sum_x - sum_l * sum_xl) / d;
+            if this_min > 0.0 {
+                this_min = 0.0;
+                this_scale = sum_xl / sum_l2;
+            }
+            let cur_error = weighted_error(p.use_mad, x, weights, this_scale, this_min, &laux);
+            if cur_error < best_error {
+                *ls = laux;
+                best_error = cur_error;
+                scale = this_scale;
+                min = this_min;
+            }
+        }
+    }
+    (scale, -min)
+}
