@@ -111,8 +111,32 @@ pub fn dump_json<B: AsRef<[u8]>>(file: &Gguf<B>) -> Json {
 /// Arrays longer than this are abbreviated in text output.
 const SHOWN_ELEMENTS: usize = 8;
 
+/// What the dumps show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DumpOptions {
+    /// Whether to list the tensors.
+    pub tensors: bool,
+    /// Elements shown of an array (text and markdown: then `… N more`; JSON: the first N and
+    /// `"count"`); `None`: all in JSON, 8 in text.
+    pub arrays: Option<usize>,
+}
+
+impl Default for DumpOptions {
+    fn default() -> Self {
+        DumpOptions {
+            tensors: true,
+            arrays: None,
+        }
+    }
+}
+
 /// A value as one line of text, long arrays abbreviated.
 pub fn value_text(value: &Value) -> String {
+    value_text_with(value, SHOWN_ELEMENTS)
+}
+
+/// A value as one line of text, arrays cut after `shown` elements.
+pub fn value_text_with(value: &Value, shown: usize) -> String {
     match value {
         Value::String(s) => format!("{:?}", s.as_str()),
         Value::Array(a) => {
@@ -120,14 +144,14 @@ pub fn value_text(value: &Value) -> String {
                 unreachable!("arrays are lists")
             };
             let mut out = String::from("[");
-            for (i, item) in items.iter().take(SHOWN_ELEMENTS).enumerate() {
+            for (i, item) in items.iter().take(shown).enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
                 out.push_str(&item.to_string());
             }
-            if items.len() > SHOWN_ELEMENTS {
-                let _ = write!(out, ", … {} more", items.len() - SHOWN_ELEMENTS);
+            if items.len() > shown {
+                let _ = write!(out, ", … {} more", items.len() - shown);
             }
             out.push(']');
             out
@@ -170,6 +194,12 @@ fn interpretation(key: &str, value: &Value) -> Option<String> {
 /// The whole header as readable text: keys grouped (general, architecture, tokenizer, other),
 /// standard values interpreted, the parameter count.
 pub fn dump_text<B: AsRef<[u8]>>(file: &Gguf<B>) -> String {
+    dump_text_with(file, DumpOptions::default())
+}
+
+/// [`dump_text`] with options; each key and tensor info with the offset where it starts.
+pub fn dump_text_with<B: AsRef<[u8]>>(file: &Gguf<B>, options: DumpOptions) -> String {
+    let shown = options.arrays.unwrap_or(SHOWN_ELEMENTS);
     let header = file.header();
     let layout = file.layout();
     let mut out = String::new();
@@ -203,16 +233,14 @@ pub fn dump_text<B: AsRef<[u8]>>(file: &Gguf<B>) -> String {
         "other".to_owned(),
     ];
     for (g, title) in titles.iter().enumerate() {
-        let keys: Vec<_> = header
-            .metadata
-            .iter()
-            .filter(|kv| group(&kv.key) == g)
+        let keys: Vec<_> = (header.metadata.iter().enumerate())
+            .filter(|(_, kv)| group(&kv.key) == g)
             .collect();
         if keys.is_empty() {
             continue;
         }
         let _ = writeln!(out, "\n{title}:");
-        for kv in keys {
+        for (index, kv) in keys {
             let ty = match &kv.value {
                 Value::Array(a) => format!(
                     "array[{}; {}]",
@@ -221,7 +249,13 @@ pub fn dump_text<B: AsRef<[u8]>>(file: &Gguf<B>) -> String {
                 ),
                 v => v.value_type().name().to_owned(),
             };
-            let _ = write!(out, "  {} ({ty}) = {}", kv.key, value_text(&kv.value));
+            let _ = write!(
+                out,
+                "  @0x{:x} {} ({ty}) = {}",
+                layout.kv_offsets[index],
+                kv.key,
+                value_text_with(&kv.value, shown)
+            );
             if let Some(meaning) = interpretation(&kv.key, &kv.value) {
                 let _ = write!(out, "  [{meaning}]");
             }
@@ -239,18 +273,187 @@ pub fn dump_text<B: AsRef<[u8]>>(file: &Gguf<B>) -> String {
         }
         let _ = writeln!(out, " (size label {})", p.size_label());
     }
+    if !options.tensors {
+        return out;
+    }
     let _ = writeln!(out, "\ntensors:");
     for (i, t) in header.tensor_infos.iter().enumerate() {
         let size = tensor_byte_size(i, t).map_or_else(|_| "?".to_owned(), |s| s.to_string());
         let _ = writeln!(
             out,
-            "  {:>5} {} {} {:?} offset {} size {size}",
+            "  {:>5} @0x{:x} {} {} {:?} offset {} size {size}",
             i,
+            layout.tensor_info_offsets[i],
             t.name,
             type_name(t.ggml_type),
             t.dimensions,
             t.offset
         );
+    }
+    out
+}
+
+/// [`dump_json`] with options: tensors left out, arrays cut to their first elements (such an
+/// array's entry then carries `"count"`, its full length).
+pub fn dump_json_with<B: AsRef<[u8]>>(file: &Gguf<B>, options: DumpOptions) -> Json {
+    let mut json = dump_json(file);
+    if !options.tensors {
+        if let Some(o) = json.as_object_mut() {
+            o.remove("tensors");
+        }
+    }
+    if let (Some(shown), Some(Json::Array(entries))) = (options.arrays, json.get_mut("metadata")) {
+        for entry in entries {
+            if let Some(Json::Array(items)) = entry.get_mut("value") {
+                if items.len() > shown {
+                    let count = items.len();
+                    items.truncate(shown);
+                    entry["count"] = json!(count);
+                }
+            }
+        }
+    }
+    json
+}
+
+/// Escapes text for a markdown table cell.
+fn cell(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '`' => out.push('\''),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The group a tensor is listed under in the markdown view: `blk.N` for a layer's tensors,
+/// else `base`.
+fn tensor_group(name: &str) -> &str {
+    match name.strip_prefix("blk.") {
+        Some(rest) => {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if digits > 0 && rest.as_bytes().get(digits) == Some(&b'.') {
+                &name[..4 + digits]
+            } else {
+                "base"
+            }
+        }
+        None => "base",
+    }
+}
+
+/// The header as markdown, in the manner of gguf-dump's `--markdown`: a table of the metadata
+/// (position, offset, type, count, key, value), then the tensors grouped into `base` and each
+/// `blk.N`, with element counts, each group's share of the parameters and bits per weight.
+pub fn dump_markdown<B: AsRef<[u8]>>(file: &Gguf<B>, options: DumpOptions) -> String {
+    let shown = options.arrays.unwrap_or(SHOWN_ELEMENTS);
+    let header = file.header();
+    let layout = file.layout();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# GGUF v{} {}-endian: {} metadata pairs, {} tensors\n",
+        header.version,
+        header.byte_order.name(),
+        header.metadata.len(),
+        header.tensor_infos.len()
+    );
+    let _ = writeln!(out, "## Metadata\n");
+    let _ = writeln!(out, "| POS | OFFSET | TYPE | COUNT | KEY | VALUE |");
+    let _ = writeln!(out, "|----:|-------:|:-----|------:|:----|:------|");
+    for (i, kv) in header.metadata.iter().enumerate() {
+        let (ty, count) = match &kv.value {
+            Value::Array(a) => (
+                format!("array[{}]", a.values.element_type().name()),
+                a.values.len() as u64,
+            ),
+            v => (v.value_type().name().to_owned(), 1),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | 0x{:x} | {ty} | {count} | {} | {} |",
+            i + 1,
+            layout.kv_offsets[i],
+            cell(&kv.key),
+            cell(&value_text_with(&kv.value, shown))
+        );
+    }
+    if !options.tensors || header.tensor_infos.is_empty() {
+        return out;
+    }
+    let elements = |t: &TensorInfo| (t.dimensions.iter()).try_fold(1u64, |n, &d| n.checked_mul(d));
+    let total: u64 = (header.tensor_infos.iter())
+        .filter_map(elements)
+        .fold(0u64, u64::saturating_add);
+    let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
+    for (i, t) in header.tensor_infos.iter().enumerate() {
+        let g = tensor_group(&t.name);
+        match groups.iter_mut().find(|(name, _)| *name == g) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((g, vec![i])),
+        }
+    }
+    let _ = writeln!(out, "\n## Tensors\n");
+    let _ = writeln!(out, "| GROUP | TENSORS | ELEMENTS | SHARE |");
+    let _ = writeln!(out, "|:------|--------:|---------:|------:|");
+    let share = |n: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / total as f64
+        }
+    };
+    let group_elements = |members: &[usize]| {
+        (members.iter())
+            .filter_map(|&i| elements(&header.tensor_infos[i]))
+            .fold(0u64, u64::saturating_add)
+    };
+    for (name, members) in &groups {
+        let n = group_elements(members);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {n} | {:.2}% |",
+            cell(name),
+            members.len(),
+            share(n)
+        );
+    }
+    for (name, members) in &groups {
+        let n = group_elements(members);
+        let _ = writeln!(out, "\n### {}: {n} elements\n", cell(name));
+        let _ = writeln!(
+            out,
+            "| T_ID | NAME | TYPE | SHAPE | ELEMENTS | OFFSET | BYTES | BPW |"
+        );
+        let _ = writeln!(
+            out,
+            "|-----:|:-----|:-----|:------|---------:|-------:|------:|----:|"
+        );
+        for &i in members {
+            let t = &header.tensor_infos[i];
+            let count = elements(t);
+            let bytes = tensor_byte_size(i, t).ok();
+            let bpw = match (count, bytes) {
+                (Some(c), Some(b)) if c > 0 => format!("{:.4}", b as f64 * 8.0 / c as f64),
+                _ => "?".into(),
+            };
+            let shape: Vec<String> = t.dimensions.iter().map(u64::to_string).collect();
+            let _ = writeln!(
+                out,
+                "| {i} | {} | {} | {} | {} | 0x{:x} | {} | {bpw} |",
+                cell(&t.name),
+                type_name(t.ggml_type),
+                shape.join(" × "),
+                count.map_or_else(|| "?".into(), |c| c.to_string()),
+                layout.data_offset.saturating_add(t.offset),
+                bytes.map_or_else(|| "?".into(), |b| b.to_string()),
+            );
+        }
     }
     out
 }

@@ -77,6 +77,81 @@ fn dump_text_abbreviates_long_arrays() {
 }
 
 #[test]
+fn dump_views_show_offsets_cut_arrays_and_group_tensors() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = Raw::new(3, false);
+    r.counts(3, 2);
+    r.kv(0, "general.architecture", ty::STRING).string("toy");
+    r.kv(1, "list|x", ty::ARRAY).u32(ty::UINT8).word(5);
+    r.raw(&[1, 2, 3, 4, 5]);
+    r.tensor(0, "token_embd.weight", &[32, 2], 0, 0);
+    r.tensor(1, "blk.0.attn_q.weight", &[32], 8, 256);
+    r.tensor(2, "blk.0.ffn_up.weight", &[64], 0, 288);
+    r.pad(32);
+    r.raw(&[0; 544]);
+    let path = write(dir.path(), "v.gguf", &r.done());
+    let file = ggufrw::Gguf::open(&path).unwrap();
+    let layout = file.layout();
+
+    let text =
+        String::from_utf8_lossy(&ggufrw(&["dump", "--arrays", "2", s(&path)]).stdout).into_owned();
+    let key_line = format!(
+        "@0x{:x} list|x (array[uint8; 5]) = [1, 2, … 3 more]",
+        layout.kv_offsets[1]
+    );
+    assert!(text.contains(&key_line), "{text}");
+    let info_line = format!(
+        "2 @0x{:x} blk.0.ffn_up.weight f32",
+        layout.tensor_info_offsets[2]
+    );
+    assert!(text.contains(&info_line), "{text}");
+    let text =
+        String::from_utf8_lossy(&ggufrw(&["dump", "--no-tensors", s(&path)]).stdout).into_owned();
+    assert!(
+        !text.contains("tensors:") && text.contains("list|x"),
+        "{text}"
+    );
+
+    let out = ggufrw(&["dump", "--json", "--no-tensors", "--arrays", "2", s(&path)]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json.get("tensors"), None);
+    assert_eq!(json["metadata"][1]["value"], serde_json::json!([1, 2]));
+    assert_eq!(json["metadata"][1]["count"], 5);
+    assert_eq!(json["metadata"][0].get("count"), None);
+    let pretty = ggufrw(&["dump", "--json", "--pretty", s(&path)]).stdout;
+    let plain = ggufrw(&["dump", "--json", s(&path)]).stdout;
+    assert!(pretty.len() > plain.len());
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&pretty).unwrap(),
+        serde_json::from_slice::<serde_json::Value>(&plain).unwrap()
+    );
+
+    let md =
+        String::from_utf8_lossy(&ggufrw(&["dump", "--markdown", s(&path)]).stdout).into_owned();
+    // The pipe in the key is escaped, so the row keeps its six cells.
+    let row = format!(
+        "| 2 | 0x{:x} | array[uint8] | 5 | list\\|x | [1, 2, 3, 4, 5] |",
+        layout.kv_offsets[1]
+    );
+    assert!(md.contains(&row), "{md}");
+    // Elements: 64 base, 32 + 64 in blk.0, of 160.
+    assert!(md.contains("| base | 1 | 64 | 40.00% |"), "{md}");
+    assert!(md.contains("| blk.0 | 2 | 96 | 60.00% |"), "{md}");
+    // Q8_0 (type 8): 34 bytes per 32 elements.
+    assert!(
+        md.contains("| 1 | blk.0.attn_q.weight | q8_0 | 32 | 32 | "),
+        "{md}"
+    );
+    assert!(md.contains("| 34 | 8.5000 |"), "{md}");
+    assert!(
+        ggufrw(&["dump", "--markdown", "--json", s(&path)])
+            .status
+            .code()
+            == Some(2)
+    );
+}
+
+#[test]
 fn check_exit_codes_and_line_format() {
     let dir = tempfile::tempdir().unwrap();
     let good = write(dir.path(), "good.gguf", &small_file(3, false).done());

@@ -1,6 +1,7 @@
 //! `ggufrw dump`: the header as text or JSON.
 
 use super::{open, print_out};
+use ggufrw::dump::{dump_json_with, dump_markdown, dump_text_with, DumpOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -13,8 +14,22 @@ pub struct Args {
     json: bool,
     /// With --json: everything needed to write the header again byte for byte (`ggufrw build`
     /// takes it back), floats exact to the bit.
-    #[arg(long, requires = "json")]
+    #[arg(long, requires = "json", conflicts_with_all = ["no_tensors", "arrays", "pretty"])]
     lossless: bool,
+    /// Markdown tables instead of text: the metadata, then the tensors grouped by layer with
+    /// element counts, shares and bits per weight.
+    #[arg(long, conflicts_with = "json")]
+    markdown: bool,
+    /// With --json: indented over many lines.
+    #[arg(long, requires = "json")]
+    pretty: bool,
+    /// Leave the tensors out.
+    #[arg(long)]
+    no_tensors: bool,
+    /// Show the first N elements of each array (text and markdown: 8 unless given; JSON: all
+    /// unless given, a cut array's entry then has "count", its length).
+    #[arg(long, value_name = "N")]
+    arrays: Option<usize>,
 }
 
 pub fn run(args: Args) -> ExitCode {
@@ -22,12 +37,24 @@ pub fn run(args: Args) -> ExitCode {
         Ok(f) => f,
         Err(code) => return code,
     };
+    let options = DumpOptions {
+        tensors: !args.no_tensors,
+        arrays: args.arrays,
+    };
     let text = if args.lossless {
         ggufrw::tools::lossless::to_json(&file).to_string() + "\n"
     } else if args.json {
-        ggufrw::dump::dump_json(&file).to_string() + "\n"
+        let json = dump_json_with(&file, options);
+        let text = if args.pretty {
+            serde_json::to_string_pretty(&json).expect("JSON values print")
+        } else {
+            json.to_string()
+        };
+        text + "\n"
+    } else if args.markdown {
+        dump_markdown(&file, options)
     } else {
-        ggufrw::dump::dump_text(&file)
+        dump_text_with(&file, options)
     };
     print_out(&text)
 }
