@@ -33,6 +33,16 @@ pub enum Error {
     /// Reading or writing failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// A remote file could not be read (its header's own errors are `Decode`).
+    #[cfg(feature = "remote")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "remote")))]
+    #[error("{url}: {source}")]
+    Remote {
+        /// The URL.
+        url: String,
+        /// What went wrong.
+        source: crate::remote::RemoteError,
+    },
     /// Any of the above, about the file at `path`.
     #[error("{}: {source}", path.display())]
     File {
@@ -48,6 +58,8 @@ impl Error {
     pub fn in_file(self, path: &Path) -> Error {
         match self {
             named @ Error::File { .. } => named,
+            #[cfg(feature = "remote")]
+            named @ Error::Remote { .. } => named,
             other => Error::File {
                 path: path.to_path_buf(),
                 source: Box::new(other),
@@ -63,17 +75,24 @@ impl Error {
         }
     }
 
-    /// The file it is about, if it names one.
+    /// The file it is about, if it names one (a URL for remote files).
     pub fn path(&self) -> Option<&Path> {
         match self {
             Error::File { path, .. } => Some(path),
+            #[cfg(feature = "remote")]
+            Error::Remote { url, .. } => Some(Path::new(url)),
             _ => None,
         }
     }
 
     /// Whether reading or writing failed (rather than the content being wrong).
     pub fn is_io(&self) -> bool {
-        matches!(self.root(), Error::Io(_))
+        match self.root() {
+            Error::Io(_) => true,
+            #[cfg(feature = "remote")]
+            Error::Remote { .. } => true,
+            _ => false,
+        }
     }
 }
 

@@ -131,6 +131,16 @@ impl<B: AsRef<[u8]>> Gguf<B> {
         })
     }
 
+    /// A file from a header already decoded from `bytes` (or from their first part).
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
+    pub(crate) fn from_parts(header: Header, layout: Layout, bytes: B) -> Self {
+        Gguf {
+            header,
+            layout,
+            bytes,
+        }
+    }
+
     /// The header.
     pub fn header(&self) -> &Header {
         &self.header

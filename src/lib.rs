@@ -63,6 +63,9 @@ pub mod keys;
 pub mod naming;
 pub mod params;
 pub mod quant;
+#[cfg(feature = "remote")]
+#[cfg_attr(docsrs, doc(cfg(feature = "remote")))]
+pub mod remote;
 pub mod semantic;
 pub mod tools;
 pub mod validate;

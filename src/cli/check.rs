@@ -1,8 +1,7 @@
 //! `ggufrw check`: decode and validate files, every finding with its field and offset.
 
-use super::{print_out, FAILED, USAGE_OR_IO};
-use ggufrw::validate::{validate, Category, Finding, Profile, Severity};
-use ggufrw::Gguf;
+use super::{load, print_out, FAILED, USAGE_OR_IO};
+use ggufrw::validate::{validate_header, Category, Finding, Profile, Severity};
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -10,9 +9,13 @@ use strum::VariantNames;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The GGUF files.
+    /// The GGUF files, or http(s) URLs (their headers are fetched; the data's bounds are
+    /// checked against the length the server gives).
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    /// Given a first shard (`…-00001-of-00003.gguf`, file or URL): check every shard of the set.
+    #[arg(long)]
+    shards: bool,
     /// Which rules: `spec` (the GGUF spec) or `ggml` (what ggml's reader accepts).
     #[arg(long, default_value = "spec", value_parser = profile_parser())]
     profile: Profile,
@@ -32,10 +35,24 @@ pub fn run(args: Args) -> ExitCode {
     let mut io_failed = false;
     let mut has_error = false;
     let mut out = String::new();
+    let mut checked = Vec::new();
     for path in &args.files {
-        let name = path.display().to_string();
-        let findings = match Gguf::open(path) {
-            Ok(file) => validate(&file, args.profile),
+        match load(path, args.shards) {
+            Ok(inputs) => checked.extend(inputs.into_iter().map(|input| {
+                let header = input.file.header();
+                let findings =
+                    validate_header(header, input.file.layout(), input.len, args.profile);
+                (input.name, Ok(findings))
+            })),
+            Err(e) => {
+                let name = e.path().unwrap_or(path).display().to_string();
+                checked.push((name, Err(e)));
+            }
+        }
+    }
+    for (name, result) in checked {
+        let findings = match result {
+            Ok(findings) => findings,
             Err(e) => match e.root() {
                 ggufrw::Error::Decode(d) => vec![Finding {
                     severity: Severity::Error,

@@ -1,6 +1,6 @@
 //! `ggufrw diff`: what differs between two files, as text or JSON; exit 0 same, 1 different.
 
-use super::{open, print_out, FAILED};
+use super::{open_input, print_out, FAILED, USAGE_OR_IO};
 use ggufrw::tools::diff::diff;
 use serde_json::json;
 use std::path::PathBuf;
@@ -8,9 +8,9 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The first file.
+    /// The first file (or an http(s) URL).
     a: PathBuf,
-    /// The second file.
+    /// The second file (or an http(s) URL).
     b: PathBuf,
     /// One JSON object.
     #[arg(long)]
@@ -21,11 +21,15 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> ExitCode {
-    let (a, b) = match (open(&args.a), open(&args.b)) {
+    let (a, b) = match (open_input(&args.a), open_input(&args.b)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(code), _) | (_, Err(code)) => return code,
     };
-    let changes = diff(&a, &b, args.data);
+    if args.data && !(a.has_data() && b.has_data()) {
+        eprintln!("diff --data compares tensor bytes, which are not fetched from URLs");
+        return ExitCode::from(USAGE_OR_IO);
+    }
+    let changes = diff(&a.file, &b.file, args.data);
     let text = if args.json {
         let list: Vec<_> = changes.iter().map(|c| c.json()).collect();
         format!(

@@ -1,14 +1,19 @@
 //! `ggufrw dump`: the header as text or JSON.
 
-use super::{open, print_out};
+use super::{open_inputs, print_out};
 use ggufrw::dump::{dump_json_with, dump_markdown, dump_text_with, DumpOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The GGUF file.
+    /// The GGUF file, or an http(s) URL (only its header is fetched; `HF_TOKEN` is sent when
+    /// set).
     file: PathBuf,
+    /// Given a first shard (`…-00001-of-00003.gguf`, file or URL): every shard of the set, one
+    /// after another (JSON: one object per line, each with "file").
+    #[arg(long)]
+    shards: bool,
     /// One JSON object instead of text.
     #[arg(long)]
     json: bool,
@@ -33,7 +38,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> ExitCode {
-    let file = match open(&args.file) {
+    let inputs = match open_inputs(&args.file, args.shards) {
         Ok(f) => f,
         Err(code) => return code,
     };
@@ -41,21 +46,37 @@ pub fn run(args: Args) -> ExitCode {
         tensors: !args.no_tensors,
         arrays: args.arrays,
     };
-    let text = if args.lossless {
-        ggufrw::tools::lossless::to_json(&file).to_string() + "\n"
-    } else if args.json {
-        let json = dump_json_with(&file, options);
-        let text = if args.pretty {
-            serde_json::to_string_pretty(&json).expect("JSON values print")
+    let several = inputs.len() > 1;
+    let mut text = String::new();
+    for input in &inputs {
+        let file = &input.file;
+        if args.lossless {
+            text += &(ggufrw::tools::lossless::to_json(file).to_string() + "\n");
+        } else if args.json {
+            let mut json = dump_json_with(file, options);
+            if several {
+                json["file"] = input.name.clone().into();
+            }
+            text += &if args.pretty {
+                serde_json::to_string_pretty(&json).expect("JSON values print")
+            } else {
+                json.to_string()
+            };
+            text.push('\n');
         } else {
-            json.to_string()
-        };
-        text + "\n"
-    } else if args.markdown {
-        dump_markdown(&file, options)
-    } else {
-        dump_text_with(&file, options)
-    };
+            if several {
+                text += &format!("== {}\n", input.name);
+            }
+            text += &if args.markdown {
+                dump_markdown(file, options)
+            } else {
+                dump_text_with(file, options)
+            };
+            if several {
+                text.push('\n');
+            }
+        }
+    }
     print_out(&text)
 }
 

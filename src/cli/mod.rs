@@ -134,7 +134,117 @@ pub fn report(what: &str, e: &ggufrw::Error) -> ExitCode {
 
 /// Opens a file, telling decode failures (exit 1) from I/O failures (exit 2).
 pub fn open(path: &Path) -> Result<Gguf, ExitCode> {
+    if ggufrw::remote::is_url(&path.to_string_lossy()) {
+        eprintln!(
+            "{}: this command needs a local file (dump, check, name and diff read URLs)",
+            path.display()
+        );
+        return Err(ExitCode::from(USAGE_OR_IO));
+    }
     Gguf::open(path).map_err(|e| report(&path.display().to_string(), &e))
+}
+
+/// The bytes behind a file named on the command line: a local file's memory map, or the
+/// header fetched from a URL.
+pub enum Content {
+    /// A local file, mapped.
+    Map(memmap2::Mmap),
+    /// A remote file's first bytes, up to its data section.
+    Fetched(Vec<u8>),
+}
+
+impl AsRef<[u8]> for Content {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Content::Map(m) => m,
+            Content::Fetched(v) => v,
+        }
+    }
+}
+
+impl From<Vec<u8>> for Content {
+    fn from(v: Vec<u8>) -> Self {
+        Content::Fetched(v)
+    }
+}
+
+/// A file or URL named on the command line, opened.
+pub struct Input {
+    /// What it was called.
+    pub name: String,
+    /// Its header (and, for a local file, everything).
+    pub file: Gguf<Content>,
+    /// The file's length (a remote file's as its server says).
+    pub len: u64,
+    /// Requests and bytes a remote header took.
+    pub fetch: Option<ggufrw::remote::Stats>,
+}
+
+impl Input {
+    /// Whether the tensor data is here (not for URLs).
+    pub fn has_data(&self) -> bool {
+        self.fetch.is_none()
+    }
+}
+
+/// Opens a local file or, for an `http(s)://` URL, fetches its header (with `HF_TOKEN` when
+/// set); with `shards`, a first shard's URL or path brings every shard of its set. Errors name
+/// the file or URL.
+pub fn load(arg: &Path, shards: bool) -> Result<Vec<Input>, ggufrw::Error> {
+    let name = arg.to_string_lossy().into_owned();
+    if ggufrw::remote::is_url(&name) {
+        let options = ggufrw::remote::Options::from_env();
+        let remotes = if shards {
+            ggufrw::remote::open_shards::<Content>(&name, &options)?
+        } else {
+            vec![ggufrw::remote::open_as::<Content>(&name, &options)?]
+        };
+        return Ok(remotes
+            .into_iter()
+            .map(|r| Input {
+                name: r.url,
+                file: r.file,
+                len: r.len,
+                fetch: Some(r.stats),
+            })
+            .collect());
+    }
+    let local = |path: &Path| -> Result<Input, ggufrw::Error> {
+        let file = ggufrw::view::map(path)
+            .and_then(|m| Gguf::from_bytes(Content::Map(m)).map_err(|e| e.in_file(path)))?;
+        let len = file.bytes().len() as u64;
+        Ok(Input {
+            name: path.display().to_string(),
+            file,
+            len,
+            fetch: None,
+        })
+    };
+    let first = local(arg)?;
+    let count = match first.file.get("split.count") {
+        Some(ggufrw::Value::Uint16(n)) => usize::from(*n),
+        _ => 0,
+    };
+    match ggufrw::tools::split::first_shard_prefix(arg) {
+        Some((prefix, named)) if shards && count > 1 && named == count => {
+            let mut all = vec![first];
+            for i in 1..count {
+                all.push(local(&ggufrw::tools::split::shard_path(&prefix, i, count))?);
+            }
+            Ok(all)
+        }
+        _ => Ok(vec![first]),
+    }
+}
+
+/// [`load`], its error printed and turned into the exit code.
+pub fn open_inputs(arg: &Path, shards: bool) -> Result<Vec<Input>, ExitCode> {
+    load(arg, shards).map_err(|e| report(&arg.display().to_string(), &e))
+}
+
+/// [`open_inputs`] for one file.
+pub fn open_input(arg: &Path) -> Result<Input, ExitCode> {
+    open_inputs(arg, false).map(|mut all| all.remove(0))
 }
 
 /// Prints to stdout; a closed pipe is not an error worth a panic.
