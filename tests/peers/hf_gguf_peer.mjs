@@ -8,6 +8,7 @@
 //   node hf_gguf_peer.mjs [--modules DIR] --serve          JSON lines on stdin/stdout
 //   node hf_gguf_peer.mjs [--modules DIR] --capabilities   print the capabilities
 //   node hf_gguf_peer.mjs [--modules DIR] FILE.gguf        print one read; exit 0 if ok
+//                                                         (FILE may be an http(s) URL)
 //
 // Requests: {"op":"capabilities"} and {"op":"read","path":P}. Every response
 // is {"ok":true,...} or {"ok":false,"error":"<Error name>: <message>"}; a
@@ -174,8 +175,10 @@ function ggmlTypeName(id) {
 const PSEUDO_KEYS = new Set(["version", "tensor_count", "kv_count"]);
 
 async function readFile(path) {
-  // an absolute path: the package would fetch a path that starts with http(s)://
-  const r = await gguf(resolve(path), { allowLocalFile: true, typedMetadata: true });
+  // a URL is fetched by the package (range requests); a path is made absolute, so that it is
+  // never taken for one
+  const target = /^https?:\/\//i.test(path) ? path : resolve(path);
+  const r = await gguf(target, { allowLocalFile: true, typedMetadata: true });
   const tm = r.typedMetadata;
   const metadata = [];
   for (const [key, entry] of Object.entries(tm)) {
