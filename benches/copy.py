@@ -10,6 +10,9 @@ Builds the release binaries, then in one run, side by side, on the same file sys
   - write_f32 file:   the writer with the tensor data as ranges of another file
   - ggufrw edit -o:   a metadata change written to a new file
   - ggufrw edit --in-place, on the big file and on a 20 MB file
+  - ggufrw convert-endian -o (every f32 swapped) and --in-place
+  - ggufrw split into 4 shards (of 2 GiB: 2 tensors each) and merge them back
+  - ggufrw hash --sha256 / --xxh64 / --all (per tensor and per file), against sha256sum
 Prints the median wall time of each (for the in-memory writer, the write alone, not building
 the data), its ratio to cp (and to cp + fsync), and its peak RSS (the in-memory writer's includes
 the data it holds).
@@ -64,6 +67,20 @@ def main():
     run([write_f32, "file", d("model.gguf"), d("src.raw")])
     run([write_f32, "memory", d("small.gguf"), str(20 << 20)])
 
+    # Shards to merge, made once.
+    shards = d("shards")
+    os.makedirs(shards, exist_ok=True)
+    per_shard = str(max(1, args.size_mib // 256 // 4))
+    run([ggufrw, "split", "--max-tensors", per_shard, d("model.gguf"), os.path.join(shards, "m")])
+    first = os.path.join(shards, sorted(os.listdir(shards))[0])
+
+    def split_once():
+        out = d("split-out")
+        if os.path.exists(out):
+            subprocess.run(["rm", "-rf", out], check=True)
+        os.makedirs(out)
+        return run([ggufrw, "split", "--max-tensors", per_shard, d("model.gguf"), os.path.join(out, "m")])
+
     cp = "/bin/cp"
     cases = {
         "cp": lambda: run([cp, d("model.gguf"), d("cp.gguf")]),
@@ -77,6 +94,15 @@ def main():
                                               "--set", "general.architecture=string:gemma"]),
         "edit --in-place (20 MB)": lambda: run([ggufrw, "edit", d("small.gguf"), "--in-place",
                                                 "--set", "general.architecture=string:gemma"]),
+        "convert-endian -o": lambda: run([ggufrw, "convert-endian", d("model.gguf"), "-o", d("out.gguf")]),
+        "convert-endian --in-place": lambda: run([ggufrw, "convert-endian", d("small.gguf"), "--in-place"]),
+        "split": split_once,
+        "merge": lambda: run([ggufrw, "merge", first, d("out.gguf")]),
+        "sha256sum": lambda: run(["sha256sum", d("model.gguf")]),
+        "hash --sha256 --no-layer": lambda: run([ggufrw, "hash", "--sha256", "--no-layer", d("model.gguf")]),
+        "hash --sha256": lambda: run([ggufrw, "hash", "--sha256", d("model.gguf")]),
+        "hash --xxh64": lambda: run([ggufrw, "hash", "--xxh64", d("model.gguf")]),
+        "hash --all": lambda: run([ggufrw, "hash", "--all", d("model.gguf")]),
     }
     results = {name: [] for name in cases}
     for run_no in range(args.runs):
@@ -99,14 +125,16 @@ def main():
     cp = statistics.median(t for t, _ in results["cp"])
     cp_sync_t = statistics.median(t for t, _ in results["cp + fsync"])
     print(f"{args.size_mib} MiB, median of {args.runs} runs, in {args.dir}")
-    print(f"{'case':<26} {'seconds':>9} {'× cp':>7} {'× cp+fsync':>11} {'peak RSS MiB':>13}")
+    print(f"{'case':<26} {'seconds':>9} {'× cp':>7} {'× cp+fsync':>11} {'GB/s':>6} {'peak RSS MiB':>13}")
     for name, samples in results.items():
         t = statistics.median(s for s, _ in samples)
         rss = max(m for _, m in samples)
-        print(f"{name:<26} {t:>9.3f} {t / cp:>7.2f} {t / cp_sync_t:>11.2f} {rss:>13.1f}")
+        rate = size / t / 1e9
+        print(f"{name:<26} {t:>9.3f} {t / cp:>7.2f} {t / cp_sync_t:>11.2f} {rate:>6.2f} {rss:>13.1f}")
     for name in ("src.raw", "model.gguf", "small.gguf", "cp.gguf", "out.gguf"):
         if os.path.exists(d(name)):
             os.remove(d(name))
+    subprocess.run(["rm", "-rf", shards, d("split-out")], check=True)
 
 
 if __name__ == "__main__":
