@@ -4,9 +4,12 @@
 #                     of the header + one pass and against gguf-py's GGUFReader, on a
 #                     256,000-token header, a 20,000-tensor header and the real Gemma 3 file;
 #   benches/peers     (with --peers) ggus 0.5 beside the view, on the same memory maps;
-#   benches/copy.py   a 2 GiB file written by the streaming writer and by `edit`, against cp and
-#                     a plain write of the same bytes.
-# Usage: scripts/bench.sh [--runs N] [--peers]   (criterion: cargo bench --bench header)
+#   benches/copy.py   a 2 GiB file written by the streaming writer, `edit`, `convert-endian`,
+#                     `split`/`merge` and hashed by `hash`, against cp, a plain write of the same
+#                     bytes and sha256sum;
+#   benches/remote.rs requests and bytes of remote headers, beside @huggingface/gguf.
+# Usage: scripts/bench.sh [--runs N] [--peers]   (criterion: cargo bench --bench header;
+# dequantization and quantization against ggml and gguf-py: cargo bench --bench quant)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GGUFRW_PYTHON="$(scripts/peers.sh --with-model)"
@@ -28,3 +31,4 @@ if ((peers)); then
         target/speed-bench/tensors.gguf "$gemma"
 fi
 python3 benches/copy.py --size-mib 2048 --runs 3
+GGUFRW_HF_GGUF="$(scripts/peers-node.sh 2>/dev/null || true)" cargo bench --quiet --bench remote
