@@ -86,23 +86,57 @@ impl<B: AsRef<[u8]>> Gguf<B> {
     }
 }
 
+/// Dequantizes one tensor's `data` (of type id `ggml_type`, stored in `byte_order`) into
+/// `out` (`None`: a new buffer of the right length), or says why not, naming the tensor.
+pub(crate) fn dequantize_tensor(
+    data: &[u8],
+    ggml_type: u32,
+    byte_order: ByteOrder,
+    (index, name): (usize, &str),
+    out: Option<&mut [f32]>,
+) -> Result<Vec<f32>> {
+    let fail = |message: String| Error::Tensor {
+        index,
+        name: name.to_string(),
+        message,
+    };
+    let ty =
+        GgmlType::from_id(ggml_type).ok_or_else(|| fail(crate::ggml_type::type_name(ggml_type)))?;
+    let run = |out: &mut [f32]| {
+        crate::quant::dequantize(ty, data, byte_order, out).map_err(|e| fail(e.to_string()))
+    };
+    match out {
+        Some(out) => run(out).map(|()| Vec::new()),
+        None => {
+            let n = data.len() / ty.type_size() as usize * ty.block_size() as usize;
+            let mut owned = vec![0f32; n];
+            run(&mut owned).map(|()| owned)
+        }
+    }
+}
+
 impl<B: AsRef<[u8]>> Gguf<B> {
     /// The values of tensor `index`, of any type ggml dequantizes (and Q8_1, the integer types
     /// and F64), as f32: bit-exact with ggml's `to_float`, from either byte order.
     pub fn dequantize(&self, index: usize) -> Result<Vec<f32>> {
         let data = self.tensor_data(index)?;
         let info = &self.header().tensor_infos[index];
-        let fail = |message: String| Error::Tensor {
-            index,
-            name: info.name.to_string(),
-            message,
-        };
-        let ty = GgmlType::from_id(info.ggml_type)
-            .ok_or_else(|| fail(crate::ggml_type::type_name(info.ggml_type)))?;
-        let n = data.len() / ty.type_size() as usize * ty.block_size() as usize;
-        let mut out = vec![0f32; n];
-        crate::quant::dequantize(ty, data, self.header().byte_order, &mut out)
-            .map_err(|e| fail(e.to_string()))?;
-        Ok(out)
+        let byte_order = self.header().byte_order;
+        dequantize_tensor(data, info.ggml_type, byte_order, (index, &info.name), None)
+    }
+
+    /// [`Gguf::dequantize`] into `out`, which must hold exactly the tensor's element count.
+    pub fn dequantize_into(&self, index: usize, out: &mut [f32]) -> Result<()> {
+        let data = self.tensor_data(index)?;
+        let info = &self.header().tensor_infos[index];
+        let byte_order = self.header().byte_order;
+        dequantize_tensor(
+            data,
+            info.ggml_type,
+            byte_order,
+            (index, &info.name),
+            Some(out),
+        )
+        .map(drop)
     }
 }

@@ -138,6 +138,25 @@ impl<'a> GgufView<'a> {
         )
     }
 
+    /// The values of tensor `index` as f32, dequantized as [`crate::Gguf::dequantize`] does.
+    pub fn dequantize(&self, index: usize) -> Result<Vec<f32>> {
+        let data = self.tensor_data(index)?;
+        let info = &self.header.tensor_infos[index];
+        let name = self.str(&info.name.string);
+        let order = self.byte_order();
+        crate::elements::dequantize_tensor(data, info.ggml_type, order, (index, name), None)
+    }
+
+    /// [`GgufView::dequantize`] into `out`, which must hold exactly the tensor's element count.
+    pub fn dequantize_into(&self, index: usize, out: &mut [f32]) -> Result<()> {
+        let data = self.tensor_data(index)?;
+        let info = &self.header.tensor_infos[index];
+        let name = self.str(&info.name.string);
+        let order = self.byte_order();
+        crate::elements::dequantize_tensor(data, info.ggml_type, order, (index, name), Some(out))
+            .map(drop)
+    }
+
     /// The owned model of the same header, for editing and writing.
     pub fn to_owned_header(&self) -> Result<Header> {
         Ok(ggufrw_schema::decode_header(&mut Cursor::new(self.bytes))?)

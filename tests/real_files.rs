@@ -270,16 +270,26 @@ fn gemma_converted_to_big_endian_and_back() {
     let converted = Gguf::open(&big).unwrap();
     assert_eq!(converted.header().byte_order, ByteOrder::Big);
     assert_eq!(converted.layout(), original.layout());
+    let view = ggufrw::view::GgufView::new(converted.bytes()).unwrap();
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
     for t in original.tensors() {
-        let a = original.dequantize(t.index).unwrap();
-        let b = converted.dequantize(t.index).unwrap();
-        let same = a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits());
+        let a = bits(&original.dequantize(t.index).unwrap());
+        let b = bits(&converted.dequantize(t.index).unwrap());
         assert!(
-            same,
+            a == b,
             "{} ({}) dequantizes differently big-endian",
             t.name(),
             t.type_name()
         );
+        // The zero-copy view and a caller's buffer give the same.
+        assert!(
+            bits(&view.dequantize(t.index).unwrap()) == a,
+            "{}",
+            t.name()
+        );
+        let mut into = vec![f32::NAN; a.len()];
+        view.dequantize_into(t.index, &mut into).unwrap();
+        assert!(bits(&into) == a, "{}", t.name());
     }
     let run = ggufrw(&["convert-endian", big.to_str().unwrap(), "--in-place"]);
     assert_eq!(run.status.code(), Some(0));
