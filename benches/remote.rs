@@ -45,7 +45,12 @@ fn vocabulary() -> Vec<u8> {
         .metadata("tokenizer.ggml.merges", merges);
     for i in 0..1000 {
         b = b
-            .tensor(&format!("blk.{i}.weight"), GgmlType::F32, &[4], vec![0u8; 16])
+            .tensor(
+                &format!("blk.{i}.weight"),
+                GgmlType::F32,
+                &[4],
+                vec![0u8; 16],
+            )
             .unwrap();
     }
     b.build().unwrap().to_bytes().unwrap()
@@ -90,7 +95,10 @@ fn main() {
         let ms = started.elapsed().as_secs_f64() * 1e3;
         let header = ours.file.layout().data_offset;
         let (requests, sent) = s.cost(name);
-        assert_eq!((requests as u32, sent), (ours.stats.requests, ours.stats.bytes));
+        assert_eq!(
+            (requests as u32, sent),
+            (ours.stats.requests, ours.stats.bytes)
+        );
         let theirs = hf.as_ref().map(|(node, dir)| {
             s.clear_log();
             let out = Command::new(node)
