@@ -4,9 +4,10 @@
 //!
 //! The tables are in [`tables`], in a form of our own.
 
+mod iq4;
 mod tables;
 
-use super::c::fp16_to_fp32;
+use super::c::{fp16_to_fp32, fp32_to_fp16};
 use super::{Dequantize, Quantize};
 use ggufrw_schema::blocks::bits::{
     Iq1mHigh, Iq1mScales, Iq1sHigh, Iq2xsWord, Nibbles, SignsAndScale,
@@ -24,6 +25,10 @@ const NEEDS_IMATRIX: Option<&str> = Some(
 
 fn half(h: Half) -> f32 {
     fp16_to_fp32(h.get())
+}
+
+fn to_half(f: f32) -> Half {
+    Half::new(fp32_to_fp16(f))
 }
 
 /// `db * v`, negated where `negative`: ggml writes `db * v * (neg ? -1.f : 1.f)`, which
@@ -261,8 +266,13 @@ impl Dequantize for Iq4Nl {
 }
 
 impl Quantize for Iq4Nl {
-    const REFUSAL: Option<&'static str> = Some("no quantizer for this type yet");
-    fn quantize_row(_: &[f32], _: &mut [Self]) {}
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        iq4::quantize_nl(x, out, 7)
+    }
+    /// `quantize_row_iq4_nl_ref`: no search over scales (`ntry = -1`).
+    fn quantize_row_ref(x: &[f32], out: &mut [Self]) {
+        iq4::quantize_nl(x, out, -1)
+    }
 }
 
 impl Dequantize for Iq4Xs {
