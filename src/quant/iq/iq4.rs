@@ -1,10 +1,12 @@
 //! IQ4_NL and IQ4_XS quantization: ggml's `quantize_row_iq4_nl_impl` without an importance
-//! matrix (each element weighted by its square), as `quantize_iq4_nl` (`ntry = 7`) and
-//! `quantize_row_iq4_nl_ref` (`ntry = -1`) call it.
+//! matrix (each element weighted by its square), as `quantize_iq4_nl` (`ntry = 7`),
+//! `quantize_row_iq4_nl_ref` (`ntry = -1`) and `quantize_iq4_xs` call it.
 
+use super::super::c::nearest_int;
 use super::tables::IQ4NL_VALUES;
 use super::to_half;
-use ggufrw_schema::blocks::Iq4Nl;
+use ggufrw_schema::blocks::scalar::U16;
+use ggufrw_schema::blocks::{Iq4Nl, Iq4Xs};
 
 /// `GROUP_MAX_EPS`: a group whose largest |x| is below it is all zero.
 const GROUP_MAX_EPS: f32 = 1e-15;
@@ -108,5 +110,47 @@ pub(super) fn quantize_nl(x: &[f32], out: &mut [Iq4Nl], ntry: i32) {
             }
         }
         pack(&l, &mut y.qs);
+    }
+}
+
+/// IQ4_XS: eight groups of 32 per block, their scales on 6 bits against the block's.
+pub(super) fn quantize_xs(x: &[f32], out: &mut [Iq4Xs]) {
+    let mut l = [0u8; 256];
+    let mut scales = [0f32; 8];
+    for (xbl, y) in x.chunks_exact(256).zip(out) {
+        let (mut max_scale, mut amax_scale) = (0f32, 0f32);
+        for ((xb, lb), scale) in xbl
+            .chunks_exact(32)
+            .zip(l.chunks_exact_mut(32))
+            .zip(&mut scales)
+        {
+            let lb: &mut [u8; 32] = lb.try_into().unwrap_or_else(|_| unreachable!());
+            *scale = group_scale(xb, lb, 7);
+            let abs_d = scale.abs();
+            if abs_d > amax_scale {
+                amax_scale = abs_d;
+                max_scale = *scale;
+            }
+        }
+        let d = -max_scale / 32.0;
+        y.d = to_half(d);
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        let mut scales_h = 0u16;
+        y.scales_l = [0; 4];
+        for (ib, (xb, lb)) in xbl.chunks_exact(32).zip(l.chunks_exact_mut(32)).enumerate() {
+            let ls = nearest_int(id * scales[ib]).clamp(-32, 31);
+            let dl = d * ls as f32;
+            let idl = if dl != 0.0 { 1.0 / dl } else { 0.0 };
+            for (l, &x) in lb.iter_mut().zip(xb) {
+                *l = best_index(idl * x);
+            }
+            let ls = (ls + 32) as u8;
+            y.scales_l[ib / 2] |= (ls & 0xf) << (4 * (ib % 2));
+            scales_h |= u16::from(ls >> 4) << (2 * ib);
+        }
+        y.scales_h = U16::new(scales_h);
+        for (l, q4) in l.chunks_exact(32).zip(y.qs.chunks_exact_mut(16)) {
+            pack(l, q4);
+        }
     }
 }

@@ -294,6 +294,7 @@ impl Dequantize for Iq4Xs {
 }
 
 impl Quantize for Iq4Xs {
-    const REFUSAL: Option<&'static str> = Some("no quantizer for this type yet");
-    fn quantize_row(_: &[f32], _: &mut [Self]) {}
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        iq4::quantize_xs(x, out)
+    }
 }
