@@ -2,9 +2,12 @@
 //! Dequantization as ggml's `dequantize_row_iq*`; quantization as `ggml_quantize_chunk` does it
 //! without an importance matrix (IQ2_XXS, IQ2_XS and IQ1_S it refuses: they need one).
 //!
-//! The tables are in [`tables`], in a form of our own.
+//! The tables are in [`tables`], in a form of our own; what the grid quantizers search (ggml's
+//! `kmap` and `kneighbors`) is built once per grid by [`lattice`].
 
+mod iq3;
 mod iq4;
+mod lattice;
 mod tables;
 
 use super::c::{fp16_to_fp32, fp32_to_fp16};
@@ -29,6 +32,15 @@ fn half(h: Half) -> f32 {
 
 fn to_half(f: f32) -> Half {
     Half::new(fp32_to_fp16(f))
+}
+
+/// C's `MAX(a, b)`: `a > b ? a : b`, so `b` where either is NaN.
+fn c_max(a: f32, b: f32) -> f32 {
+    if a > b {
+        a
+    } else {
+        b
+    }
 }
 
 /// `db * v`, negated where `negative`: ggml writes `db * v * (neg ? -1.f : 1.f)`, which
@@ -158,8 +170,9 @@ impl Dequantize for Iq3Xxs {
 }
 
 impl Quantize for Iq3Xxs {
-    const REFUSAL: Option<&'static str> = Some("no quantizer for this type yet");
-    fn quantize_row(_: &[f32], _: &mut [Self]) {}
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        iq3::quantize_xxs(x, out)
+    }
 }
 
 impl Dequantize for Iq3S {
