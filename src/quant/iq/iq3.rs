@@ -6,7 +6,7 @@ use super::super::c::nearest_int;
 use super::lattice::{self, Lattice, Place};
 use super::{c_max, to_half};
 use ggufrw_schema::blocks::scalar::U32;
-use ggufrw_schema::blocks::Iq3Xxs;
+use ggufrw_schema::blocks::{Iq3S, Iq3Xxs};
 
 /// Levels per element: 0..8, the value `2l + 1`.
 const K_MAX_Q: i32 = 8;
@@ -208,5 +208,76 @@ pub(super) fn quantize_xxs(x: &[f32], out: &mut [Iq3Xxs]) {
         }
         y.qs = q3;
         y.signs_and_scales = signs_and_scales.map(U32::new);
+    }
+}
+
+/// IQ3_S: all 8 signs of 8 elements, the grid of 512 (a 9th index bit in `qh`).
+///
+/// ggml advances its write positions for the grid indices and the signs only past groups it
+/// quantizes, not past all-zero ones: a zero group shifts the later groups' indices and signs
+/// towards the block's start (their scales and high bits stay in place). So do we.
+pub(super) fn quantize_s(x: &[f32], out: &mut [Iq3S]) {
+    let lat = lattice::iq3s();
+    let how = Search {
+        range: 9,
+        on_grid_at_first: false,
+        skip_on_grid: false,
+    };
+    for (xbl, y) in x.chunks_exact(256).zip(out) {
+        y.d = to_half(0.0);
+        y.qs = [0; 64];
+        y.qh = [0; 8];
+        y.signs = [0; 32];
+        y.scales = [0; 4];
+        let mut scales = [0f32; 8];
+        let mut max_scale = 0f32;
+        let mut at = 0;
+        for (ib, xb) in xbl.chunks_exact(32).enumerate() {
+            let (weight, waux) = weights(xb);
+            let mut xval = [0f32; 32];
+            let mut block_signs = [0u8; 4];
+            for (k, signs) in block_signs.iter_mut().enumerate() {
+                for i in 0..8 {
+                    let v = xb[8 * k + i];
+                    if v >= 0.0 {
+                        xval[8 * k + i] = v;
+                    } else {
+                        xval[8 * k + i] = -v;
+                        *signs |= 1 << i;
+                    }
+                }
+            }
+            let max = xval[1..].iter().fold(xval[0], |m, &v| c_max(m, v));
+            if max == 0.0 {
+                scales[ib] = 0.0;
+                continue;
+            }
+            let mut l = [0i8; 32];
+            let mut scale = search(lat, &xval, &weight, &waux, max, &how, &mut l);
+            if scale < 0.0 {
+                scale = -scale;
+                for s in &mut block_signs {
+                    *s = !*s;
+                }
+            }
+            for k in 0..8 {
+                let entry = lat.entry(word(&l[4 * k..4 * k + 4]));
+                y.qs[8 * at + k] = entry as u8;
+                y.qh[ib] |= ((entry >> 8) as u8) << k;
+            }
+            y.signs[4 * at..4 * at + 4].copy_from_slice(&block_signs);
+            at += 1;
+            scales[ib] = scale;
+            max_scale = c_max(max_scale, scale);
+        }
+        if max_scale == 0.0 {
+            continue;
+        }
+        let d = max_scale / 31.0;
+        y.d = to_half(d * 1.033);
+        let id = 1.0 / d;
+        for (s, pair) in y.scales.iter_mut().zip(scales.chunks_exact(2)) {
+            *s = scale_index(id, pair[0]) | (scale_index(id, pair[1]) << 4);
+        }
     }
 }

@@ -4,7 +4,7 @@
 //! ggml's distances and ggml's order, so that the searches try the same candidates in the same
 //! order.
 
-use super::tables::IQ3XXS_WORDS;
+use super::tables::{IQ3S_WORDS, IQ3XXS_WORDS};
 use std::sync::OnceLock;
 
 /// A grid of patterns of `D` elements and its neighbour lists.
@@ -154,4 +154,10 @@ impl<const D: usize> Lattice<D> {
 pub(super) fn iq3xxs() -> &'static Lattice<4> {
     static L: OnceLock<Lattice<4>> = OnceLock::new();
     L.get_or_init(|| Lattice::build(&IQ3XXS_WORDS, 3, 8, 2))
+}
+
+/// The IQ3_S grid's search (three nearest distances).
+pub(super) fn iq3s() -> &'static Lattice<4> {
+    static L: OnceLock<Lattice<4>> = OnceLock::new();
+    L.get_or_init(|| Lattice::build(&IQ3S_WORDS, 3, 8, 3))
 }

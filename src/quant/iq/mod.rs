@@ -195,8 +195,9 @@ impl Dequantize for Iq3S {
 }
 
 impl Quantize for Iq3S {
-    const REFUSAL: Option<&'static str> = Some("no quantizer for this type yet");
-    fn quantize_row(_: &[f32], _: &mut [Self]) {}
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        iq3::quantize_s(x, out)
+    }
 }
 
 impl Dequantize for Iq1S {
