@@ -4,7 +4,7 @@
 //! ggml's distances and ggml's order, so that the searches try the same candidates in the same
 //! order.
 
-use super::tables::{IQ3S_WORDS, IQ3XXS_WORDS};
+use super::tables::{IQ2S_WORDS, IQ3S_WORDS, IQ3XXS_WORDS};
 use std::sync::OnceLock;
 
 /// A grid of patterns of `D` elements and its neighbour lists.
@@ -148,6 +148,12 @@ impl<const D: usize> Lattice<D> {
         self.copy_levels(k, l);
         k
     }
+}
+
+/// The IQ2_S grid's search (ggml: nearest distance only).
+pub(super) fn iq2s() -> &'static Lattice<8> {
+    static L: OnceLock<Lattice<8>> = OnceLock::new();
+    L.get_or_init(|| Lattice::build(&IQ2S_WORDS, 2, 3, 1))
 }
 
 /// The IQ3_XXS grid's search (two nearest distances).

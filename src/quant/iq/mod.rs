@@ -5,6 +5,7 @@
 //! The tables are in [`tables`], in a form of our own; what the grid quantizers search (ggml's
 //! `kmap` and `kneighbors`) is built once per grid by [`lattice`].
 
+mod iq2s;
 mod iq3;
 mod iq4;
 mod lattice;
@@ -148,8 +149,9 @@ impl Dequantize for Iq2S {
 }
 
 impl Quantize for Iq2S {
-    const REFUSAL: Option<&'static str> = Some("no quantizer for this type yet");
-    fn quantize_row(_: &[f32], _: &mut [Self]) {}
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        iq2s::quantize(x, out)
+    }
 }
 
 impl Dequantize for Iq3Xxs {
