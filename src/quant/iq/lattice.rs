@@ -4,7 +4,7 @@
 //! ggml's distances and ggml's order, so that the searches try the same candidates in the same
 //! order.
 
-use super::tables::{IQ2S_WORDS, IQ3S_WORDS, IQ3XXS_WORDS};
+use super::tables::{IQ1S_WORDS, IQ2S_WORDS, IQ3S_WORDS, IQ3XXS_WORDS};
 use std::sync::OnceLock;
 
 /// A grid of patterns of `D` elements and its neighbour lists.
@@ -100,6 +100,16 @@ impl<const D: usize> Lattice<D> {
         }
     }
 
+    /// Entries in the grid.
+    pub(super) fn len(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Entry `k`'s level indices.
+    pub(super) fn levels(&self, k: usize) -> &[u8; D] {
+        &self.levels[k]
+    }
+
     /// Entry `k`'s level indices, to `l`.
     pub(super) fn copy_levels(&self, k: usize, l: &mut [i8]) {
         for (l, &g) in l.iter_mut().zip(&self.levels[k]) {
@@ -154,6 +164,12 @@ impl<const D: usize> Lattice<D> {
 pub(super) fn iq2s() -> &'static Lattice<8> {
     static L: OnceLock<Lattice<8>> = OnceLock::new();
     L.get_or_init(|| Lattice::build(&IQ2S_WORDS, 2, 3, 1))
+}
+
+/// The IQ1_S / IQ1_M grid's search (three nearest distances).
+pub(super) fn iq1s() -> &'static Lattice<8> {
+    static L: OnceLock<Lattice<8>> = OnceLock::new();
+    L.get_or_init(|| Lattice::build(&IQ1S_WORDS, 2, 3, 3))
 }
 
 /// The IQ3_XXS grid's search (two nearest distances).

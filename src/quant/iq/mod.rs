@@ -5,6 +5,7 @@
 //! The tables are in [`tables`], in a form of our own; what the grid quantizers search (ggml's
 //! `kmap` and `kneighbors`) is built once per grid by [`lattice`].
 
+mod iq1m;
 mod iq2s;
 mod iq3;
 mod iq4;
@@ -266,8 +267,9 @@ impl Dequantize for Iq1M {
 }
 
 impl Quantize for Iq1M {
-    const REFUSAL: Option<&'static str> = Some("no quantizer for this type yet");
-    fn quantize_row(_: &[f32], _: &mut [Self]) {}
+    fn quantize_row(x: &[f32], out: &mut [Self]) {
+        iq1m::quantize(x, out)
+    }
 }
 
 impl Dequantize for Iq4Nl {
