@@ -34,6 +34,7 @@ impl<const D: usize> Lattice<D> {
     /// The grid of packed `words` (`bits` per level index, `levels` levels per element), each
     /// pattern off it given the entries at its `nwant` smallest distances.
     fn build(words: &[u16], bits: u32, levels: u16, nwant: usize) -> Self {
+        assert!((1..=3).contains(&nwant));
         let mask = (1u16 << bits) - 1;
         let digits = |w: u16| -> [u8; D] {
             std::array::from_fn(|i| ((w >> (bits * i as u32)) & mask) as u8)
@@ -62,6 +63,21 @@ impl<const D: usize> Lattice<D> {
                     .sum::<i32>();
                 (d2, j as u16)
             }));
+            // Only the entries at the nwant smallest distinct distances survive that walk: keep
+            // those before sorting.
+            let mut smallest = [i32::MAX; 3];
+            let smallest = &mut smallest[..nwant];
+            for &(d2, _) in &dist {
+                if d2 < smallest[nwant - 1] && !smallest.contains(&d2) {
+                    smallest[nwant - 1] = d2;
+                    smallest.sort_unstable();
+                }
+            }
+            let threshold = (smallest.iter().copied())
+                .filter(|&d| d != i32::MAX)
+                .max()
+                .unwrap_or(i32::MAX);
+            dist.retain(|&(d2, _)| d2 <= threshold);
             dist.sort_unstable();
             let start = neighbours.len();
             neighbours.push(0);
@@ -182,4 +198,100 @@ pub(super) fn iq3xxs() -> &'static Lattice<4> {
 pub(super) fn iq3s() -> &'static Lattice<4> {
     static L: OnceLock<Lattice<4>> = OnceLock::new();
     L.get_or_init(|| Lattice::build(&IQ3S_WORDS, 3, 8, 3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ggml's construction as written: every entry's distance, all of them sorted by
+    /// (distance, index), walked to the nwant-th distinct distance.
+    fn literal<const D: usize>(words: &[u16], bits: u32, levels: u16, nwant: usize) -> Lattice<D> {
+        let mask = (1u16 << bits) - 1;
+        let digit = |w: u16, i: usize| ((w >> (bits * i as u32)) & mask) as i32;
+        let mut map = vec![UNREACHABLE; 1 << (bits * D as u32)];
+        for (k, &w) in words.iter().enumerate() {
+            map[usize::from(w)] = k as i32;
+        }
+        let mut neighbours = Vec::new();
+        for w in 0..map.len() {
+            let w = w as u16;
+            if map[usize::from(w)] >= 0 || (0..D).any(|i| digit(w, i) >= i32::from(levels)) {
+                continue;
+            }
+            let mut dist: Vec<(i32, u16)> = (words.iter().enumerate())
+                .map(|(j, &g)| {
+                    let d2 = (0..D)
+                        .map(|i| (2 * digit(g, i) - 2 * digit(w, i)).pow(2))
+                        .sum();
+                    (d2, j as u16)
+                })
+                .collect();
+            dist.sort();
+            let start = neighbours.len();
+            neighbours.push(0);
+            let (mut d2, mut nhave) = (dist[0].0, 1);
+            for (dj, j) in dist {
+                if dj > d2 {
+                    if nhave == nwant {
+                        break;
+                    }
+                    d2 = dj;
+                    nhave += 1;
+                }
+                neighbours.push(j);
+            }
+            neighbours[start] = (neighbours.len() - start - 1) as u16;
+            map[usize::from(w)] = -(start as i32 + 1);
+        }
+        let levels = (words.iter())
+            .map(|&w| std::array::from_fn(|i| digit(w, i) as u8))
+            .collect();
+        Lattice {
+            levels,
+            map,
+            neighbours,
+        }
+    }
+
+    fn same<const D: usize>(a: &Lattice<D>, b: &Lattice<D>) {
+        assert!(a.levels == b.levels, "levels differ");
+        for w in 0..a.map.len() {
+            assert_eq!(
+                a.map[w] == UNREACHABLE,
+                b.map[w] == UNREACHABLE,
+                "word {w:#x}"
+            );
+            if a.map[w] == UNREACHABLE {
+                continue;
+            }
+            let list = |l: &Lattice<D>| match l.place(w as u16) {
+                Place::On(k) => vec![k as u16],
+                Place::Off(c) => c.to_vec(),
+            };
+            assert_eq!(list(a), list(b), "word {w:#x}");
+        }
+        assert!(a.neighbours == b.neighbours, "neighbour storage differs");
+    }
+
+    #[test]
+    fn the_neighbour_lists_are_ggmls() {
+        same(iq3xxs(), &literal(&IQ3XXS_WORDS, 3, 8, 2));
+        same(iq3s(), &literal(&IQ3S_WORDS, 3, 8, 3));
+        same(iq2s(), &literal(&IQ2S_WORDS, 2, 3, 1));
+        same(iq1s(), &literal(&IQ1S_WORDS, 2, 3, 3));
+    }
+
+    #[test]
+    fn grid_patterns_are_their_own_place() {
+        let lat = iq3s();
+        for (k, &w) in IQ3S_WORDS.iter().enumerate() {
+            assert!(matches!(lat.place(w), Place::On(j) if j == k));
+        }
+        // Level indices 0, 0, 0, 7 (off the grid): its neighbours, nearest first.
+        let Place::Off(candidates) = iq3xxs().place(7 << 9) else {
+            panic!("on the grid")
+        };
+        assert!(!candidates.is_empty());
+    }
 }

@@ -236,7 +236,6 @@ impl Dequantize for Iq1M {
             | u16::from(sc[2].d_bits()) << 8
             | u16::from(sc[3].d_bits()) << 12;
         let d = fp16_to_fp32(d_bits);
-        let delta = |negative: bool| if negative { -IQ1_DELTA } else { IQ1_DELTA };
         for (ib, y) in y.chunks_exact_mut(32).enumerate() {
             let w = &sc[ib / 2];
             let (s1, s2) = if ib % 2 == 0 {
@@ -244,23 +243,20 @@ impl Dequantize for Iq1M {
             } else {
                 (w.s2(), w.s3())
             };
-            let dl1 = d * (2 * i32::from(s1) + 1) as f32;
-            let dl2 = d * (2 * i32::from(s2) + 1) as f32;
-            let (a, b) = (
-                Iq1mHigh::from_bytes([self.qh[2 * ib]]),
-                Iq1mHigh::from_bytes([self.qh[2 * ib + 1]]),
-            );
-            let parts = [
-                (a.idx0(), a.negative0(), dl1),
-                (a.idx1(), a.negative1(), dl1),
-                (b.idx0(), b.negative0(), dl2),
-                (b.idx1(), b.negative1(), dl2),
+            let dl = [
+                d * (2 * i32::from(s1) + 1) as f32,
+                d * (2 * i32::from(s2) + 1) as f32,
             ];
-            for (l, ((high, negative, dl), y)) in
-                parts.into_iter().zip(y.chunks_exact_mut(8)).enumerate()
-            {
+            for (l, y) in y.chunks_exact_mut(8).enumerate() {
+                let h = Iq1mHigh::from_bytes([self.qh[2 * ib + l / 2]]);
+                let (high, negative) = if l % 2 == 0 {
+                    (h.idx0(), h.negative0())
+                } else {
+                    (h.idx1(), h.negative1())
+                };
+                let delta = if negative { -IQ1_DELTA } else { IQ1_DELTA };
                 let idx = u16::from(self.qs[4 * ib + l]) | (u16::from(high) << 8);
-                put_iq1(y, dl, &IQ1S_GRID[usize::from(idx)], delta(negative));
+                put_iq1(y, dl[l / 2], &IQ1S_GRID[usize::from(idx)], delta);
             }
         }
     }
