@@ -1,0 +1,152 @@
+//! IQ2_S quantization: ggml's `quantize_row_iq2_s_impl` without an importance matrix, so each
+//! element weighted by `σ²/4 + x²` (σ² twice the block's mean square); groups of 16, the grid
+//! of 1024.
+
+use super::super::c::nearest_int;
+use super::lattice::{self, Place};
+use super::{c_max, to_half};
+use ggufrw_schema::blocks::Iq2S;
+
+/// Levels per element: 0..3, the value `2l + 1`.
+const K_MAX_Q: i32 = 3;
+/// A group whose largest |x| is below this is all zero.
+const GROUP_MAX_EPS_IQ2_S: f32 = 1e-8;
+
+/// The packed word of eight level indices (2 bits each).
+fn word(l: &[i8]) -> u16 {
+    (l.iter().enumerate()).fold(0, |u, (i, &l)| u | ((l as u16) << (2 * i)))
+}
+
+/// The level nearest `x` at inverse scale `id`: `nearest_int(0.5f*(id*x-1))` clamped.
+fn level(id: f32, x: f32) -> i8 {
+    nearest_int(0.5 * (id * x - 1.0)).clamp(0, K_MAX_Q - 1) as i8
+}
+
+/// `Σ w·x·q` and `Σ w·q²` of a group at levels `l` (`q = 2l + 1`).
+fn sums(weight: &[f32; 16], xval: &[f32; 16], l: &[i8; 16]) -> (f32, f32) {
+    let (mut sumqx, mut sumq2) = (0f32, 0f32);
+    for i in 0..16 {
+        let w = weight[i];
+        let q = (2 * i32::from(l[i]) + 1) as f32;
+        sumqx += w * xval[i] * q;
+        sumq2 += w * q * q;
+    }
+    (sumqx, sumq2)
+}
+
+pub(super) fn quantize(x: &[f32], out: &mut [Iq2S]) {
+    let lat = lattice::iq2s();
+    for (xbl, y) in x.chunks_exact(256).zip(out) {
+        y.d = to_half(0.0);
+        y.qs = [0; 64];
+        y.qh = [0; 8];
+        y.scales = [0; 8];
+        let mut scales = [0f32; 16];
+        let mut max_scale = 0f32;
+        let mut sumx2 = 0f32;
+        for &v in xbl {
+            sumx2 += v * v;
+        }
+        let sigma2 = 2.0 * sumx2 / 256.0;
+        for (ib, xb) in xbl.chunks_exact(16).enumerate() {
+            let mut weight = [0f32; 16];
+            let mut waux = [0f32; 16];
+            for i in 0..16 {
+                weight[i] = 0.25 * sigma2 + xb[i] * xb[i];
+                waux[i] = weight[i].sqrt();
+            }
+            let mut xval = [0f32; 16];
+            let mut block_signs = [0u8; 2];
+            for (k, signs) in block_signs.iter_mut().enumerate() {
+                for i in 0..8 {
+                    let v = xb[8 * k + i];
+                    if v >= 0.0 {
+                        xval[8 * k + i] = v;
+                    } else {
+                        xval[8 * k + i] = -v;
+                        *signs |= 1 << i;
+                    }
+                }
+            }
+            let max = xval[1..].iter().fold(xval[0], |m, &v| c_max(m, v));
+            if max < GROUP_MAX_EPS_IQ2_S {
+                scales[ib] = 0.0;
+                continue;
+            }
+            let mut l = [0i8; 16];
+            let mut best = 0f32;
+            let mut scale = max / (2 * K_MAX_Q - 1) as f32;
+            let mut on_grid = [true; 2];
+            let mut laux = [0i8; 16];
+            let mut on_grid_aux = [true; 2];
+            for is in -9..=9 {
+                let id = ((2 * K_MAX_Q - 1) as f32 + is as f32 * 0.1) / max;
+                let this_scale = 1.0 / id;
+                for k in 0..2 {
+                    let la = &mut laux[8 * k..8 * k + 8];
+                    for (i, la) in la.iter_mut().enumerate() {
+                        *la = level(id, xval[8 * k + i]);
+                    }
+                    on_grid_aux[k] = true;
+                    if let Place::Off(candidates) = lat.place(word(la)) {
+                        on_grid_aux[k] = false;
+                        let (xs, ws) = (&xval[8 * k..], &waux[8 * k..]);
+                        lat.best_neighbour(candidates, xs, ws, this_scale, la);
+                    }
+                }
+                let (sumqx, sumq2) = sums(&weight, &xval, &laux);
+                if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
+                    scale = sumqx / sumq2;
+                    best = scale * sumqx;
+                    l = laux;
+                    on_grid = on_grid_aux;
+                }
+            }
+            if on_grid.iter().any(|&g| !g) && scale > 0.0 {
+                let id = 1.0 / scale;
+                for k in 0..2 {
+                    if on_grid[k] {
+                        continue;
+                    }
+                    let lk = &mut l[8 * k..8 * k + 8];
+                    for (i, lk) in lk.iter_mut().enumerate() {
+                        *lk = level(id, xval[8 * k + i]);
+                    }
+                    if let Place::Off(candidates) = lat.place(word(lk)) {
+                        let (xs, ws) = (&xval[8 * k..], &waux[8 * k..]);
+                        lat.best_neighbour(candidates, xs, ws, scale, lk);
+                    }
+                }
+                let (sumqx, sumq2) = sums(&weight, &xval, &l);
+                if sumq2 > 0.0 {
+                    scale = sumqx / sumq2;
+                }
+            }
+            if scale < 0.0 {
+                scale = -scale;
+                for s in &mut block_signs {
+                    *s = !*s;
+                }
+            }
+            for (k, &signs) in block_signs.iter().enumerate() {
+                let entry = lat.entry(word(&l[8 * k..8 * k + 8]));
+                let i8 = 2 * ib + k;
+                y.qs[i8] = entry as u8;
+                y.qh[i8 / 4] |= ((entry >> 8) as u8) << (2 * (i8 % 4));
+                y.qs[32 + i8] = signs;
+            }
+            scales[ib] = scale;
+            max_scale = c_max(max_scale, scale);
+        }
+        if max_scale == 0.0 {
+            continue;
+        }
+        let d = max_scale / 31.0;
+        y.d = to_half(d * 0.9875);
+        let id = 1.0 / d;
+        for (ib, &scale) in scales.iter().enumerate() {
+            let l = nearest_int(0.5 * (id * scale - 1.0)).clamp(0, 15) as u8;
+            y.scales[ib / 2] |= l << (4 * (ib % 2));
+        }
+    }
+}
