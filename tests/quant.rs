@@ -12,7 +12,7 @@ use ggufrw::quant::{self, QuantError};
 use ggufrw::{ByteOrder, GgmlType};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use strum::IntoEnumIterator;
 
 /// Half-float bit patterns that break arithmetic: NaNs (quiet, signalling, negative), the
@@ -218,6 +218,7 @@ fn quantization_is_ggmls_byte_for_byte() {
             continue;
         }
         let mut runner = runner(48, "proptest-regressions/quant_quantize.txt");
+        let aborted = Cell::new(0);
         let result = runner.run(&rows(n_per_row), |x| {
             let mine = if reference {
                 quant::quantize_ref(ty, &x, n_per_row)
@@ -225,21 +226,36 @@ fn quantization_is_ggmls_byte_for_byte() {
                 quant::quantize(ty, &x, n_per_row)
             }
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let theirs = peer
-                .borrow_mut()
-                .quantize(ty, &x, n_per_row, reference)
-                .unwrap()
-                .map_err(|r| TestCaseError::fail(r.to_string()))?;
+            let theirs = match peer.borrow_mut().quantize(ty, &x, n_per_row, reference) {
+                Ok(Ok(theirs)) => theirs,
+                // ggml's IQ searches abort (`GGML_ASSERT(grid_index >= 0)`) where every
+                // distance overflows (values near 1e29): no answer to compare with. ggufrw
+                // answers (the first candidate, documented in `lattice.rs`), and what it
+                // answers must be blocks that dequantize.
+                Ok(Err(r)) if r.aborted => {
+                    aborted.set(aborted.get() + 1);
+                    let mut y = vec![0f32; x.len()];
+                    quant::dequantize(ty, &mine, ByteOrder::Little, &mut y)
+                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                    return Ok(());
+                }
+                Ok(Err(r)) => return Err(TestCaseError::fail(r.to_string())),
+                Err(e) => panic!("the ggml peer: {e}"),
+            };
             prop_assert!(mine == theirs, "{} differs from ggml", ty);
             Ok(())
         });
         match result {
             Err(e) => failures.push(format!("{ty}: {e}")),
-            Ok(()) => covered.push(ty),
+            Ok(()) => covered.push((ty, aborted.get())),
         }
     }
-    eprintln!("quantized byte for byte: {covered:?}");
+    eprintln!("quantized byte for byte (type, cases where ggml aborted): {covered:?}");
     eprintln!("refused: {refused:?}");
+    // Aborts are the exception: a run where ggml answered on nothing compared nothing.
+    for (ty, aborted) in &covered {
+        assert!(*aborted < 24, "{ty}: ggml aborted on {aborted} of 48 rows");
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

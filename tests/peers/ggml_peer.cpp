@@ -1374,6 +1374,13 @@ std::string serve_one(const json & req) {
     };
     if (!g_fork) return to_line(with_id(handle(req)));
 
+    // The IQ grids are computed in this process, once: computed in a child, they would die
+    // with it and cost seconds on every request.
+    if (req.is_object() && req.value("op", "") == "quantize" && req.contains("type") && req["type"].is_number_unsigned()) {
+        const uint64_t t = req["type"].get<uint64_t>();
+        if (t < GGML_TYPE_COUNT) ggml_quantize_init((ggml_type) t);
+    }
+
     int p[2];
     if (pipe(p) != 0) return to_line(with_id(error_response(std::string("adapter: pipe failed: ") + strerror(errno))));
     if (g_logfile_fd >= 0) {
