@@ -227,16 +227,18 @@ mod tests {
         let len = bytes.len() as u64;
         let middle = |a: u64, b: u64| (a + b) as usize / 2;
         // Cut in the tokens: the strings seen give the rest; the tensor infos are guessed.
+        let infos = layout.tensor_info_offsets[0];
         let estimate = header_end_of(
             &bytes[..middle(layout.kv_offsets[1], layout.kv_offsets[2])],
             len,
         );
+        let metadata_estimate = estimate - 300 * TENSOR_INFO_GUESS;
         assert!(
-            estimate.abs_diff(end) * 10 < end,
-            "estimate {estimate}, end {end}"
+            metadata_estimate.abs_diff(infos) * 10 < infos,
+            "metadata estimated to end at {metadata_estimate}, ends at {infos}"
         );
+        assert!(estimate >= end, "estimate {estimate} short of {end}");
         // Cut in the scores: their end is exact, the tensor infos guessed.
-        let infos = layout.tensor_info_offsets[0];
         let estimate = header_end_of(&bytes[..middle(layout.kv_offsets[2], infos)], len);
         assert_eq!(estimate, infos + 300 * TENSOR_INFO_GUESS);
         // Cut in the tensor infos: from their own average.
