@@ -327,3 +327,28 @@ fn every_type_is_implemented_or_refused_with_a_reason() {
         }
     }
 }
+
+/// `quantize_into` writes what `quantize` returns, over whatever the buffer held, and refuses a
+/// buffer of the wrong length.
+#[test]
+fn quantize_into_a_buffer_is_quantize() {
+    let x: Vec<f32> = (0..1024)
+        .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
+        .collect();
+    for ty in GgmlType::iter() {
+        let Ok(expected) = quant::quantize(ty, &x, 512) else {
+            continue;
+        };
+        let mut out = vec![0xa5u8; expected.len()];
+        quant::quantize_into(ty, &x, 512, &mut out).unwrap();
+        assert_eq!(out, expected, "{ty}");
+        let mut short = vec![0u8; expected.len() - 1];
+        assert!(
+            matches!(
+                quant::quantize_into(ty, &x, 512, &mut short),
+                Err(QuantError::OutputLength { .. })
+            ),
+            "{ty}"
+        );
+    }
+}

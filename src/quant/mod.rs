@@ -98,7 +98,7 @@ impl fmt::Display for QuantError {
                 write!(f, "{ty}: {len} is not a multiple of the block's {block}")
             }
             QuantError::OutputLength { needed, given } => {
-                write!(f, "the output holds {given} values, {needed} are needed")
+                write!(f, "the output has room for {given}, {needed} are needed")
             }
             QuantError::Unsupported { ty, why } => write!(f, "{ty}: {why}"),
         }
@@ -243,26 +243,52 @@ pub fn quantize_ref(ty: GgmlType, x: &[f32], n_per_row: usize) -> Result<Vec<u8>
     quantize_with(ty, x, n_per_row, true)
 }
 
+/// [`quantize`] into a caller's buffer of exactly `x.len() / block_size * type_size` bytes
+/// (every byte is written), so that a loop over tensors or rows allocates nothing.
+pub fn quantize_into(
+    ty: GgmlType,
+    x: &[f32],
+    n_per_row: usize,
+    out: &mut [u8],
+) -> Result<(), QuantError> {
+    quantize_into_with(ty, x, n_per_row, false, out)
+}
+
 fn quantize_with(
     ty: GgmlType,
     x: &[f32],
     n_per_row: usize,
     reference: bool,
 ) -> Result<Vec<u8>, QuantError> {
+    let blocks = x.len() / (ty.block_size() as usize).max(1);
+    let mut bytes = vec![0u8; blocks * ty.type_size() as usize];
+    quantize_into_with(ty, x, n_per_row, reference, &mut bytes)?;
+    Ok(bytes)
+}
+
+fn quantize_into_with(
+    ty: GgmlType,
+    x: &[f32],
+    n_per_row: usize,
+    reference: bool,
+    out: &mut [u8],
+) -> Result<(), QuantError> {
     struct Run<'a> {
         ty: GgmlType,
         x: &'a [f32],
         n_per_row: usize,
         reference: bool,
+        out: &'a mut [u8],
     }
     impl BlockVisitor for Run<'_> {
-        type Out = Result<Vec<u8>, QuantError>;
+        type Out = Result<(), QuantError>;
         fn visit<B: Codec>(self) -> Self::Out {
             let Run {
                 ty,
                 x,
                 n_per_row,
                 reference,
+                out,
             } = self;
             if let Some(why) = B::REFUSAL {
                 return Err(QuantError::Unsupported { ty, why });
@@ -275,10 +301,16 @@ fn quantize_with(
                     block: B::ELEMENTS,
                 });
             }
+            let needed = x.len() / B::ELEMENTS * B::BYTES;
+            if out.len() != needed {
+                return Err(QuantError::OutputLength {
+                    needed,
+                    given: out.len(),
+                });
+            }
             let per_row = n_per_row / B::ELEMENTS;
             // Blocks have alignment 1: the bytes are the blocks, written in place.
-            let mut bytes = vec![0u8; x.len() / B::ELEMENTS * B::BYTES];
-            let out: &mut [B] = bytemuck::cast_slice_mut(&mut bytes);
+            let out: &mut [B] = bytemuck::cast_slice_mut(out);
             for (row, blocks) in x.chunks(n_per_row).zip(out.chunks_mut(per_row)) {
                 if reference {
                     B::quantize_row_ref(row, blocks);
@@ -286,7 +318,7 @@ fn quantize_with(
                     B::quantize_row(row, blocks);
                 }
             }
-            Ok(bytes)
+            Ok(())
         }
     }
     ty.visit(Run {
@@ -294,6 +326,7 @@ fn quantize_with(
         x,
         n_per_row,
         reference,
+        out,
     })
 }
 
