@@ -12,28 +12,6 @@ const K_MAX_Q: i32 = 3;
 /// A group whose largest |x| is below this is all zero.
 const GROUP_MAX_EPS_IQ2_S: f32 = 1e-8;
 
-/// The packed word of eight level indices (2 bits each).
-fn word(l: &[i8]) -> u16 {
-    (l.iter().enumerate()).fold(0, |u, (i, &l)| u | ((l as u16) << (2 * i)))
-}
-
-/// The level nearest `x` at inverse scale `id`: `nearest_int(0.5f*(id*x-1))` clamped.
-fn level(id: f32, x: f32) -> i8 {
-    nearest_int(0.5 * (id * x - 1.0)).clamp(0, K_MAX_Q - 1) as i8
-}
-
-/// `Σ w·x·q` and `Σ w·q²` of a group at levels `l` (`q = 2l + 1`).
-fn sums(weight: &[f32; 16], xval: &[f32; 16], l: &[i8; 16]) -> (f32, f32) {
-    let (mut sumqx, mut sumq2) = (0f32, 0f32);
-    for i in 0..16 {
-        let w = weight[i];
-        let q = (2 * i32::from(l[i]) + 1) as f32;
-        sumqx += w * xval[i] * q;
-        sumq2 += w * q * q;
-    }
-    (sumqx, sumq2)
-}
-
 pub(super) fn quantize(x: &[f32], out: &mut [Iq2S]) {
     let lat = lattice::iq2s();
     for (xbl, y) in x.chunks_exact(256).zip(out) {
@@ -85,16 +63,16 @@ pub(super) fn quantize(x: &[f32], out: &mut [Iq2S]) {
                 for k in 0..2 {
                     let la = &mut laux[8 * k..8 * k + 8];
                     for (i, la) in la.iter_mut().enumerate() {
-                        *la = level(id, xval[8 * k + i]);
+                        *la = lattice::level(id, xval[8 * k + i], K_MAX_Q);
                     }
                     on_grid_aux[k] = true;
-                    if let Place::Off(candidates) = lat.place(word(la)) {
+                    if let Place::Off(candidates) = lat.place(lattice::word::<2>(la)) {
                         on_grid_aux[k] = false;
                         let (xs, ws) = (&xval[8 * k..], &waux[8 * k..]);
                         lat.best_neighbour(candidates, xs, ws, this_scale, la);
                     }
                 }
-                let (sumqx, sumq2) = sums(&weight, &xval, &laux);
+                let (sumqx, sumq2) = lattice::sums(&weight, &xval, &laux);
                 if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
                     scale = sumqx / sumq2;
                     best = scale * sumqx;
@@ -110,14 +88,14 @@ pub(super) fn quantize(x: &[f32], out: &mut [Iq2S]) {
                     }
                     let lk = &mut l[8 * k..8 * k + 8];
                     for (i, lk) in lk.iter_mut().enumerate() {
-                        *lk = level(id, xval[8 * k + i]);
+                        *lk = lattice::level(id, xval[8 * k + i], K_MAX_Q);
                     }
-                    if let Place::Off(candidates) = lat.place(word(lk)) {
+                    if let Place::Off(candidates) = lat.place(lattice::word::<2>(lk)) {
                         let (xs, ws) = (&xval[8 * k..], &waux[8 * k..]);
                         lat.best_neighbour(candidates, xs, ws, scale, lk);
                     }
                 }
-                let (sumqx, sumq2) = sums(&weight, &xval, &l);
+                let (sumqx, sumq2) = lattice::sums(&weight, &xval, &l);
                 if sumq2 > 0.0 {
                     scale = sumqx / sumq2;
                 }
@@ -129,7 +107,7 @@ pub(super) fn quantize(x: &[f32], out: &mut [Iq2S]) {
                 }
             }
             for (k, &signs) in block_signs.iter().enumerate() {
-                let entry = lat.entry(word(&l[8 * k..8 * k + 8]));
+                let entry = lat.entry(lattice::word::<2>(&l[8 * k..8 * k + 8]));
                 let i8 = 2 * ib + k;
                 y.qs[i8] = entry as u8;
                 y.qh[i8 / 4] |= ((entry >> 8) as u8) << (2 * (i8 % 4));

@@ -13,28 +13,6 @@ const K_MAX_Q: i32 = 8;
 /// IQ3_XXS: a group whose largest |x| is below this is all zero.
 const GROUP_MAX_EPS_IQ3_XXS: f32 = 1e-8;
 
-/// The packed word of four level indices (3 bits each).
-fn word(l: &[i8]) -> u16 {
-    (l.iter().enumerate()).fold(0, |u, (i, &l)| u | ((l as u16) << (3 * i)))
-}
-
-/// The level nearest `x` at inverse scale `id`: `nearest_int(0.5f*(id*x-1))` clamped.
-fn level(id: f32, x: f32) -> i8 {
-    nearest_int(0.5 * (id * x - 1.0)).clamp(0, K_MAX_Q - 1) as i8
-}
-
-/// `Σ w·x·q` and `Σ w·q²` of a group at levels `l` (`q = 2l + 1`).
-fn sums(weight: &[f32; 32], xval: &[f32; 32], l: &[i8; 32]) -> (f32, f32) {
-    let (mut sumqx, mut sumq2) = (0f32, 0f32);
-    for i in 0..32 {
-        let w = weight[i];
-        let q = (2 * i32::from(l[i]) + 1) as f32;
-        sumqx += w * xval[i] * q;
-        sumq2 += w * q * q;
-    }
-    (sumqx, sumq2)
-}
-
 /// A group's weights (`x²`) and their square roots.
 fn weights(xb: &[f32]) -> ([f32; 32], [f32; 32]) {
     let mut weight = [0f32; 32];
@@ -78,16 +56,16 @@ fn search(
         for k in 0..8 {
             let la = &mut laux[4 * k..4 * k + 4];
             for (i, la) in la.iter_mut().enumerate() {
-                *la = level(id, xval[4 * k + i]);
+                *la = lattice::level(id, xval[4 * k + i], K_MAX_Q);
             }
             on_grid_aux[k] = true;
-            if let Place::Off(candidates) = lat.place(word(la)) {
+            if let Place::Off(candidates) = lat.place(lattice::word::<3>(la)) {
                 on_grid_aux[k] = false;
                 let (xs, ws) = (&xval[4 * k..], &waux[4 * k..]);
                 lat.best_neighbour(candidates, xs, ws, this_scale, la);
             }
         }
-        let (sumqx, sumq2) = sums(weight, xval, &laux);
+        let (sumqx, sumq2) = lattice::sums(weight, xval, &laux);
         if sumq2 > 0.0 && sumqx * sumqx > best * sumq2 {
             scale = sumqx / sumq2;
             best = scale * sumqx;
@@ -103,10 +81,10 @@ fn search(
             }
             let mut la = [0i8; 4];
             for (i, la) in la.iter_mut().enumerate() {
-                *la = level(id, xval[4 * k + i]);
+                *la = lattice::level(id, xval[4 * k + i], K_MAX_Q);
             }
             let lk = &mut l[4 * k..4 * k + 4];
-            let k = match lat.place(word(&la)) {
+            let k = match lat.place(lattice::word::<3>(&la)) {
                 Place::On(k) => k,
                 Place::Off(candidates) => {
                     let (xs, ws) = (&xval[4 * k..], &waux[4 * k..]);
@@ -115,7 +93,7 @@ fn search(
             };
             lat.copy_levels(k, lk);
         }
-        let (sumqx, sumq2) = sums(weight, xval, l);
+        let (sumqx, sumq2) = lattice::sums(weight, xval, l);
         if sumq2 > 0.0 {
             scale = sumqx / sumq2;
         }
@@ -187,7 +165,7 @@ pub(super) fn quantize_xxs(x: &[f32], out: &mut [Iq3Xxs]) {
                 }
             }
             for (k, q) in q3[8 * ib..8 * ib + 8].iter_mut().enumerate() {
-                *q = lat.entry(word(&l[4 * k..4 * k + 4])) as u8;
+                *q = lat.entry(lattice::word::<3>(&l[4 * k..4 * k + 4])) as u8;
             }
             signs_and_scales[ib] = (block_signs.iter().enumerate())
                 .fold(0, |a, (k, &s)| a | (u32::from(s) << (7 * k)));
@@ -261,7 +239,7 @@ pub(super) fn quantize_s(x: &[f32], out: &mut [Iq3S]) {
                 }
             }
             for k in 0..8 {
-                let entry = lat.entry(word(&l[4 * k..4 * k + 4]));
+                let entry = lat.entry(lattice::word::<3>(&l[4 * k..4 * k + 4]));
                 y.qs[8 * at + k] = entry as u8;
                 y.qh[ib] |= ((entry >> 8) as u8) << k;
             }

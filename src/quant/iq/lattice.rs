@@ -200,6 +200,29 @@ pub(super) fn iq3s() -> &'static Lattice<4> {
     L.get_or_init(|| Lattice::build(&IQ3S_WORDS, 3, 8, 3))
 }
 
+/// The packed word of level indices, `BITS` bits each: the key of a grid pattern.
+pub(super) fn word<const BITS: u32>(l: &[i8]) -> u16 {
+    (l.iter().enumerate()).fold(0, |u, (i, &l)| u | ((l as u16) << (BITS as usize * i)))
+}
+
+/// The level nearest `x` at inverse scale `id`: `nearest_int(0.5f*(id*x-1))` clamped to
+/// `0..k_max`.
+pub(super) fn level(id: f32, x: f32, k_max: i32) -> i8 {
+    super::super::c::nearest_int(0.5 * (id * x - 1.0)).clamp(0, k_max - 1) as i8
+}
+
+/// `Σ w·x·q` and `Σ w·q²` of a group at levels `l` (`q = 2l + 1`), in C's order.
+pub(super) fn sums<const N: usize>(weight: &[f32; N], xval: &[f32; N], l: &[i8; N]) -> (f32, f32) {
+    let (mut sumqx, mut sumq2) = (0f32, 0f32);
+    for i in 0..N {
+        let w = weight[i];
+        let q = (2 * i32::from(l[i]) + 1) as f32;
+        sumqx += w * xval[i] * q;
+        sumq2 += w * q * q;
+    }
+    (sumqx, sumq2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
