@@ -33,19 +33,7 @@ pub(super) fn quantize(x: &[f32], out: &mut [Iq2S]) {
                 weight[i] = 0.25 * sigma2 + xb[i] * xb[i];
                 waux[i] = weight[i].sqrt();
             }
-            let mut xval = [0f32; 16];
-            let mut block_signs = [0u8; 2];
-            for (k, signs) in block_signs.iter_mut().enumerate() {
-                for i in 0..8 {
-                    let v = xb[8 * k + i];
-                    if v >= 0.0 {
-                        xval[8 * k + i] = v;
-                    } else {
-                        xval[8 * k + i] = -v;
-                        *signs |= 1 << i;
-                    }
-                }
-            }
+            let (xval, mut block_signs) = lattice::magnitudes_and_signs::<16, 2>(xb);
             let max = xval[1..].iter().fold(xval[0], |m, &v| c_max(m, v));
             if max < GROUP_MAX_EPS_IQ2_S {
                 scales[ib] = 0.0;

@@ -122,21 +122,10 @@ pub(super) fn quantize_xxs(x: &[f32], out: &mut [Iq3Xxs]) {
         let mut max_scale = 0f32;
         for (ib, xb) in xbl.chunks_exact(32).enumerate() {
             let (weight, waux) = weights(xb);
-            let mut xval = [0f32; 32];
-            let mut block_signs = [0u8; 4];
-            for (k, signs) in block_signs.iter_mut().enumerate() {
-                let (mut nflip, mut s) = (0, 0u8);
-                for i in 0..8 {
-                    let v = xb[8 * k + i];
-                    if v >= 0.0 {
-                        xval[8 * k + i] = v;
-                    } else {
-                        xval[8 * k + i] = -v;
-                        nflip += 1;
-                        s |= 1 << i;
-                    }
-                }
-                if nflip % 2 != 0 {
+            let (mut xval, mut block_signs) = lattice::magnitudes_and_signs::<32, 4>(xb);
+            // An odd count of negatives flips back the least weighted one: 7 bits are stored.
+            for (k, s) in block_signs.iter_mut().enumerate() {
+                if s.count_ones() % 2 != 0 {
                     let e = |i: usize| weight[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
                     let (mut imin, mut min) = (0, e(0));
                     for i in 1..8 {
@@ -147,9 +136,9 @@ pub(super) fn quantize_xxs(x: &[f32], out: &mut [Iq3Xxs]) {
                         }
                     }
                     xval[8 * k + imin] = -xval[8 * k + imin];
-                    s ^= 1 << imin;
+                    *s ^= 1 << imin;
                 }
-                *signs = s & 127;
+                *s &= 127;
             }
             let max = xval[1..].iter().fold(xval[0], |m, &v| c_max(m, v));
             if max < GROUP_MAX_EPS_IQ3_XXS {
@@ -212,19 +201,7 @@ pub(super) fn quantize_s(x: &[f32], out: &mut [Iq3S]) {
         let mut at = 0;
         for (ib, xb) in xbl.chunks_exact(32).enumerate() {
             let (weight, waux) = weights(xb);
-            let mut xval = [0f32; 32];
-            let mut block_signs = [0u8; 4];
-            for (k, signs) in block_signs.iter_mut().enumerate() {
-                for i in 0..8 {
-                    let v = xb[8 * k + i];
-                    if v >= 0.0 {
-                        xval[8 * k + i] = v;
-                    } else {
-                        xval[8 * k + i] = -v;
-                        *signs |= 1 << i;
-                    }
-                }
-            }
+            let (xval, mut block_signs) = lattice::magnitudes_and_signs::<32, 4>(xb);
             let max = xval[1..].iter().fold(xval[0], |m, &v| c_max(m, v));
             if max == 0.0 {
                 scales[ib] = 0.0;

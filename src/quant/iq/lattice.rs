@@ -200,6 +200,27 @@ pub(super) fn iq3s() -> &'static Lattice<4> {
     L.get_or_init(|| Lattice::build(&IQ3S_WORDS, 3, 8, 3))
 }
 
+/// A group's magnitudes, and one sign byte per 8 values (bit `i` set where value `i` is not
+/// `>= 0`, NaN included), as ggml's IQ quantizers split a group before their grid search.
+pub(super) fn magnitudes_and_signs<const N: usize, const B: usize>(
+    xb: &[f32],
+) -> ([f32; N], [u8; B]) {
+    let mut xval = [0f32; N];
+    let mut signs = [0u8; B];
+    for (k, s) in signs.iter_mut().enumerate() {
+        for i in 0..8 {
+            let v = xb[8 * k + i];
+            if v >= 0.0 {
+                xval[8 * k + i] = v;
+            } else {
+                xval[8 * k + i] = -v;
+                *s |= 1 << i;
+            }
+        }
+    }
+    (xval, signs)
+}
+
 /// The packed word of level indices, `BITS` bits each: the key of a grid pattern.
 pub(super) fn word<const BITS: u32>(l: &[i8]) -> u16 {
     (l.iter().enumerate()).fold(0, |u, (i, &l)| u | ((l as u16) << (BITS as usize * i)))
