@@ -3,6 +3,7 @@
 //! | check | `spec` | `ggml` |
 //! |---|---|---|
 //! | version 1 | info | error (ggml no longer reads it) |
+//! | a version after 3 | – | error (ggml reads 2 and 3) |
 //! | big-endian | – | error (ggml reads little-endian only) |
 //! | magic spelled `FUGG` | warning | error |
 //! | empty key, duplicate key | error | error |
@@ -122,6 +123,8 @@ impl fmt::Display for Finding {
 
 /// ggml's longest string (`GGML_MAX_STRING_LENGTH`... as its reader enforces it).
 const GGML_MAX_STRING: u64 = 1 << 30;
+/// The versions ggml's reader accepts (`gguf_init_from_file_impl`).
+const GGML_VERSIONS: [u32; 2] = [2, 3];
 /// ggml's largest array.
 const GGML_MAX_ARRAY: u64 = 1 << 30;
 /// ggml's longest tensor name (`GGML_MAX_NAME` 64, less the NUL).
@@ -224,13 +227,15 @@ impl Validator {
                 4,
                 "version 1 is obsolete",
             );
-            self.report(
-                &[Ggml],
-                Severity::Error,
-                "version",
-                4,
-                "ggml no longer reads version 1",
-            );
+        }
+        // ggml's own list, not the table's: a version added to the format is one ggml refuses
+        // until it says otherwise.
+        if !GGML_VERSIONS.contains(&header.version) {
+            let message = match header.version {
+                1 => "ggml no longer reads version 1".to_owned(),
+                v => format!("ggml reads versions {GGML_VERSIONS:?}, not {v}"),
+            };
+            self.report(&[Ggml], Severity::Error, "version", 4, message);
         }
         if header.byte_order == ByteOrder::Big {
             self.report(

@@ -6,7 +6,9 @@ use crate::error::{Error, Result};
 use crate::file::Gguf;
 use crate::fsutil::{write_atomic_file, Mode, Progress};
 use crate::ggml_type::GgmlType;
-use ggufrw_schema::{ByteOrder, GgufString, Header, KeyValue, TensorInfo, Value, ALIGNMENT_KEY};
+use ggufrw_schema::{
+    ByteOrder, GatedFields, GgufString, Header, KeyValue, TensorInfo, Value, ALIGNMENT_KEY,
+};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
@@ -122,10 +124,42 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// Sets the format version (1..=3; big-endian needs 2 or 3).
+    /// Sets the format version (one of [`ggufrw_schema::VERSIONS`]); the fields only some
+    /// versions have are those of `version`, each 0 ([`Builder::gated`] sets them).
     pub fn version(mut self, version: u32) -> Self {
         self.header.version = version;
+        self.header.gated = GatedFields::for_version(version);
         self
+    }
+
+    /// Takes the form of `header`: magic, version, byte order and version-gated fields (what
+    /// the fixed part holds besides the counts), so that a file rebuilt from another keeps
+    /// every such field, including ones added to the format later.
+    pub fn like(mut self, header: &Header) -> Self {
+        self.header.magic = header.magic;
+        self.header.version = header.version;
+        self.header.byte_order = header.byte_order;
+        self.header.gated = header.gated.clone();
+        self
+    }
+
+    /// Sets a version-gated header field (see [`GatedFields::FIELDS`]); refused for a field
+    /// the version lacks or a value that does not fit it.
+    pub fn gated(mut self, name: &str, value: u64) -> Result<Self> {
+        let field = (GatedFields::FIELDS.iter())
+            .find(|f| f.name == name)
+            .ok_or_else(|| Error::Invalid(format!("{name:?} is not a version-gated field")))?;
+        if self.header.version < field.since {
+            return Err(Error::Invalid(format!(
+                "{name} is in versions {} on, this file is version {}",
+                field.since, self.header.version
+            )));
+        }
+        self.header
+            .gated
+            .set(name, Some(value))
+            .map_err(Error::Invalid)?;
+        Ok(self)
     }
 
     /// Sets the byte order. Tensor data is taken as given: it must already be in this order.

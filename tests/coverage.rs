@@ -6,6 +6,7 @@
 
 use ggufrw::conform::strategy::{any_file, combinations, Sample};
 use ggufrw::schema::version::VERSIONS;
+use ggufrw::schema::GatedFields;
 use ggufrw::{ArrayValues, ByteOrder, GgmlType, Magic, Value, ValueType};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
@@ -20,6 +21,7 @@ struct Seen {
     tensor_types: BTreeSet<u32>,
     combinations: BTreeSet<(u32, String)>,
     parts: BTreeSet<&'static str>,
+    gated: BTreeSet<&'static str>,
 }
 
 impl Seen {
@@ -66,6 +68,11 @@ impl Seen {
             }
             if t.dimensions.contains(&0) {
                 self.parts.insert("empty tensor");
+            }
+        }
+        for (field, value) in h.gated.values() {
+            if value != 0 {
+                self.gated.insert(field.name);
             }
         }
         if h.magic == Magic::Fugg {
@@ -146,4 +153,7 @@ fn generated_files_hold_every_type_version_and_part() {
     ] {
         assert!(seen.parts.contains(part), "no generated file has {part}");
     }
+    // Every version-gated header field, set to something other than its default.
+    let gated: BTreeSet<&str> = GatedFields::FIELDS.iter().map(|f| f.name).collect();
+    assert_eq!(seen.gated, gated, "version-gated header fields");
 }

@@ -3,8 +3,10 @@
 mod common;
 
 use ggufrw::conform::check_sample;
-use ggufrw::conform::strategy::{any_file, nested_array, Sample};
+use ggufrw::conform::strategy::{any_file, combinations, nested_array, Sample};
 use ggufrw::schema::limits::MAX_ARRAY_DEPTH;
+use ggufrw::schema::version::VERSIONS;
+use ggufrw::schema::GatedFields;
 use ggufrw::validate::{validate, Profile};
 use ggufrw::{ByteOrder, Gguf, KeyValue, Value, ALIGNMENT_KEY};
 use proptest::prelude::*;
@@ -29,8 +31,11 @@ enum Breakage {
     ZeroAlignment,
     /// `general.alignment` of another type.
     AlignmentNotUint32,
-    /// A version no reader accepts (0, 4, or 1 big-endian).
+    /// A version no reader accepts (0, one past the last, or one in a byte order it lacks).
     BadVersion(u32, ByteOrder),
+    /// A version-gated field (its index in `GatedFields::FIELDS`) set where the version lacks
+    /// it, or missing where the version has it.
+    GatedField(usize),
     /// Five dimensions.
     TooManyDimensions,
     /// Arrays nested past the limit.
@@ -40,21 +45,40 @@ enum Breakage {
 }
 
 fn breakage() -> impl Strategy<Value = Breakage> {
-    prop_oneof![
-        ((u32::MAX as u64 + 1)..=u64::MAX).prop_map(Breakage::WideDimensionInV1),
-        Just(Breakage::ZeroAlignment),
-        Just(Breakage::AlignmentNotUint32),
-        prop_oneof![
-            Just((0, ByteOrder::Little)),
-            Just((4, ByteOrder::Little)),
-            Just((1, ByteOrder::Big)),
-            Just((0, ByteOrder::Big)),
-        ]
-        .prop_map(|(v, o)| Breakage::BadVersion(v, o)),
-        Just(Breakage::TooManyDimensions),
-        Just(Breakage::TooDeep),
-        (1usize..8).prop_map(Breakage::WrongPadding),
-    ]
+    // Versions no reader accepts, from the table: one past the last, 0, and a version in a
+    // byte order it lacks.
+    let past = VERSIONS.iter().map(|v| v.version).max().unwrap_or(0) + 1;
+    let mut bad_versions = vec![
+        (0, ByteOrder::Little),
+        (past, ByteOrder::Little),
+        (0, ByteOrder::Big),
+    ];
+    bad_versions.extend(
+        (VERSIONS.iter())
+            .flat_map(|v| [ByteOrder::Little, ByteOrder::Big].map(|o| (v.version, o)))
+            .filter(|&(v, o)| !combinations().contains(&(v, o))),
+    );
+    let mut ways = vec![
+        ((u32::MAX as u64 + 1)..=u64::MAX)
+            .prop_map(Breakage::WideDimensionInV1)
+            .boxed(),
+        Just(Breakage::ZeroAlignment).boxed(),
+        Just(Breakage::AlignmentNotUint32).boxed(),
+        prop::sample::select(bad_versions)
+            .prop_map(|(v, o)| Breakage::BadVersion(v, o))
+            .boxed(),
+        Just(Breakage::TooManyDimensions).boxed(),
+        Just(Breakage::TooDeep).boxed(),
+        (1usize..8).prop_map(Breakage::WrongPadding).boxed(),
+    ];
+    if !GatedFields::FIELDS.is_empty() {
+        ways.push(
+            (0..GatedFields::FIELDS.len())
+                .prop_map(Breakage::GatedField)
+                .boxed(),
+        );
+    }
+    proptest::strategy::Union::new(ways)
 }
 
 /// Bytes that hit boundaries more often than chance: small counts, sign bits, all ones.
@@ -95,6 +119,13 @@ fn break_sample(sample: &mut Sample, how: &Breakage) {
             dimensions: vec![1; 5],
             ..dummy()
         }),
+        Breakage::GatedField(i) => {
+            let field = &GatedFields::FIELDS[i];
+            let value = (h.version < field.since).then_some(0);
+            h.gated
+                .set(field.name, value)
+                .expect("a field of the table");
+        }
         Breakage::TooDeep => h
             .metadata
             .push(KeyValue::new("deep", nested_array(MAX_ARRAY_DEPTH + 1))),

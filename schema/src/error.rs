@@ -149,6 +149,17 @@ pub enum EncodeError {
         /// Padding bytes the alignment calls for.
         expected: u64,
     },
+    /// A version-gated header field set in a version without it, or missing in one with it.
+    GatedField {
+        /// The field.
+        field: &'static str,
+        /// The first version that has it.
+        since: u32,
+        /// The version being written.
+        version: u32,
+        /// Whether it is set.
+        present: bool,
+    },
     /// Any other failure (I/O, at `path`).
     Other(String),
 }
@@ -186,6 +197,24 @@ impl fmt::Display for EncodeError {
             BadPadding { present, expected } => write!(
                 f,
                 "{present} padding bytes where the alignment needs {expected}"
+            ),
+            GatedField {
+                field,
+                since,
+                version,
+                present: true,
+            } => write!(
+                f,
+                "{field} is set, but version {version} has no {field} (versions {since} on have it)"
+            ),
+            GatedField {
+                field,
+                since,
+                version,
+                present: false,
+            } => write!(
+                f,
+                "{field} is missing: version {version} has it (versions {since} on)"
             ),
             Other(msg) => f.write_str(msg),
         }

@@ -4,6 +4,7 @@ use crate::ctx::{read_count, ByteOrder, Ctx, Word};
 use crate::error::{
     custom, to_decode_error, to_encode_error, DecodeError, DecodeErrorKind, EncodeError,
 };
+use crate::gated::GatedFields;
 use crate::io::{Positioned, Tracked};
 use crate::padding::Padding;
 use crate::repr::{Owned, Repr};
@@ -125,6 +126,11 @@ pub struct HeaderOf<H: Repr> {
     #[bw(try_calc = Word::narrow(metadata.len(), ctx))]
     metadata_kv_count: Word,
 
+    /// The fields only some versions have ([`GatedFields`]); the writer refuses them set in a
+    /// version without them, and missing in one with them.
+    #[brw(args_raw = ctx)]
+    pub gated: GatedFields,
+
     /// Metadata in file order (duplicates kept: validation reports them).
     #[br(parse_with = read_metadata, args(metadata_kv_count.get(), ctx), err_context("kv"))]
     #[bw(args_raw = ctx)]
@@ -172,6 +178,9 @@ pub struct FixedField {
     pub value: FixedValue,
     /// Bytes it takes.
     pub size: u64,
+    /// Whether it follows from the rest of the header (the counts), rather than being a
+    /// field of its own that an edit or a diff deals with.
+    pub derived: bool,
 }
 
 /// The value of a [`FixedField`].
@@ -201,21 +210,31 @@ impl<H: Repr> HeaderOf<H> {
             Magic::Gguf => "GGUF",
             Magic::Fugg => "FUGG",
         };
-        let number = |name, value: usize, size| FixedField {
+        let number = |name, value: usize, size, derived| FixedField {
             name,
             value: FixedValue::Number(value as u64),
             size,
+            derived,
         };
         vec![
             FixedField {
                 name: "magic",
                 value: FixedValue::Text(magic),
                 size: self.magic.bytes().len() as u64,
+                derived: false,
             },
-            number("version", self.version as usize, 4),
-            number("tensor_count", self.tensor_infos.len(), width),
-            number("metadata_kv_count", self.metadata.len(), width),
+            number("version", self.version as usize, 4, false),
+            number("tensor_count", self.tensor_infos.len(), width, true),
+            number("metadata_kv_count", self.metadata.len(), width, true),
         ]
+        .into_iter()
+        .chain(self.gated.values().into_iter().map(|(f, v)| FixedField {
+            name: f.name,
+            value: FixedValue::Number(v),
+            size: f.size,
+            derived: false,
+        }))
+        .collect()
     }
 }
 
@@ -226,6 +245,7 @@ impl Header {
             magic: Magic::Gguf,
             byte_order,
             version,
+            gated: GatedFields::for_version(version),
             metadata: Vec::new(),
             tensor_infos: Vec::new(),
             padding: Padding::default(),
@@ -391,6 +411,7 @@ fn check_writable(header: &Header) -> Result<(), EncodeError> {
             big_endian: header.byte_order == ByteOrder::Big,
         });
     }
+    header.gated.check(header.version)?;
     find_alignment(&header.metadata)
         .map(drop)
         .map_err(|(_, why)| EncodeError::BadAlignment(why))

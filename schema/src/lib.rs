@@ -25,11 +25,12 @@
 //! assert_eq!(header.version, 3);
 //! assert_eq!(header.encode(false).unwrap(), bytes);
 //! ```
-#![deny(missing_docs)]
+#![deny(missing_docs, unnameable_types)]
 
 pub mod blocks;
 mod ctx;
 mod error;
+mod gated;
 mod header;
 mod io;
 pub mod limits;
@@ -43,6 +44,7 @@ pub mod version;
 
 pub use ctx::{ByteOrder, Ctx, Width};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
+pub use gated::{GatedField, GatedFields};
 pub use header::{
     alignment_at, decode_header, decode_header_as, detect, find_alignment, FixedField, FixedValue,
     Header, HeaderOf, KeyValue, KeyValueOf, Layout, Magic, ALIGNMENT_KEY, DEFAULT_ALIGNMENT,

@@ -443,6 +443,25 @@ pub trait Number: Element {
     fn into_array<H: Repr>(nums: H::Nums<Self>) -> ArrayValuesOf<H>;
     /// An array's elements, if they are of this type.
     fn of_array<H: Repr>(values: &ArrayValuesOf<H>) -> Option<&H::Nums<Self>>;
+
+    /// Its bytes in little-endian order, as a number: a float's bits.
+    fn bits(self) -> u64 {
+        let mut bytes = Vec::with_capacity(8);
+        self.encode(&mut bytes, Endian::Little);
+        bytes.resize(8, 0);
+        u64::from_le_bytes(bytes.try_into().unwrap_or_default())
+    }
+
+    /// Whether it is a NaN (a float kind only).
+    fn is_nan(self) -> bool {
+        matches!(self.widen(), Wide::Float(f) if f.is_nan())
+    }
+
+    /// The type's quiet NaN, the one arithmetic makes and writers without payloads write;
+    /// `None` for the kinds without NaNs.
+    fn quiet_nan() -> Option<Self> {
+        Self::narrow(Wide::Float(f64::NAN))
+    }
 }
 
 /// Generic code over the value types: [`ValueType::visit`] calls the method for the type, so

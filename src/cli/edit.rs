@@ -1,7 +1,7 @@
 //! `ggufrw edit` and `ggufrw rewrite`: write a file with changes (or none), atomically, or
 //! change its header in place.
 
-use super::{report, set::parse_value, Bar, USAGE_OR_IO};
+use super::{report, set::known_types, set::parse_value, Bar, USAGE_OR_IO};
 use ggufrw::edit::{edit_file_with, edit_in_place, Edit};
 use ggufrw::fsutil::same_file;
 use std::path::{Path, PathBuf};
@@ -26,9 +26,8 @@ pub struct EditArgs {
     #[arg(long)]
     in_place: bool,
     /// Set a key: `general.name=string:Gemma`, `llama.context_length=uint32:8192`,
-    /// `x.ids=array[int32]:[1,2,3]`. TYPE is a value type (uint8 int8 uint16 int16 uint32
-    /// int32 uint64 int64 float32 float64 bool string) or array[TYPE] with a JSON list.
-    #[arg(long = "set", value_name = "KEY=TYPE:VALUE")]
+    /// `x.ids=array[int32]:[1,2,3]`. TYPE is a value type, or array[TYPE] with a JSON list.
+    #[arg(long = "set", value_name = "KEY=TYPE:VALUE", help = set_help())]
     set: Vec<String>,
     /// Set standard keys (general.*, tokenizer.*, the architecture's) to values of another type
     /// than their standard one.
@@ -43,6 +42,15 @@ pub struct EditArgs {
     /// Delete a tensor (with -o; the remaining tensors' data is laid out contiguously).
     #[arg(long, value_name = "NAME")]
     delete_tensor: Vec<String>,
+}
+
+/// `--set`'s help, with the type names from the table.
+fn set_help() -> String {
+    format!(
+        "Set a key: `general.name=string:Gemma`, `llama.context_length=uint32:8192`, \
+         `x.ids=array[int32]:[1,2,3]`. TYPE is one of {} (with a JSON list)",
+        known_types()
+    )
 }
 
 pub fn rewrite(args: RewriteArgs) -> ExitCode {

@@ -23,8 +23,8 @@ fn refuse<T>(why: impl Into<String>) -> Result<T, Refused> {
     Err(Refused(why.into()))
 }
 
-/// The type names `--set` takes, for messages.
-fn known_types() -> String {
+/// The type names `--set` takes, for messages and its help.
+pub(crate) fn known_types() -> String {
     let scalars: Vec<&str> = (ValueType::iter())
         .filter(|t| *t != ValueType::Array)
         .map(ValueType::name)

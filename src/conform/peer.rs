@@ -17,7 +17,7 @@ use crate::conform::{run_property, Row};
 use crate::dump::{dump_json, metadata_json, tensors_json};
 use crate::file::Gguf;
 use crate::ggml_type::GgmlType;
-use ggufrw_schema::{Array, ArrayValues, ByteOrder, Value, ValueType};
+use ggufrw_schema::{Array, ArrayValues, ByteOrder, Number, Value, ValueType, ValueTypeVisitor};
 use serde_json::{json, Value as Json};
 use std::cell::RefCell;
 use std::ffi::OsString;
@@ -435,20 +435,54 @@ struct ValueAdapter {
 }
 
 impl ValueAdapter {
-    fn f32(&self, f: f32) -> f32 {
-        if f.is_nan() && !self.nan_payloads {
-            f32::from_bits(0x7fc0_0000)
+    /// A number as the writer keeps it: a NaN as the type's quiet NaN where payloads are lost.
+    fn number<T: Number>(&self, x: T) -> T {
+        if x.is_nan() && !self.nan_payloads {
+            T::quiet_nan().unwrap_or(x)
         } else {
-            f
+            x
         }
     }
 
-    fn f64(&self, f: f64) -> f64 {
-        if f.is_nan() && !self.nan_payloads {
-            f64::from_bits(0x7ff8_0000_0000_0000)
-        } else {
-            f
+    /// The numbers of a scalar or an array of numbers, each through [`ValueAdapter::number`].
+    fn numbers(&self, value: Value) -> Value {
+        struct Each<'a>(&'a ValueAdapter, Value);
+        impl ValueTypeVisitor for Each<'_> {
+            type Out = Value;
+            fn number<T: Number>(self) -> Value {
+                match T::of_value(&self.1) {
+                    Some(x) => self.0.number(x).into_value(),
+                    None => self.1,
+                }
+            }
+            fn string(self) -> Value {
+                self.1
+            }
+            fn array(self) -> Value {
+                self.1
+            }
         }
+        value.value_type().visit(Each(self, value))
+    }
+
+    fn elements(&self, values: ArrayValues) -> ArrayValues {
+        struct Each<'a>(&'a ValueAdapter, ArrayValues);
+        impl ValueTypeVisitor for Each<'_> {
+            type Out = ArrayValues;
+            fn number<T: Number>(self) -> ArrayValues {
+                match T::of_array(&self.1) {
+                    Some(v) => T::into_array(v.iter().map(|x| self.0.number(*x)).collect()),
+                    None => self.1,
+                }
+            }
+            fn string(self) -> ArrayValues {
+                self.1
+            }
+            fn array(self) -> ArrayValues {
+                self.1
+            }
+        }
+        values.element_type().visit(Each(self, values))
     }
 
     fn allowed(&self, ty: ValueType, depth: u32) -> bool {
@@ -461,12 +495,6 @@ impl ValueAdapter {
 
     fn array(&self, values: ArrayValues, depth: u32) -> ArrayValues {
         match values {
-            ArrayValues::Float32(v) => {
-                ArrayValues::Float32(v.into_iter().map(|f| self.f32(f)).collect())
-            }
-            ArrayValues::Float64(v) => {
-                ArrayValues::Float64(v.into_iter().map(|f| self.f64(f)).collect())
-            }
             ArrayValues::Array(inner) => ArrayValues::Array(
                 (inner.into_iter())
                     .map(|a| {
@@ -479,16 +507,14 @@ impl ValueAdapter {
                     })
                     .collect(),
             ),
-            other => other,
+            other => self.elements(other),
         }
     }
 
     fn value(&self, value: Value) -> Value {
         match value {
-            Value::Float32(f) => Value::Float32(self.f32(f)),
-            Value::Float64(f) => Value::Float64(self.f64(f)),
             Value::Array(a) => Value::Array(Array::new(self.array(a.values, 0))),
-            other => other,
+            other => self.numbers(other),
         }
     }
 }

@@ -7,8 +7,9 @@ use crate::ggml_type::GgmlType;
 use binrw::Endian;
 use ggufrw_schema::limits::MAX_ARRAY_DEPTH;
 use ggufrw_schema::{
-    Array, ArrayValues, ByteOrder, EncodeError, GgufString, Header, KeyValue, Magic, Number,
-    NumberKind, Padding, TensorInfo, Value, ValueType, ValueTypeVisitor, Wide, ALIGNMENT_KEY,
+    Array, ArrayValues, ByteOrder, EncodeError, GatedFields, GgufString, Header, KeyValue, Magic,
+    Number, NumberKind, Padding, TensorInfo, Value, ValueType, ValueTypeVisitor, Wide,
+    ALIGNMENT_KEY,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -422,11 +423,12 @@ pub fn file_with(options: Options) -> BoxedStrategy<Sample> {
                 prop_oneof![3 => Just(None), 1 => any::<u8>().prop_map(Some)],
                 any::<prop::sample::Index>(),
                 any::<bool>(),
+                vec(any::<u64>(), GatedFields::FIELDS.len()),
             )
         })
         .prop_map(
-            move |((_, metadata, tensors), order, seed, trailing, pad_byte, cut, fugg)| {
-                if ggml_layout {
+            move |((_, metadata, tensors), order, seed, trailing, pad_byte, cut, fugg, gated)| {
+                let mut sample = if ggml_layout {
                     let n = tensors.len();
                     let tensors = tensors.into_iter().map(|(shape, _)| (shape, 0)).collect();
                     let order = (0..n).collect();
@@ -453,10 +455,24 @@ pub fn file_with(options: Options) -> BoxedStrategy<Sample> {
                         Some(cut),
                         fugg && byte_reversed_magic,
                     )
-                }
+                };
+                set_gated(&mut sample.header, &gated);
+                sample
             },
         )
         .boxed()
+}
+
+/// Sets the version-gated fields the header's version has to `values` (one per field of
+/// [`GatedFields::FIELDS`], reduced to the field's range). They do not move anything: the
+/// header already holds each, as 0.
+fn set_gated(header: &mut Header, values: &[u64]) {
+    for (field, &v) in GatedFields::FIELDS.iter().zip(values) {
+        if header.version >= field.since {
+            let v = v.checked_rem(field.max.wrapping_add(1)).unwrap_or(v);
+            (header.gated.set(field.name, Some(v))).expect("reduced to the field's range");
+        }
+    }
 }
 
 /// Lays the tensors out in `order` with gaps, fills the data and pads the header.

@@ -143,9 +143,7 @@ pub fn convert(
     let handle = std::fs::File::open(input).map_err(|e| Error::from(e).in_file(input))?;
     let header = file.header();
     let mut report = ConvertReport::default();
-    let mut builder = Builder::new()
-        .version(header.version)
-        .byte_order(header.byte_order);
+    let mut builder = Builder::new().like(header);
     for kv in &header.metadata {
         builder = builder.metadata(kv.key.as_str(), kv.value.clone());
     }

@@ -6,13 +6,13 @@ use crate::dump::{value_json, value_text};
 use crate::file::Gguf;
 use crate::ggml_type::type_name;
 use binrw::BinWrite;
-use ggufrw_schema::{Ctx, Value};
+use ggufrw_schema::{Ctx, FixedField, FixedValue, Value};
 use serde_json::{json, Value as Json};
 
 /// One difference.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Change {
-    /// A header field (version, byte order, magic, alignment).
+    /// A header field (magic, version, the version-gated fields, byte order, alignment).
     Header {
         /// The field.
         field: &'static str,
@@ -96,24 +96,37 @@ fn first_difference(a: &Value, b: &Value) -> Option<usize> {
 pub fn diff<A: AsRef<[u8]>, B: AsRef<[u8]>>(a: &Gguf<A>, b: &Gguf<B>, data: bool) -> Vec<Change> {
     let (ha, hb) = (a.header(), b.header());
     let mut changes = Vec::new();
-    let header_fields = [
-        ("version", ha.version.to_string(), hb.version.to_string()),
+    // The fixed part's own fields by name (a field only one version has shows as absent in
+    // the other), then what the header implies.
+    let text = |f: &FixedField| match f.value {
+        FixedValue::Text(t) => t.to_owned(),
+        FixedValue::Number(n) => n.to_string(),
+    };
+    let (fa, fb) = (ha.fixed_fields(), hb.fixed_fields());
+    let mut names: Vec<&'static str> = Vec::new();
+    for f in fa.iter().chain(&fb).filter(|f| !f.derived) {
+        if !names.contains(&f.name) {
+            names.push(f.name);
+        }
+    }
+    let value = |list: &[FixedField], name| {
+        (list.iter().find(|f| f.name == name)).map_or_else(|| "absent".to_owned(), text)
+    };
+    let mut header_fields: Vec<(&'static str, String, String)> = (names.into_iter())
+        .map(|n| (n, value(&fa, n), value(&fb, n)))
+        .collect();
+    header_fields.extend([
         (
             "byte_order",
             ha.byte_order.name().into(),
             hb.byte_order.name().into(),
         ),
         (
-            "magic",
-            format!("{:?}", ha.magic),
-            format!("{:?}", hb.magic),
-        ),
-        (
             "alignment",
             a.layout().alignment.to_string(),
             b.layout().alignment.to_string(),
         ),
-    ];
+    ]);
     for (field, x, y) in header_fields {
         if x != y {
             changes.push(Change::Header { field, a: x, b: y });

@@ -25,8 +25,8 @@ use crate::fsutil::{write_atomic_file, Mode, Progress};
 use crate::ggml_type::{type_name, GgmlType};
 use crate::write::{Builder, Source};
 use ggufrw_schema::{
-    Array, ArrayValues, ByteOrder, GgufString, Header, KeyValue, Magic, Number, NumberKind,
-    Padding, TensorInfo, Value, ValueType, ValueTypeVisitor, Wide,
+    Array, ArrayValues, ByteOrder, GatedFields, GgufString, Header, KeyValue, Magic, Number,
+    NumberKind, Padding, TensorInfo, Value, ValueType, ValueTypeVisitor, Wide,
 };
 use serde_json::{json, Value as Json};
 use std::io::Write;
@@ -36,44 +36,64 @@ use std::str::FromStr;
 /// The version of the shape written and read.
 pub const LOSSLESS_VERSION: u64 = 1;
 
-/// A float as lossless JSON: a number, or one of the strings for the infinities and NaNs.
-fn float_json(bits: u64, is_f32: bool) -> Json {
-    let (quiet, value) = if is_f32 {
-        (0x7fc0_0000u64, f64::from(f32::from_bits(bits as u32)))
-    } else {
-        (0x7ff8_0000_0000_0000u64, f64::from_bits(bits))
-    };
-    if value.is_nan() {
-        if bits == quiet {
-            json!("nan")
-        } else {
-            json!(format!("nan:{bits:#x}"))
+/// A number as lossless JSON: as `dump --json` writes it, but a float's NaN as `"nan"` (the
+/// quiet one) or `"nan:0xBITS"`, and its infinities as `"inf"` and `"-inf"`.
+fn number_json<T: Number>(x: T) -> Json {
+    match x.widen() {
+        Wide::Float(_) if x.is_nan() => {
+            if Some(x.bits()) == T::quiet_nan().map(T::bits) {
+                json!("nan")
+            } else {
+                json!(format!("nan:{:#x}", x.bits()))
+            }
         }
-    } else if value.is_infinite() {
-        json!(if value > 0.0 { "inf" } else { "-inf" })
-    } else {
-        json!(value)
+        Wide::Float(f) if f.is_infinite() => json!(if f > 0.0 { "inf" } else { "-inf" }),
+        _ => crate::dump::value_json(&x.into_value()),
     }
 }
 
-/// Values as lossless JSON: `dump --json`'s, with the floats `float_json` writes.
+/// Values as lossless JSON: `dump --json`'s, with the numbers `number_json` writes.
 fn lossless_value(value: &Value) -> Json {
-    fn array(values: &ArrayValues) -> Json {
-        match values {
-            ArrayValues::Float32(v) => v.iter().map(|f| float_json(u64::from(f.to_bits()), true)).collect(),
-            ArrayValues::Float64(v) => v.iter().map(|f| float_json(f.to_bits(), false)).collect(),
-            ArrayValues::Array(v) => (v.iter())
-                .map(|a| json!({"element_type": a.values.element_type().name(), "value": array(&a.values)}))
-                .collect(),
-            other => crate::dump::value_json(&Value::Array(Array::new(other.clone()))),
+    struct Scalar<'a>(&'a Value);
+    impl ValueTypeVisitor for Scalar<'_> {
+        type Out = Json;
+        fn number<T: Number>(self) -> Json {
+            T::of_value(self.0).map_or(Json::Null, number_json)
+        }
+        fn string(self) -> Json {
+            crate::dump::value_json(self.0)
+        }
+        fn array(self) -> Json {
+            match self.0 {
+                Value::Array(a) => array_json(&a.values),
+                other => crate::dump::value_json(other),
+            }
         }
     }
-    match value {
-        Value::Float32(f) => float_json(u64::from(f.to_bits()), true),
-        Value::Float64(f) => float_json(f.to_bits(), false),
-        Value::Array(a) => array(&a.values),
-        other => crate::dump::value_json(other),
+    value.value_type().visit(Scalar(value))
+}
+
+/// An array's elements as lossless JSON.
+fn array_json(values: &ArrayValues) -> Json {
+    struct Elements<'a>(&'a ArrayValues);
+    impl ValueTypeVisitor for Elements<'_> {
+        type Out = Json;
+        fn number<T: Number>(self) -> Json {
+            T::of_array(self.0).map_or(Json::Null, |v| v.iter().map(|x| number_json(*x)).collect())
+        }
+        fn string(self) -> Json {
+            crate::dump::value_json(&Value::Array(Array::new(self.0.clone())))
+        }
+        fn array(self) -> Json {
+            match self.0 {
+                ArrayValues::Array(v) => (v.iter())
+                    .map(|a| json!({"element_type": a.values.element_type().name(), "value": array_json(&a.values)}))
+                    .collect(),
+                _ => Json::Null,
+            }
+        }
     }
+    values.element_type().visit(Elements(values))
 }
 
 /// The header of `file` as lossless JSON.
@@ -100,7 +120,7 @@ pub fn to_json<B: AsRef<[u8]>>(file: &Gguf<B>) -> Json {
         Some(bytes) => json!({"hex": bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()}),
         None => json!({"len": h.padding.len()}),
     };
-    json!({
+    let mut out = json!({
         "ggufrw_lossless": LOSSLESS_VERSION,
         "magic": match h.magic { Magic::Gguf => "GGUF", Magic::Fugg => "FUGG" },
         "version": h.version,
@@ -108,7 +128,11 @@ pub fn to_json<B: AsRef<[u8]>>(file: &Gguf<B>) -> Json {
         "metadata": metadata,
         "tensors": tensors,
         "padding": padding,
-    })
+    });
+    for (field, value) in h.gated.values() {
+        out[field.name] = json!(value);
+    }
+    out
 }
 
 fn bad(what: impl std::fmt::Display) -> Error {
@@ -116,7 +140,7 @@ fn bad(what: impl std::fmt::Display) -> Error {
 }
 
 /// A float from lossless JSON.
-fn float_from(j: &Json, is_f32: bool) -> Result<Wide> {
+fn float_from(j: &Json) -> Result<Wide> {
     let special = |s: &str| -> Option<f64> {
         match s {
             "inf" => Some(f64::INFINITY),
@@ -136,11 +160,7 @@ fn float_from(j: &Json, is_f32: bool) -> Result<Wide> {
                 .and_then(|h| u64::from_str_radix(h, 16).ok())
                 .ok_or_else(|| bad(format!("{s:?} is not a float")))?;
             // Bits survive only as bits: the caller narrows them exactly.
-            Ok(Wide::Unsigned(if is_f32 {
-                bits & 0xffff_ffff
-            } else {
-                bits
-            }))
+            Ok(Wide::Unsigned(bits))
         }
         other => Err(bad(format!("{other} is not a float"))),
     }
@@ -158,18 +178,17 @@ fn number_from<T: Number>(j: &Json) -> Result<T> {
             n.as_i64()
                 .ok_or_else(|| bad(format!("{n} is not a {}", T::TYPE.name())))?,
         ),
-        (NumberKind::Float, j) => {
-            let is_f32 = T::SIZE == 4;
-            match float_from(j, is_f32)? {
-                // NaN bits given as bits: decoded from their bytes.
-                Wide::Unsigned(bits) => {
-                    let bytes = bits.to_le_bytes();
-                    return T::decode(&bytes[..T::SIZE], binrw::Endian::Little)
-                        .ok_or_else(|| bad("float bits"));
-                }
-                wide => wide,
+        (NumberKind::Float, j) => match float_from(j)? {
+            // NaN bits given as bits: decoded from their bytes, which must be the type's.
+            Wide::Unsigned(bits) => {
+                let bytes = bits.to_le_bytes();
+                let (own, rest) = bytes.split_at(T::SIZE.min(8));
+                let value = T::decode(own, binrw::Endian::Little)
+                    .filter(|x| x.is_nan() && rest.iter().all(|&b| b == 0));
+                return value.ok_or_else(|| bad(format!("{j} is not a NaN of {}", T::TYPE.name())));
             }
-        }
+            wide => wide,
+        },
         (_, other) => return Err(bad(format!("{other} is not a {}", T::TYPE.name()))),
     };
     T::narrow(wide).ok_or_else(|| bad(format!("{j} does not fit {}", T::TYPE.name())))
@@ -269,6 +288,10 @@ pub fn header_from_json(j: &Json) -> Result<Header> {
         Some("FUGG") => Magic::Fugg,
         other => return Err(bad(format!("magic {other:?}"))),
     };
+    for f in GatedFields::FIELDS.iter().filter(|f| version >= f.since) {
+        let value = u64_field(j, f.name)?;
+        header.gated.set(f.name, Some(value)).map_err(bad)?;
+    }
     for kv in field(j, "metadata")?
         .as_array()
         .ok_or_else(|| bad("metadata is not a list"))?
@@ -387,8 +410,7 @@ pub fn build(j: &Json, from: &Path, output: &Path, progress: &dyn Progress) -> R
         return Ok(Built::DataAsItWas);
     }
     let mut builder = Builder::new()
-        .version(header.version)
-        .byte_order(header.byte_order)
+        .like(&header)
         .with_metadata(header.metadata.clone());
     for info in &header.tensor_infos {
         let t = source.tensor(&info.name).ok_or_else(|| {

@@ -147,10 +147,7 @@ pub fn split(
             alignment.into_iter().cloned().collect()
         };
         metadata.extend(split_keys(i, n, total));
-        let mut builder = Builder::new()
-            .version(header.version)
-            .byte_order(header.byte_order)
-            .with_metadata(metadata);
+        let mut builder = Builder::new().like(header).with_metadata(metadata);
         let mut data_bytes = 0;
         for &index in indices {
             let t = file
@@ -300,10 +297,7 @@ pub fn merge(first: &Path, output: &Path, progress: &dyn Progress) -> Result<Mer
         .filter(|kv| !is_split_key(&kv.key))
         .cloned()
         .collect();
-    let mut builder = Builder::new()
-        .version(head.version)
-        .byte_order(head.byte_order)
-        .with_metadata(metadata);
+    let mut builder = Builder::new().like(head).with_metadata(metadata);
     let mut bytes = 0;
     for ((file, handle), path) in files.iter().zip(&handles).zip(&paths) {
         for t in file.tensors() {
