@@ -30,37 +30,9 @@ fn run(dir: &Path, args: &[&str]) -> String {
     .to_string()
 }
 
-/// The snapshot `name`: compared with the checked-in file, or written when blessing.
+/// The snapshot `name`, blessed by this file's command.
 fn snapshot(name: &str, text: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots")
-        .join(name);
-    if std::env::var_os("GGUFRW_BLESS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, text).unwrap();
-        return;
-    }
-    let checked_in = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; bless with GGUFRW_BLESS=1 cargo test --test snapshots",
-            path.display()
-        )
-    });
-    if checked_in != text {
-        let (ours, theirs): (Vec<_>, Vec<_>) =
-            (text.lines().collect(), checked_in.lines().collect());
-        let first = (ours.iter().zip(&theirs))
-            .position(|(a, b)| a != b)
-            .unwrap_or(ours.len().min(theirs.len()));
-        panic!(
-            "{} differs from what the commands print now, first at line {}:\n  checked in: {}\n  now:        {}\n\
-             If the change is meant, bless it: GGUFRW_BLESS=1 cargo test --test snapshots",
-            path.display(),
-            first + 1,
-            theirs.get(first).unwrap_or(&"(nothing)"),
-            ours.get(first).unwrap_or(&"(nothing)")
-        );
-    }
+    common::snapshot(name, text, "cargo test --test snapshots");
 }
 
 /// Every command's output on every file of `dir` named by `files`, one line per run.

@@ -18,11 +18,15 @@ use serde_json::json;
 use std::cell::Cell;
 use strum::IntoEnumIterator;
 
+/// The first line of [`check_type_table`]'s text: its tab-separated columns.
+pub const TYPE_TABLE_HEADING: &str = "id\tname\tblock\tbytes\tquantized\n";
+
 /// ggml's type table (`ggml_type_name`, `ggml_blck_size`, `ggml_type_size` for every id below
 /// `GGML_TYPE_COUNT`) against [`GgmlType`]: the same name, block size and bytes per block for
-/// every known id, retired ids retired in both, no id ggml has that ggufrw lacks. Returns how
-/// many ids were compared.
-pub fn check_type_table(peer: &mut Peer) -> Result<usize, String> {
+/// every known id, retired ids retired in both, no id ggml has that ggufrw lacks. Returns
+/// ggml's table as text ([`TYPE_TABLE_HEADING`], then a line per id), which the tests keep as
+/// a snapshot so that ggufrw's table is checked against ggml's where ggml cannot be built.
+pub fn check_type_table(peer: &mut Peer) -> Result<String, String> {
     let answer = (peer.ask(&json!({"op": "types"}))?)
         .map_err(|r| format!("{} refused the type table: {r}", peer.name()))?;
     let types = answer["types"]
@@ -37,6 +41,7 @@ pub fn check_type_table(peer: &mut Peer) -> Result<usize, String> {
             types.len()
         ));
     }
+    let mut table = String::from(TYPE_TABLE_HEADING);
     for t in types {
         let id = t["id"].as_u64().and_then(|i| u32::try_from(i).ok());
         let id = id.ok_or_else(|| format!("a type without an id: {t}"))?;
@@ -44,6 +49,11 @@ pub fn check_type_table(peer: &mut Peer) -> Result<usize, String> {
             t["name"].as_str().unwrap_or_default(),
             t["blck"].as_u64().unwrap_or(0),
             t["size"].as_u64().unwrap_or(0),
+        );
+        table += &format!(
+            "{id}\t{}\t{block}\t{size}\t{}\n",
+            t["name"].as_str().unwrap_or("-"),
+            t["quantized"].as_bool().unwrap_or(false)
         );
         match GgmlType::from_id(id) {
             Some(ours) => {
@@ -74,7 +84,7 @@ pub fn check_type_table(peer: &mut Peer) -> Result<usize, String> {
             extra.id()
         ));
     }
-    Ok(types.len())
+    Ok(table)
 }
 
 /// What ggufrw's `ggml` profile says of a file.

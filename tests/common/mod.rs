@@ -15,6 +15,40 @@ pub fn structural(findings: &[ggufrw::validate::Finding]) -> Vec<ggufrw::validat
         .collect()
 }
 
+/// The snapshot `tests/snapshots/NAME`: compared with the checked-in file, or written when
+/// `GGUFRW_BLESS` is set; `command` is what blesses it.
+pub fn snapshot(name: &str, text: &str, command: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("GGUFRW_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; bless with GGUFRW_BLESS=1 {command}",
+            path.display()
+        )
+    });
+    if checked_in != text {
+        let (ours, theirs): (Vec<_>, Vec<_>) =
+            (text.lines().collect(), checked_in.lines().collect());
+        let first = (ours.iter().zip(&theirs))
+            .position(|(a, b)| a != b)
+            .unwrap_or(ours.len().min(theirs.len()));
+        panic!(
+            "{} differs from what the test makes now, first at line {}:\n  checked in: {}\n  now:        {}\n\
+             If the change is meant, bless it: GGUFRW_BLESS=1 {command}",
+            path.display(),
+            first + 1,
+            theirs.get(first).unwrap_or(&"(nothing)"),
+            ours.get(first).unwrap_or(&"(nothing)")
+        );
+    }
+}
+
 /// SHA-256 of the real model file.
 pub const GEMMA_SHA256: &str = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818";
 
