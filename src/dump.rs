@@ -205,9 +205,10 @@ pub fn dump_text_with<B: AsRef<[u8]>>(file: &Gguf<B>, options: DumpOptions) -> S
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "GGUF v{} {}-endian, alignment {}, {} metadata pairs, {} tensors, data at 0x{:x}",
+        "GGUF v{} {}-endian{}, alignment {}, {} metadata pairs, {} tensors, data at 0x{:x}",
         header.version,
         header.byte_order.name(),
+        gated_text(header),
         layout.alignment,
         header.metadata.len(),
         header.tensor_infos.len(),
@@ -347,6 +348,13 @@ fn tensor_group(name: &str) -> &str {
     }
 }
 
+/// The version-gated fields the header has, as `, NAME VALUE` each (nothing in versions 1–3).
+fn gated_text(header: &ggufrw_schema::Header) -> String {
+    (header.gated.values().iter())
+        .map(|(field, value)| format!(", {} {value}", field.name))
+        .collect()
+}
+
 /// The header as markdown, in the manner of gguf-dump's `--markdown`: a table of the metadata
 /// (position, offset, type, count, key, value), then the tensors grouped into `base` and each
 /// `blk.N`, with element counts, each group's share of the parameters and bits per weight.
@@ -357,9 +365,10 @@ pub fn dump_markdown<B: AsRef<[u8]>>(file: &Gguf<B>, options: DumpOptions) -> St
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "# GGUF v{} {}-endian: {} metadata pairs, {} tensors\n",
+        "# GGUF v{} {}-endian{}: {} metadata pairs, {} tensors\n",
         header.version,
         header.byte_order.name(),
+        gated_text(header),
         header.metadata.len(),
         header.tensor_infos.len()
     );

@@ -1,5 +1,6 @@
 //! Writes GGUF bytes by hand, without the codec, so that the codec is checked against an
-//! independent encoding. Standard library only: the fuzz crate seeds from it too.
+//! independent encoding. From the schema it takes only which version-gated header fields exist
+//! (name, first version, size), and writes them as zeros itself.
 #![allow(dead_code)]
 
 /// Writes GGUF fields one by one in a chosen version and byte order, remembering where each
@@ -8,6 +9,7 @@ pub struct Raw {
     pub bytes: Vec<u8>,
     pub big: bool,
     pub v1: bool,
+    pub version: u32,
     /// (field path, start offset) in writing order.
     pub fields: Vec<(String, usize)>,
 }
@@ -19,6 +21,7 @@ impl Raw {
             bytes: Vec::new(),
             big,
             v1: version == 1,
+            version,
             fields: Vec::new(),
         };
         r.mark("magic").raw(b"GGUF");
@@ -78,10 +81,17 @@ impl Raw {
         self.word(s.len() as u64).raw(s.as_bytes())
     }
 
-    /// Header counts.
+    /// Header counts, then the version's gated fields (zero).
     pub fn counts(&mut self, tensors: u64, kvs: u64) -> &mut Self {
         self.mark("tensor_count").word(tensors);
-        self.mark("metadata_kv_count").word(kvs)
+        self.mark("metadata_kv_count").word(kvs);
+        for field in ggufrw::schema::GatedFields::FIELDS {
+            if self.version >= field.since {
+                self.mark(&format!("gated.{}", field.name));
+                self.bytes.resize(self.bytes.len() + field.size as usize, 0);
+            }
+        }
+        self
     }
 
     /// Key and value type of pair `i`; the caller writes the value after.
