@@ -123,8 +123,9 @@ impl fmt::Display for Finding {
 
 /// ggml's longest string (`GGML_MAX_STRING_LENGTH`... as its reader enforces it).
 const GGML_MAX_STRING: u64 = 1 << 30;
-/// The versions ggml's reader accepts (`gguf_init_from_file_impl`).
-const GGML_VERSIONS: [u32; 2] = [2, 3];
+/// The versions ggml's reader accepts (`gguf_init_from_file_impl`): ggml's own list, which a
+/// version added to the format's table does not join until ggml reads it.
+pub const GGML_VERSIONS: [u32; 2] = [2, 3];
 /// ggml's largest array.
 const GGML_MAX_ARRAY: u64 = 1 << 30;
 /// ggml's longest tensor name (`GGML_MAX_NAME` 64, less the NUL).
@@ -233,7 +234,10 @@ impl Validator {
         if !GGML_VERSIONS.contains(&header.version) {
             let message = match header.version {
                 1 => "ggml no longer reads version 1".to_owned(),
-                v => format!("ggml reads versions {GGML_VERSIONS:?}, not {v}"),
+                v => format!(
+                    "ggml reads versions {}, not {v}",
+                    GGML_VERSIONS.map(|v| v.to_string()).join(" and ")
+                ),
             };
             self.report(&[Ggml], Severity::Error, "version", 4, message);
         }
