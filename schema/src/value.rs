@@ -353,13 +353,31 @@ value_types! {
 /// rounded to nearest for floats.
 macro_rules! narrow {
     (Float, $ty:ty, $v:expr) => {
-        Some($v as $ty)
+        Some(<$ty as FromF64>::from_f64($v))
     };
     ($kind:ident, $ty:ty, $v:expr) => {
         <$ty>::try_from($v).ok()
     };
 }
 use narrow;
+
+/// A float value type from the widened `f64`, rounded to nearest (`inf` when too large): what
+/// a float type implements beside its `Element` and `From<Self> for f64`.
+pub(crate) trait FromF64 {
+    fn from_f64(v: f64) -> Self;
+}
+
+impl FromF64 for f32 {
+    fn from_f64(v: f64) -> f32 {
+        v as f32
+    }
+}
+
+impl FromF64 for f64 {
+    fn from_f64(v: f64) -> f64 {
+        v
+    }
+}
 
 impl Number for bool {
     const TYPE: ValueType = ValueType::Bool;
