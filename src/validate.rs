@@ -12,6 +12,7 @@
 //! | `general.alignment` not a multiple of 8 | error | – |
 //! | `general.alignment` not a power of two | – | error |
 //! | nested arrays | – | error |
+//! | a value type ggml does not know (id 13 on) | – | error |
 //! | string over 1 GiB, array over 2^30 elements | – | error |
 //! | tensor name longer than 64 bytes (ggml: 63) | error | error |
 //! | duplicate tensor name | error | error |
@@ -126,6 +127,18 @@ const GGML_MAX_STRING: u64 = 1 << 30;
 /// The versions ggml's reader accepts (`gguf_init_from_file_impl`): ggml's own list, which a
 /// version added to the format's table does not join until ggml reads it.
 pub const GGML_VERSIONS: [u32; 2] = [2, 3];
+/// How many value types ggml's reader knows (`GGUF_TYPE_COUNT`): ids from here on are new to
+/// it, whatever the format's table adds.
+const GGML_VALUE_TYPES: u32 = 13;
+
+/// The value types ggml reads (ids below its `GGUF_TYPE_COUNT`): what a file meant to pass the
+/// `ggml` profile may hold.
+pub fn ggml_value_types() -> Vec<ggufrw_schema::ValueType> {
+    use strum::IntoEnumIterator;
+    (ggufrw_schema::ValueType::iter())
+        .filter(|&t| (t as u32) < GGML_VALUE_TYPES)
+        .collect()
+}
 /// ggml's largest array.
 const GGML_MAX_ARRAY: u64 = 1 << 30;
 /// ggml's longest tensor name (`GGML_MAX_NAME` 64, less the NUL).
@@ -333,6 +346,25 @@ impl Validator {
     /// ggml's limits on values: no nesting, bounded strings and arrays.
     fn value(&mut self, value: &Value, path: Field<'_>, at: u64) {
         let too_long = |s: &str| s.len() as u64 > GGML_MAX_STRING;
+        let element = match value {
+            Value::Array(a) => Some(a.values.element_type()),
+            _ => None,
+        };
+        for ty in std::iter::once(value.value_type()).chain(element) {
+            if ty as u32 >= GGML_VALUE_TYPES {
+                self.report(
+                    &[Profile::Ggml],
+                    Severity::Error,
+                    path,
+                    at,
+                    format!(
+                        "value type {} ({}): ggml reads types 0..{GGML_VALUE_TYPES}",
+                        ty.name(),
+                        ty as u32
+                    ),
+                );
+            }
+        }
         match value {
             Value::String(s) if too_long(s) => {
                 self.report(

@@ -60,11 +60,12 @@ fn lossless_json_builds_the_same_bytes() {
 fn edited_lossless_json_builds_a_valid_file() {
     let dir = tempfile::tempdir().unwrap();
     let (input, output) = (dir.path().join("in.gguf"), dir.path().join("out.gguf"));
-    // What ggml reads: its layout, no arrays in arrays.
+    // What ggml reads: its layout, its value types, no arrays in arrays.
     let options = Options {
         ggml_layout: true,
         max_array_depth: 1,
         alignments: ggufrw::conform::strategy::Alignments::PowersOfTwo,
+        value_types: ggufrw::validate::ggml_value_types(),
         ..Options::all(3, ByteOrder::Little)
     };
     let mut runner = runner(400, "proptest-regressions/tools_lossless_edit.txt");
@@ -219,6 +220,7 @@ fn split_then_merge_gives_the_file_back() {
             ggml_layout: true,
             max_array_depth: 1,
             alignments: ggufrw::conform::strategy::Alignments::PowersOfTwo,
+            value_types: ggufrw::validate::ggml_value_types(),
             ..Options::all(version, order)
         };
         let mut runner = runner(200, "proptest-regressions/tools_split.txt");

@@ -133,7 +133,7 @@ macro_rules! value_types {
                 ctx: Ctx,
             ) -> BinResult<Self> {
                 Ok(match ty {
-                    $(ValueType::$variant => ValueOf::$variant(<$ty>::read_options(reader, endian, ())?),)*
+                    $(ValueType::$variant => ValueOf::$variant(read_element::<$ty, _>(reader, endian)?),)*
                     ValueType::Bool => ValueOf::Bool(read_bool(reader)?),
                     ValueType::String => ValueOf::String(GgufStringOf::read_options(reader, endian, ctx)?),
                     ValueType::Array => {
@@ -146,7 +146,7 @@ macro_rules! value_types {
 
             fn write_payload<W: Write + Seek>(&self, w: &mut W, endian: Endian, ctx: Ctx) -> BinResult<()> {
                 match self {
-                    $(ValueOf::$variant(v) => v.write_options(w, endian, ()),)*
+                    $(ValueOf::$variant(v) => write_element(*v, w, endian),)*
                     ValueOf::Bool(b) => u8::from(*b).write_options(w, endian, ()),
                     ValueOf::String(s) => s.write_options(w, endian, ctx),
                     ValueOf::Array(a) => {
@@ -347,6 +347,33 @@ value_types! {
     Uint64(u64): Unsigned,
     Int64(i64): Signed,
     Float64(f64): Float,
+}
+
+/// One number, through its `Element` encoding (the one arrays use too).
+fn read_element<T: Element, R: Read + Seek>(reader: &mut R, endian: Endian) -> BinResult<T> {
+    let mut buf = [0u8; 16];
+    let bytes = (buf.get_mut(..T::SIZE)).ok_or_else(|| binrw::Error::Custom {
+        pos: 0,
+        err: Box::new("an element wider than 16 bytes"),
+    })?;
+    reader.read_exact(bytes)?;
+    match T::decode(bytes, endian) {
+        Some(v) => Ok(v),
+        None => Err(binrw::Error::NoVariantMatch {
+            pos: reader.stream_position()? - T::SIZE as u64,
+        }),
+    }
+}
+
+fn write_element<T: Element, W: Write + Seek>(
+    value: T,
+    w: &mut W,
+    endian: Endian,
+) -> BinResult<()> {
+    let mut bytes = Vec::with_capacity(T::SIZE);
+    value.encode(&mut bytes, endian);
+    w.write_all(&bytes)?;
+    Ok(())
 }
 
 /// The narrowing of a widened number to `$ty`: exact for integers (`None` out of range),

@@ -232,6 +232,8 @@ pub struct Capabilities {
     pub version: String,
     /// The ops it answers.
     pub ops: Vec<String>,
+    /// The value types it knows (those ggufrw knows too): its files hold only these.
+    pub value_types: Vec<ValueType>,
     /// What it reads, if it reads.
     pub read: Option<ReadCaps>,
     /// What it writes, if it writes.
@@ -364,6 +366,10 @@ impl Capabilities {
                 .to_owned(),
             version: j["version"].as_str().unwrap_or_default().to_owned(),
             ops: strings(j, "ops")?,
+            // Names ggufrw does not know are left out: they cannot be generated.
+            value_types: (strings(j, "value_types")?.iter())
+                .filter_map(|t| ValueType::from_str(t).ok())
+                .collect(),
             read,
             write,
         })
@@ -389,6 +395,7 @@ impl Capabilities {
                 AlignmentRule::MultipleOf8 | AlignmentRule::Any => Alignments::Spec,
             },
             scalar_types: Some(r.scalar_tensor_types.clone()),
+            value_types: self.value_types.clone(),
             ..Options::all(version, byte_order)
         })
     }
@@ -419,6 +426,7 @@ impl Capabilities {
             scalar_types: Some(w.scalar_tensor_types.clone()),
             trailing_small_dimensions: w.keeps_dimension_count,
             adapt_value: Some(Adapt(Arc::new(move |v| adapt.value(v)))),
+            value_types: self.value_types.clone(),
             ..Options::all(version, byte_order)
         })
     }

@@ -99,6 +99,8 @@ pub struct Options {
     pub trailing_small_dimensions: bool,
     /// Rewrites each generated metadata value into what a peer can express.
     pub adapt_value: Option<Adapt>,
+    /// The value types to generate (a peer's own list); arrays need `array`.
+    pub value_types: Vec<ValueType>,
 }
 
 impl Options {
@@ -119,6 +121,7 @@ impl Options {
             scalar_types: None,
             trailing_small_dimensions: true,
             adapt_value: None,
+            value_types: ValueType::iter().collect(),
         }
     }
 
@@ -128,7 +131,33 @@ impl Options {
             max_depth: self.max_array_depth.clamp(1, MAX_ARRAY_DEPTH),
             nul: self.nul_in_strings,
             bom: self.leading_bom,
+            types: TypeSet::of(&self.value_types),
         }
+    }
+}
+
+/// A set of value types, small enough to copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TypeSet(u128);
+
+impl TypeSet {
+    /// The set of `types`.
+    pub fn of(types: &[ValueType]) -> TypeSet {
+        TypeSet(types.iter().fold(0, |set, &t| set | TypeSet::bit(t)))
+    }
+
+    /// Every value type.
+    pub fn all() -> TypeSet {
+        TypeSet::of(&ValueType::iter().collect::<Vec<_>>())
+    }
+
+    /// Whether `t` is in the set.
+    pub fn contains(self, t: ValueType) -> bool {
+        self.0 & TypeSet::bit(t) != 0
+    }
+
+    fn bit(t: ValueType) -> u128 {
+        1u128.checked_shl(t as u32).unwrap_or(0)
     }
 }
 
@@ -143,6 +172,8 @@ pub struct ValueOptions {
     pub nul: bool,
     /// Whether strings may start with U+FEFF.
     pub bom: bool,
+    /// The value types to generate.
+    pub types: TypeSet,
 }
 
 impl Default for ValueOptions {
@@ -207,10 +238,10 @@ fn text(o: ValueOptions) -> BoxedStrategy<String> {
         .boxed()
 }
 
-/// The value types that are not arrays.
-fn scalar_types() -> Vec<ValueType> {
+/// The value types of `o` that are not arrays.
+fn scalar_types(o: ValueOptions) -> Vec<ValueType> {
     ValueType::iter()
-        .filter(|t| *t != ValueType::Array)
+        .filter(|&t| t != ValueType::Array && o.types.contains(t))
         .collect()
 }
 
@@ -229,7 +260,7 @@ fn scalar(o: ValueOptions) -> BoxedStrategy<Value> {
             unreachable!("scalar_types() has no array")
         }
     }
-    select(scalar_types())
+    select(scalar_types(o))
         .prop_flat_map(move |ty| ty.visit(Scalar(o)))
         .boxed()
 }
@@ -254,7 +285,7 @@ fn array_values(o: ValueOptions) -> BoxedStrategy<ArrayValues> {
     }
     let n: Range<usize> = if o.empty_arrays { 0..5 } else { 1..5 };
     let nested = n.start..4;
-    let leaf = select(scalar_types()).prop_flat_map(move |ty| ty.visit(Leaf(n.clone(), o)));
+    let leaf = select(scalar_types(o)).prop_flat_map(move |ty| ty.visit(Leaf(n.clone(), o)));
     let levels = u32::from(o.max_depth - 1).min(3);
     leaf.prop_recursive(levels, 16, 4, move |inner| {
         vec(inner.prop_map(Array::new), nested.clone()).prop_map(ArrayValues::Array)
@@ -274,6 +305,9 @@ pub fn nested_array(depth: u8) -> Value {
 
 /// Any metadata value within `o`.
 pub fn value(o: ValueOptions) -> BoxedStrategy<Value> {
+    if !o.types.contains(ValueType::Array) {
+        return scalar(o);
+    }
     prop_oneof![
         6 => scalar(o),
         3 => array_values(o).prop_map(|v| Value::Array(Array::new(v))),

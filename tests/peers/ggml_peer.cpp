@@ -1145,6 +1145,10 @@ json op_capabilities(const json & req) {
     r["commit"] = ggml_commit();
     r["source"] = "llama-cpp-python 0.3.36 sdist, vendored llama.cpp 0c1e57098bba43ac29e6e3b677cdceebdd22334f, static ggml-base";
     r["ops"] = json::array({"capabilities", "read", "write", "types", "dequantize", "quantize", "bench"});
+    // ggml's value types (GGUF_TYPE_COUNT of them), by the spec's names
+    json value_types = json::array();
+    for (int i = 0; i < GGUF_TYPE_COUNT; ++i) value_types.push_back(VALUE_TYPE_NAMES[i]);
+    r["value_types"] = std::move(value_types);
     r["read"] = std::move(rd);
     r["write"] = std::move(wr);
     return r;

@@ -338,6 +338,8 @@ def op_capabilities(req: dict) -> dict:
     return {
         "ok": True, "name": "gguf-py", "version": importlib.metadata.version("gguf"),
         "ops": ["capabilities", "read", "write", "types", "dequantize", "quantize", "bench"],
+        # GGUFValueType's members, by the spec's names
+        "value_types": [gguf_py_read.VALUE_TYPE_NAMES[t] for t in gguf.GGUFValueType],
         "read": {
             "versions": [2, 3],                     # READER_SUPPORTED_VERSIONS
             "byte_orders": ["little", "big"],

@@ -228,6 +228,7 @@ function capabilities() {
     version: pkgVersion ?? "unknown",
     tasks_version: tasksVersion ?? "unknown",
     ops: ["capabilities", "read"],
+    value_types: Object.values(TYPE_NAMES), // the package's GGUFValueType, by the spec's names
     read: {
       versions: [1, 2, 3],                 // isVersion; v1 with 32-bit counts and lengths
       byte_orders: ["little", "big"],      // big when the version's low 16 bits are 0
