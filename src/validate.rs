@@ -346,17 +346,17 @@ impl Validator {
     /// ggml's limits on values: no nesting, bounded strings and arrays.
     fn value(&mut self, value: &Value, path: Field<'_>, at: u64) {
         let too_long = |s: &str| s.len() as u64 > GGML_MAX_STRING;
+        let ggml = |this: &mut Self, message: String| {
+            this.report(&[Profile::Ggml], Severity::Error, path, at, message)
+        };
         let element = match value {
             Value::Array(a) => Some(a.values.element_type()),
             _ => None,
         };
         for ty in std::iter::once(value.value_type()).chain(element) {
             if ty as u32 >= GGML_VALUE_TYPES {
-                self.report(
-                    &[Profile::Ggml],
-                    Severity::Error,
-                    path,
-                    at,
+                ggml(
+                    self,
                     format!(
                         "value type {} ({}): ggml reads types 0..{GGML_VALUE_TYPES}",
                         ty.name(),
@@ -367,21 +367,12 @@ impl Validator {
         }
         match value {
             Value::String(s) if too_long(s) => {
-                self.report(
-                    &[Profile::Ggml],
-                    Severity::Error,
-                    path,
-                    at,
-                    "string is longer than ggml's 1 GiB limit",
-                );
+                ggml(self, "string is longer than ggml's 1 GiB limit".into());
             }
             Value::Array(a) => {
                 if a.values.len() as u64 > GGML_MAX_ARRAY {
-                    self.report(
-                        &[Profile::Ggml],
-                        Severity::Error,
-                        path,
-                        at,
+                    ggml(
+                        self,
                         format!(
                             "array of {} elements, ggml reads at most 2^30",
                             a.values.len()
@@ -389,20 +380,11 @@ impl Validator {
                     );
                 }
                 match &a.values {
-                    ArrayValues::Array(_) => self.report(
-                        &[Profile::Ggml],
-                        Severity::Error,
-                        path,
-                        at,
-                        "nested arrays: ggml rejects them",
-                    ),
+                    ArrayValues::Array(_) => ggml(self, "nested arrays: ggml rejects them".into()),
                     ArrayValues::String(v) if v.iter().any(too_long) => {
-                        self.report(
-                            &[Profile::Ggml],
-                            Severity::Error,
-                            path,
-                            at,
-                            "array holds a string longer than ggml's 1 GiB limit",
+                        ggml(
+                            self,
+                            "array holds a string longer than ggml's 1 GiB limit".into(),
                         );
                     }
                     _ => {}
