@@ -18,6 +18,7 @@
 //! | duplicate tensor name | error | error |
 //! | dimension ≥ 2^63 | error | error |
 //! | unknown or retired type id | error | error |
+//! | a type id ggml does not have (43 on) | – | error |
 //! | `ne[0]` not whole blocks, size overflow | error | error |
 //! | offset not aligned | error | error |
 //! | data outside the file | error | error (category `load`) |
@@ -130,6 +131,10 @@ pub const GGML_VERSIONS: [u32; 2] = [2, 3];
 /// How many value types ggml's reader knows (`GGUF_TYPE_COUNT`): ids from here on are new to
 /// it, whatever the format's table adds.
 const GGML_VALUE_TYPES: u32 = 13;
+
+/// How many tensor type ids ggml has (`GGML_TYPE_COUNT`): a type added to the table from here
+/// on is one ggml refuses until it has it.
+pub const GGML_TYPE_COUNT: u32 = 43;
 
 /// The value types ggml reads (ids below its `GGUF_TYPE_COUNT`): what a file meant to pass the
 /// `ggml` profile may hold.
@@ -358,7 +363,7 @@ impl Validator {
                 ggml(
                     self,
                     format!(
-                        "value type {} ({}): ggml reads types 0..{GGML_VALUE_TYPES}",
+                        "value type {} ({}): ggml knows ids below {GGML_VALUE_TYPES}",
                         ty.name(),
                         ty as u32
                     ),
@@ -476,6 +481,19 @@ impl Validator {
                 );
                 None
             } else {
+                if info.ggml_type >= GGML_TYPE_COUNT {
+                    self.report(
+                        &[Ggml],
+                        Severity::Error,
+                        path("type"),
+                        type_at,
+                        format!(
+                            "type {} (id {}): ggml knows ids below {GGML_TYPE_COUNT}",
+                            type_name(info.ggml_type),
+                            info.ggml_type
+                        ),
+                    );
+                }
                 match tensor_byte_size(i, info) {
                     Ok(size) => Some(size),
                     Err(e) => {

@@ -1664,13 +1664,15 @@ fn corpus_files_are_what_the_cases_generate() {
     assert_eq!(
         found,
         wanted.keys().cloned().collect::<Vec<_>>(),
-        "tests/hostile/ holds other files than the cases generate"
+        "tests/hostile/ holds other files than the cases generate; if the change is meant, bless \
+         it: GGUFRW_BLESS=1 cargo test --test hostile corpus_files"
     );
     for (name, bytes) in &wanted {
         let on_disk = std::fs::read(dir.join(name)).unwrap();
         assert!(
             on_disk == *bytes,
-            "tests/hostile/{name} differs from its case"
+            "tests/hostile/{name} differs from its case; if the change is meant, bless it: \
+             GGUFRW_BLESS=1 cargo test --test hostile corpus_files"
         );
     }
 }

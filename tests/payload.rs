@@ -291,3 +291,53 @@ fn convert_quantizes_as_ggml_does() {
     assert_eq!(run.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&run.stderr).contains("q4_K"));
 }
+
+/// Every type either refuses (says it has no arithmetic, or why it cannot quantize) or does
+/// something: dequantizing random blocks gives some non-zero value, and quantizing a varied row
+/// gives non-zero bytes that dequantize to non-zero values. A type given a stub (zeros) while
+/// claiming its arithmetic fails here, with or without ggml.
+#[test]
+fn every_type_refuses_or_computes() {
+    use strum::IntoEnumIterator;
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for ty in GgmlType::iter() {
+        let blocks = 16;
+        let bytes: Vec<u8> = (0..ty.type_size() as usize * blocks)
+            .map(|_| next() as u8)
+            .collect();
+        let mut out = vec![0f32; ty.block_size() as usize * blocks];
+        let dequantizes = match quant::dequantize(ty, &bytes, ByteOrder::Little, &mut out) {
+            Ok(()) => {
+                assert!(
+                    out.iter().any(|&v| v != 0.0),
+                    "{ty}: random blocks dequantize to zeros"
+                );
+                true
+            }
+            Err(quant::QuantError::Unsupported { .. }) => false,
+            Err(e) => panic!("{ty}: {e}"),
+        };
+        let n_per_row = ty.block_size() as usize * 4;
+        let row: Vec<f32> = (0..n_per_row * 2)
+            .map(|i| ((next() % 2001) as f32 - 1000.0) / 250.0 + (i % 7) as f32)
+            .collect();
+        match quant::quantize(ty, &row, n_per_row) {
+            Ok(q) => {
+                assert!(q.iter().any(|&b| b != 0), "{ty}: quantized to zero bytes");
+                if dequantizes {
+                    let mut back = vec![0f32; row.len()];
+                    quant::dequantize(ty, &q, ByteOrder::Little, &mut back).unwrap();
+                    assert!(back.iter().any(|&v| v != 0.0), "{ty}: quantized to zeros");
+                }
+            }
+            Err(quant::QuantError::Unsupported { .. }) => {}
+            Err(e) => panic!("{ty}: {e}"),
+        }
+    }
+}

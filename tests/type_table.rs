@@ -58,6 +58,11 @@ fn every_type_is_ggmls_row_and_every_ggml_type_is_known() {
             ),
         }
     }
+    assert_eq!(
+        ggufrw::validate::GGML_TYPE_COUNT as usize,
+        table.len(),
+        "the ggml profile's count of ggml's types"
+    );
     for t in GgmlType::iter() {
         assert!(
             (t.id() as usize) < table.len(),

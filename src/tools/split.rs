@@ -220,7 +220,7 @@ pub struct Merged {
 
 /// Merges the shards whose first is `first` into `output`: every shard checked (its name,
 /// `split.no` in sequence, the same `split.count` and `split.tensors.count`, the total,
-/// unique tensor names, one byte order and version), the first shard's metadata without the
+/// unique tensor names, one byte order and version, the same version-gated fields), the first shard's metadata without the
 /// split keys, every tensor's data in shard order, laid out as ggml lays it out.
 pub fn merge(first: &Path, output: &Path, progress: &dyn Progress) -> Result<Merged> {
     let (prefix, n) = first_shard_prefix(first).ok_or_else(|| {
@@ -249,6 +249,15 @@ pub fn merge(first: &Path, output: &Path, progress: &dyn Progress) -> Result<Mer
                     head.version,
                     head.byte_order.name()
                 ),
+            ));
+        }
+        // The same version-gated fields (the merged file takes the first shard's).
+        let (theirs, first) = (h.gated.values(), head.gated.values());
+        if let Some(((field, v), (_, w))) = theirs.iter().zip(&first).find(|(a, b)| a.1 != b.1) {
+            return Err(inconsistent(
+                path,
+                field.name,
+                format!("is {v}, the first shard's is {w}"),
             ));
         }
         let no = split_value(file, path, SPLIT_NO)?;
