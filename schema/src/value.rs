@@ -73,6 +73,29 @@ impl BinWrite for ValueType {
     }
 }
 
+/// `From` conversions so that values can be written as plain Rust values.
+macro_rules! value_from {
+    ($($ty:ty => $variant:ident),* $(,)?) => {
+        $(
+            impl From<$ty> for Value {
+                fn from(v: $ty) -> Self {
+                    Value::$variant(v.into())
+                }
+            }
+            impl From<Vec<$ty>> for ArrayValues {
+                fn from(v: Vec<$ty>) -> Self {
+                    ArrayValues::$variant(v.into_iter().map(Into::into).collect())
+                }
+            }
+            impl From<Vec<$ty>> for Value {
+                fn from(v: Vec<$ty>) -> Self {
+                    Value::Array(Array::new(v.into()))
+                }
+            }
+        )*
+    };
+}
+
 /// Declares [`Value`] and [`ArrayValues`] from one table, so that each value type's Rust type
 /// and encoding is written down once for scalars and arrays, reading and writing.
 macro_rules! value_types {
@@ -333,6 +356,9 @@ macro_rules! value_types {
                 }
             }
         }
+
+        // Plain conversions into values and arrays, for each row's Rust type.
+        value_from! { $($ty => $variant),* }
     };
 }
 
@@ -636,33 +662,7 @@ pub(crate) fn read_each<R, T>(
     Ok(items)
 }
 
-/// `From` conversions so that values can be written as plain Rust values.
-macro_rules! value_from {
-    ($($ty:ty => $variant:ident),* $(,)?) => {
-        $(
-            impl From<$ty> for Value {
-                fn from(v: $ty) -> Self {
-                    Value::$variant(v.into())
-                }
-            }
-            impl From<Vec<$ty>> for ArrayValues {
-                fn from(v: Vec<$ty>) -> Self {
-                    ArrayValues::$variant(v.into_iter().map(Into::into).collect())
-                }
-            }
-            impl From<Vec<$ty>> for Value {
-                fn from(v: Vec<$ty>) -> Self {
-                    Value::Array(Array::new(v.into()))
-                }
-            }
-        )*
-    };
-}
-
-value_from! {
-    u8 => Uint8, i8 => Int8, u16 => Uint16, i16 => Int16, u32 => Uint32, i32 => Int32,
-    f32 => Float32, u64 => Uint64, i64 => Int64, f64 => Float64, bool => Bool,
-}
+value_from! { bool => Bool }
 
 impl From<String> for Value {
     fn from(v: String) -> Self {
