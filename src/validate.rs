@@ -125,6 +125,14 @@ impl fmt::Display for Finding {
 
 /// ggml's longest string (`GGML_MAX_STRING_LENGTH`... as its reader enforces it).
 const GGML_MAX_STRING: u64 = 1 << 30;
+/// ggml's largest array.
+const GGML_MAX_ARRAY: u64 = 1 << 30;
+/// ggml's longest tensor name (`GGML_MAX_NAME` 64, less the NUL).
+const GGML_MAX_NAME: usize = 63;
+/// The spec's longest tensor name.
+const SPEC_MAX_NAME: usize = 64;
+/// The spec's longest key.
+const SPEC_MAX_KEY: usize = 65_535;
 /// The versions ggml's reader accepts (`gguf_init_from_file_impl`): ggml's own list, which a
 /// version added to the format's table does not join until ggml reads it.
 pub const GGML_VERSIONS: [u32; 2] = [2, 3];
@@ -144,14 +152,6 @@ pub fn ggml_value_types() -> Vec<ggufrw_schema::ValueType> {
         .filter(|&t| (t as u32) < GGML_VALUE_TYPES)
         .collect()
 }
-/// ggml's largest array.
-const GGML_MAX_ARRAY: u64 = 1 << 30;
-/// ggml's longest tensor name (`GGML_MAX_NAME` 64, less the NUL).
-const GGML_MAX_NAME: usize = 63;
-/// The spec's longest tensor name.
-const SPEC_MAX_NAME: usize = 64;
-/// The spec's longest key.
-const SPEC_MAX_KEY: usize = 65_535;
 
 /// Validates a decoded file.
 pub fn validate<B: AsRef<[u8]>>(file: &Gguf<B>, profile: Profile) -> Vec<Finding> {

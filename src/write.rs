@@ -146,19 +146,12 @@ impl<'a> Builder<'a> {
     /// Sets a version-gated header field (see [`GatedFields::FIELDS`]); refused for a field
     /// the version lacks or a value that does not fit it.
     pub fn gated(mut self, name: &str, value: u64) -> Result<Self> {
-        let field = (GatedFields::FIELDS.iter())
-            .find(|f| f.name == name)
-            .ok_or_else(|| Error::Invalid(format!("{name:?} is not a version-gated field")))?;
-        if self.header.version < field.since {
-            return Err(Error::Invalid(format!(
-                "{name} is in versions {} on, this file is version {}",
-                field.since, self.header.version
-            )));
-        }
         self.header
             .gated
             .set(name, Some(value))
             .map_err(Error::Invalid)?;
+        // The schema's own refusal: a field this version does not have.
+        self.header.gated.check(self.header.version)?;
         Ok(self)
     }
 

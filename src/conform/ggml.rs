@@ -50,10 +50,10 @@ pub fn check_type_table(peer: &mut Peer) -> Result<String, String> {
             t["blck"].as_u64().unwrap_or(0),
             t["size"].as_u64().unwrap_or(0),
         );
+        let quantized = t["quantized"].as_bool();
         table += &format!(
-            "{id}\t{}\t{block}\t{size}\t{}\n",
-            t["name"].as_str().unwrap_or("-"),
-            t["quantized"].as_bool().unwrap_or(false)
+            "{id}\t{name}\t{block}\t{size}\t{}\n",
+            quantized.unwrap_or(false)
         );
         match GgmlType::from_id(id) {
             Some(ours) => {
@@ -64,7 +64,7 @@ pub fn check_type_table(peer: &mut Peer) -> Result<String, String> {
                         "type {id}: ggufrw says {mine:?} (name, block, bytes), ggml {theirs:?}"
                     ));
                 }
-                if t["quantized"].as_bool() != Some(ours.is_quantized()) {
+                if quantized != Some(ours.is_quantized()) {
                     return Err(format!("type {id} ({name}): quantized differs"));
                 }
             }

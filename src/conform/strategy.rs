@@ -146,11 +146,6 @@ impl TypeSet {
         TypeSet(types.iter().fold(0, |set, &t| set | TypeSet::bit(t)))
     }
 
-    /// Every value type.
-    pub fn all() -> TypeSet {
-        TypeSet::of(&ValueType::iter().collect::<Vec<_>>())
-    }
-
     /// Whether `t` is in the set.
     pub fn contains(self, t: ValueType) -> bool {
         self.0 & TypeSet::bit(t) != 0
@@ -497,15 +492,12 @@ pub fn file_with(options: Options) -> BoxedStrategy<Sample> {
         .boxed()
 }
 
-/// Sets the version-gated fields the header's version has to `values` (one per field of
-/// [`GatedFields::FIELDS`], reduced to the field's range). They do not move anything: the
-/// header already holds each, as 0.
+/// Sets the version-gated fields the header holds (as 0: setting them moves nothing) to
+/// `values`, each reduced to its field's range.
 fn set_gated(header: &mut Header, values: &[u64]) {
-    for (field, &v) in GatedFields::FIELDS.iter().zip(values) {
-        if header.version >= field.since {
-            let v = v.checked_rem(field.max.wrapping_add(1)).unwrap_or(v);
-            (header.gated.set(field.name, Some(v))).expect("reduced to the field's range");
-        }
+    for ((field, _), &v) in header.gated.values().into_iter().zip(values) {
+        let v = v.checked_rem(field.max.wrapping_add(1)).unwrap_or(v);
+        (header.gated.set(field.name, Some(v))).expect("reduced to the field's range");
     }
 }
 
