@@ -8,7 +8,6 @@
 pub struct Raw {
     pub bytes: Vec<u8>,
     pub big: bool,
-    pub v1: bool,
     pub version: u32,
     /// (field path, start offset) in writing order.
     pub fields: Vec<(String, usize)>,
@@ -20,7 +19,6 @@ impl Raw {
         let mut r = Raw {
             bytes: Vec::new(),
             big,
-            v1: version == 1,
             version,
             fields: Vec::new(),
         };
@@ -70,7 +68,7 @@ impl Raw {
     /// A count, length or dimension: u32 in version 1, u64 after. Values above u32::MAX are
     /// truncated in version 1 (hostile tests write them with `u32`/`u64` directly).
     pub fn word(&mut self, v: u64) -> &mut Self {
-        if self.v1 {
+        if self.version == 1 {
             self.u32(v as u32)
         } else {
             self.u64(v)
