@@ -47,7 +47,7 @@ enum Breakage {
 fn breakage() -> impl Strategy<Value = Breakage> {
     // Versions no reader accepts, from the table: one past the last, 0, and a version in a
     // byte order it lacks.
-    let past = VERSIONS.iter().map(|v| v.version).max().unwrap_or(0) + 1;
+    let past = common::past_last_version();
     let mut bad_versions = vec![
         (0, ByteOrder::Little),
         (past, ByteOrder::Little),

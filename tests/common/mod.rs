@@ -15,6 +15,16 @@ pub fn structural(findings: &[ggufrw::validate::Finding]) -> Vec<ggufrw::validat
         .collect()
 }
 
+/// One past the last version of the table: a version no reader accepts, that moves along when
+/// a version is added.
+pub fn past_last_version() -> u32 {
+    (ggufrw::schema::VERSIONS.iter())
+        .map(|v| v.version)
+        .max()
+        .unwrap_or(0)
+        + 1
+}
+
 /// The snapshot `tests/snapshots/NAME`: compared with the checked-in file, or written when
 /// `GGUFRW_BLESS` is set; `command` is what blesses it.
 pub fn snapshot(name: &str, text: &str, command: &str) {
