@@ -6,8 +6,8 @@
 //!
 //! `cargo bench --bench quant [-- TYPE…]`
 
-use ggufrw::conform::peer::{ggml_from_env, python_from_env, Peer};
 use ggufrw::{quant, ByteOrder, GgmlType};
+use ggufrw_conform::peer::{ggml_from_env, python_from_env, Peer};
 use serde_json::json;
 use std::hint::black_box;
 use std::time::Instant;

@@ -79,7 +79,7 @@ fn main() {
         Some(g) => files.insert(0, ("gemma.gguf", g)),
         None => eprintln!("GGUFRW_PYTHON is not set or has no model: Gemma left out"),
     }
-    let hf = ggufrw::conform::peer::hf_gguf_from_env().ok();
+    let hf = ggufrw_conform::peer::hf_gguf_from_env().ok();
     if hf.is_none() {
         eprintln!("GGUFRW_HF_GGUF is not set: @huggingface/gguf left out");
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build (or reuse) ggml's own C code as a test peer: the llama.cpp tree vendored
 # in the PyPI sdist llama-cpp-python==0.3.36 (pinned by SHA-256), its static
-# library ggml-base, and the JSON-lines adapter tests/peers/ggml_peer.cpp
+# library ggml-base, and the JSON-lines adapter conform/peers/ggml_peer.cpp
 # linked against it.
 #
 # Usage: scripts/ggml.sh [--tools]
@@ -26,7 +26,7 @@
 # last one is needed by `pip download` to read the sdist's metadata); nothing
 # is built from source except ggml. Work is done only when something is
 # missing; concurrent runs are serialised with flock(1) on "$GGUFRW_GGML_DIR.lock".
-# Builds run under `nice -n 10`. See tests/peers/README.md ("ggml peer").
+# Builds run under `nice -n 10`. See conform/peers/README.md ("ggml peer").
 set -euo pipefail
 
 SDIST_NAME="llama-cpp-python"
@@ -72,7 +72,7 @@ for arg in "$@"; do
 done
 
 here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)"
-adapter_src="$here/../tests/peers/ggml_peer.cpp"
+adapter_src="$here/../conform/peers/ggml_peer.cpp"
 [ -f "$adapter_src" ] || die "adapter source not found: $adapter_src"
 adapter_src="$(cd -- "$(dirname -- "$adapter_src")" && pwd)/ggml_peer.cpp"
 

@@ -2,7 +2,7 @@
 # Create or reuse the npm install of the JavaScript GGUF reader
 # `@huggingface/gguf` (pinned to 0.4.6, its one dependency `@huggingface/tasks`
 # pinned to 0.21.54, both by version and by the integrity hash npm checks) used
-# by the read-only peer adapter tests/peers/hf_gguf_peer.mjs.
+# by the read-only peer adapter conform/peers/hf_gguf_peer.mjs.
 #
 # Usage: scripts/peers-node.sh
 #
@@ -17,7 +17,7 @@
 # node binary and the install directory. Run the adapter with them:
 #
 #   read -r NODE DIR <<<"$(scripts/peers-node.sh)"
-#   "$NODE" tests/peers/hf_gguf_peer.mjs --modules "$DIR" --serve
+#   "$NODE" conform/peers/hf_gguf_peer.mjs --modules "$DIR" --serve
 #
 # Everything else (npm output, errors) goes to stderr; non-zero exit on
 # failure. npm runs only when the pinned packages are missing; concurrent runs

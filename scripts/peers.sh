@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create or reuse the Python virtual environment that holds the reference
 # GGUF implementation (gguf-py, PyPI package `gguf`, pinned to 0.19.0) used by
-# the peer adapters in tests/peers/.
+# the peer adapters in conform/peers/.
 #
 # Usage: scripts/peers.sh [--with-model]
 #

@@ -6,7 +6,7 @@
 //! `{"element_type": …, "value": […]}`.
 
 use crate::file::Gguf;
-use crate::ggml_type::type_name;
+use crate::quant::type_name;
 use crate::tensor_byte_size;
 use ggufrw_schema::{ArrayValues, FixedValue, KeyValue, TensorInfo, Value, Wide};
 use serde_json::{json, Value as Json};

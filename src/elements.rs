@@ -5,7 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::file::Gguf;
-use crate::ggml_type::GgmlType;
+use crate::quant::GgmlType;
 use ggufrw_schema::ByteOrder;
 use std::borrow::Cow;
 
@@ -77,7 +77,7 @@ impl<B: AsRef<[u8]>> Gguf<B> {
                 name: info.name.to_string(),
                 message: format!(
                     "is {}, not {}",
-                    crate::ggml_type::type_name(info.ggml_type),
+                    crate::quant::type_name(info.ggml_type),
                     T::GGML_TYPE
                 ),
             });
@@ -101,7 +101,7 @@ pub(crate) fn dequantize_tensor(
         message,
     };
     let ty =
-        GgmlType::from_id(ggml_type).ok_or_else(|| fail(crate::ggml_type::type_name(ggml_type)))?;
+        GgmlType::from_id(ggml_type).ok_or_else(|| fail(crate::quant::type_name(ggml_type)))?;
     let run = |out: &mut [f32]| {
         crate::quant::dequantize(ty, data, byte_order, out).map_err(|e| fail(e.to_string()))
     };

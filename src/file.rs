@@ -1,7 +1,7 @@
 //! A decoded file: its header, where each part lies, and its bytes (mapped, owned or borrowed).
 
 use crate::error::{Error, Result};
-use crate::ggml_type::{type_name, GgmlType};
+use crate::quant::{type_name, GgmlType};
 use ggufrw_schema::{decode_header, Header, Layout, TensorInfo, Value};
 use memmap2::Mmap;
 use std::fs::File;

@@ -35,21 +35,20 @@
 //!
 //! # Features
 //!
-//! | feature | default | what it adds |
-//! |---|---|---|
-//! | *(none)* | | the codec: [`Gguf`], [`view`], [`Builder`], [`edit`], [`validate`], [`keys`], [`naming`], the [`GgmlType`] table |
-//! | `json` | via `cli` | [`dump`]: the header as JSON and as text (serde_json) |
-//! | `conform` | via `cli` | [`conform`]: proptest strategies for valid files and the conformance harness (proptest) |
-//! | `cli` | yes | the `ggufrw` binary (clap, indicatif, signal-hook) |
+//! | feature | what it adds |
+//! |---|---|
+//! | *(none, the default)* | the codec: [`Gguf`], [`view`], [`Builder`], [`edit`], [`validate`], [`keys`], [`naming`], the [`GgmlType`] table and its arithmetic ([`quant`]) |
+//! | `json` | [`dump`]: the header as JSON and text; lossless JSON and `diff` in [`tools`] (serde_json) |
+//! | `hash` | `tools::hash`: gguf-hash's per-tensor and per-file hashes (xxhash, sha1, sha2, uuid) |
+//! | `half` | F16 and BF16 tensors as `half`'s types |
+//! | `remote` | [`remote`]: headers read over HTTP(S) range requests (ureq with rustls) |
 //!
-//! A library that reads and writes files depends on `ggufrw = { version = "0.1",
-//! default-features = false }` and gets the codec's dependencies only.
+//! The rest of the project is in crates of its own: the `ggufrw` command (`ggufrw-cli`), the
+//! conformance harness and the proptest strategies (`ggufrw-conform`), the wire format
+//! (`ggufrw-schema`) and the block arithmetic (`ggufrw-quant`, re-exported as [`quant`]).
 #![deny(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-#[cfg(feature = "conform")]
-#[cfg_attr(docsrs, doc(cfg(feature = "conform")))]
-pub mod conform;
 #[cfg(feature = "json")]
 #[cfg_attr(docsrs, doc(cfg(feature = "json")))]
 pub mod dump;
@@ -58,11 +57,9 @@ mod elements;
 mod error;
 mod file;
 pub mod fsutil;
-pub mod ggml_type;
 pub mod keys;
 pub mod naming;
 pub mod params;
-pub mod quant;
 #[cfg(feature = "remote")]
 #[cfg_attr(docsrs, doc(cfg(feature = "remote")))]
 pub mod remote;
@@ -75,7 +72,8 @@ mod write;
 pub use elements::{elements, Element, HOST};
 pub use error::{Error, Result};
 pub use file::{read_header, read_tensor_data, tensor_byte_size, Gguf, Tensor};
-pub use ggml_type::GgmlType;
+pub use ggufrw_quant as quant;
+pub use ggufrw_quant::GgmlType;
 pub use ggufrw_schema as schema;
 pub use ggufrw_schema::{
     Array, ArrayValues, ByteOrder, DecodeError, DecodeErrorKind, EncodeError, GgufString, Header,
@@ -84,6 +82,6 @@ pub use ggufrw_schema::{
 pub use write::{Builder, Source};
 
 /// The README's examples, compiled and run as doc tests.
-#[cfg(all(doctest, feature = "cli"))]
+#[cfg(all(doctest, feature = "json"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;

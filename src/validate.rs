@@ -38,7 +38,7 @@
 //! file does not hold. The ggml peer tests hold the profile to ggml itself.
 
 use crate::file::{tensor_byte_size, Gguf};
-use crate::ggml_type::{type_name, GgmlType};
+use crate::quant::{type_name, GgmlType};
 use ggufrw_schema::{ArrayValues, ByteOrder, Header, Layout, Magic, Value, ALIGNMENT_KEY};
 use std::collections::HashMap;
 use std::fmt;

@@ -5,7 +5,7 @@
 use crate::error::{Error, Result};
 use crate::file::Gguf;
 use crate::fsutil::{write_atomic_file, Mode, Progress};
-use crate::ggml_type::GgmlType;
+use crate::quant::GgmlType;
 use ggufrw_schema::{
     ByteOrder, GatedFields, GgufString, Header, KeyValue, TensorInfo, Value, ALIGNMENT_KEY,
 };

@@ -1,6 +1,6 @@
 //! The command line: names, output shapes and exit codes that scripts depend on.
 
-mod common;
+use crate::common;
 
 use common::{small_file, ty, Raw};
 use std::path::{Path, PathBuf};
@@ -247,7 +247,7 @@ fn conform_prints_a_row_per_version_and_byte_order() {
         .filter(|l| l.starts_with("round trip"))
         .map(|l| l.split_whitespace().skip(2).take(2).collect())
         .collect();
-    let expected: Vec<Vec<String>> = (ggufrw::conform::strategy::combinations().into_iter())
+    let expected: Vec<Vec<String>> = (ggufrw_conform::strategy::combinations().into_iter())
         .map(|(v, o)| vec![v.to_string(), o.name().to_owned()])
         .collect();
     assert_eq!(rows, expected, "{text}");

@@ -4,10 +4,10 @@
 //! listed; this test fails if a generator forgets one (every property would pass on files
 //! that never hold it).
 
-use ggufrw::conform::strategy::{any_file, combinations, Sample};
 use ggufrw::schema::version::VERSIONS;
 use ggufrw::schema::GatedFields;
 use ggufrw::{ArrayValues, ByteOrder, GgmlType, Magic, Value, ValueType};
+use ggufrw_conform::strategy::{any_file, combinations, Sample};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use std::collections::BTreeSet;

@@ -1,7 +1,7 @@
 //! Fixtures written byte by byte (tests/common), decoded to the values they hold and
 //! re-encoded byte-identically.
 
-mod common;
+use crate::common;
 
 use common::structural;
 

@@ -1,7 +1,5 @@
 //! The standard-key registry, typed getters and setters, enums and semantic findings.
 
-mod common;
-
 use ggufrw::keys::{
     standard_key, FileType, KeyError, Layers, Meta, MetaMut, PoolingType, RopeScalingType,
     ScoreList, TokenType, TokenizerModel, STANDARD_KEYS,
@@ -13,7 +11,7 @@ use std::str::FromStr;
 
 /// Every key pattern gguf-py 0.19's `Keys` class defines, read from the installed package.
 fn gguf_py_keys() -> BTreeSet<String> {
-    let python = ggufrw::conform::peer::python_from_env().unwrap_or_else(|e| panic!("{e}"));
+    let python = ggufrw_conform::peer::python_from_env().unwrap_or_else(|e| panic!("{e}"));
     let script = "import gguf.constants as c\n\
         for n in dir(c.Keys):\n\
         \x20   cls = getattr(c.Keys, n)\n\

@@ -3,7 +3,7 @@
 //! `GGUFRW_LLAMA_TOOLS` names their directory). Where they could not be built, these tests say
 //! so and check nothing.
 
-mod common;
+use crate::common;
 
 use common::gemma;
 use std::path::{Path, PathBuf};

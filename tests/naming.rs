@@ -5,10 +5,9 @@
 //! The differential tests need `GGUFRW_PYTHON` (scripts/test.sh sets it) and fail without it,
 //! saying how to get it.
 
-mod common;
+use crate::common;
 
 use common::gemma;
-use ggufrw::conform::peer::{python_from_env, GGUF_PY_VERSION};
 use ggufrw::naming::{
     compare, conventional_file_name, conventional_name, name_report, naming_convention,
     python_strip, python_upper, FileName, ModelType, NameError, Shard, Sidecar,
@@ -17,6 +16,7 @@ use ggufrw::params::{
     count, count_shapes, format_fixed, rounded_notation, size_label, ParamCount, ParamError,
 };
 use ggufrw::{Builder, GgmlType, Gguf};
+use ggufrw_conform::peer::{python_from_env, GGUF_PY_VERSION};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, TestRng, TestRunner};
@@ -28,8 +28,14 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 // ---------------------------------------------------------------------------------------------
 // The peer
 
-const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/gguf_py_naming.py");
-const REGRESSIONS: &str = "proptest-regressions/naming.txt";
+const SCRIPT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/peers/gguf_py_naming.py"
+);
+const REGRESSIONS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../proptest-regressions/naming.txt"
+);
 
 // Cases per differential property.
 const SIZE_LABEL_CASES: u32 = 20_000;

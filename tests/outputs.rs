@@ -2,7 +2,7 @@
 //! (or the input's), no temporary file left when interrupted by a signal, errors that name the
 //! file they are about, values refused rather than changed.
 
-mod common;
+use crate::common;
 
 use common::small_file;
 use ggufrw::{Builder, GgmlType};

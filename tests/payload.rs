@@ -1,11 +1,11 @@
 //! The commands on tensor data: convert-endian (every type, generated files, both ways),
 //! extract (NumPy reads what it writes), stats, convert (ggml's quantization of the same rows).
 
-mod common;
+use crate::common;
 
 use common::peers::ggml;
-use ggufrw::conform::strategy::{file_with, Options};
 use ggufrw::{quant, Builder, ByteOrder, GgmlType, Gguf};
+use ggufrw_conform::strategy::{file_with, Options};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 use std::path::Path;
@@ -37,9 +37,10 @@ fn convert_endian_round_trips_every_type_and_layout() {
         for order in [ByteOrder::Little, ByteOrder::Big] {
             let config = Config {
                 cases: 150,
-                failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-                    "proptest-regressions/payload_endian.txt",
-                ))),
+                failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/../proptest-regressions/payload_endian.txt"
+                )))),
                 ..Config::default()
             };
             let mut runner = TestRunner::new(config);
@@ -117,7 +118,7 @@ fn model(dir: &Path) -> (std::path::PathBuf, Vec<f32>) {
 
 #[test]
 fn extract_writes_what_numpy_reads() {
-    let python = ggufrw::conform::peer::python_from_env().unwrap_or_else(|e| panic!("{e}"));
+    let python = ggufrw_conform::peer::python_from_env().unwrap_or_else(|e| panic!("{e}"));
     let dir = tempfile::tempdir().unwrap();
     let (path, values) = model(dir.path());
     let file = Gguf::open(&path).unwrap();

@@ -3,13 +3,13 @@
 //! checked here against the peers themselves, so that the record stays true (and says so when
 //! a peer changes). `GGUFRW_BLESS=1 cargo test --test peer_findings` rewrites the files.
 
-mod common;
+use crate::common;
 
 use common::peers::{ggml, gguf_py, hf_gguf};
 use common::{ty, Raw};
-use ggufrw::conform::peer::Peer;
 use ggufrw::validate::{validate, Category, Profile, Severity};
 use ggufrw::Gguf;
+use ggufrw_conform::peer::Peer;
 use serde_json::{json, Value as Json};
 use std::path::Path;
 
@@ -298,7 +298,7 @@ fn check(peer: &mut Peer, path: &Path, does: &Does) -> Result<(), String> {
 
 #[test]
 fn findings_hold_for_every_peer() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/findings");
+    let dir = common::root().join("tests/peers/findings");
     let bless = std::env::var_os("GGUFRW_BLESS").is_some();
     let mut peers = [
         ("ggml", ggml()),

@@ -1,16 +1,15 @@
 //! ggml's own code as the oracle (built from the llama.cpp sources in the pinned
 //! llama-cpp-python sdist by scripts/ggml.sh; `GGUFRW_GGML` names the adapter,
-//! tests/peers/ggml_peer.cpp): the type table, both directions of reading and writing, and
+//! conform/peers/ggml_peer.cpp): the type table, both directions of reading and writing, and
 //! the `ggml` profile held to ggml's verdicts on generated, mutated, cut and hostile files.
 
-mod common;
+use crate::common;
 
 use common::peers::{ggml, run_plan};
-use ggufrw::conform::ggml::{check_profile, check_type_table, profile_files, verdict, Exception};
-use ggufrw::conform::strategy::combinations;
+use ggufrw_conform::ggml::{check_profile, check_type_table, profile_files, verdict, Exception};
+use ggufrw_conform::strategy::combinations;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 use std::cell::RefCell;
-use std::path::Path;
 
 /// Name, block size and bytes per block of every id, against ggml's own table: the check of
 /// `GgmlType`'s rows. ggml's table is kept as `tests/snapshots/ggml_types.tsv` (blessed from
@@ -55,9 +54,10 @@ fn the_ggml_profile_agrees_with_ggml_on_generated_and_mutated_files() {
     for (version, order) in combinations() {
         let config = Config {
             cases: 600,
-            failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-                "proptest-regressions/peer_ggml_profile.txt",
-            ))),
+            failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../proptest-regressions/peer_ggml_profile.txt"
+            )))),
             ..Config::default()
         };
         let mut runner = TestRunner::new_with_rng(
@@ -96,7 +96,7 @@ fn the_ggml_profile_agrees_with_ggml_on_generated_and_mutated_files() {
 #[test]
 fn the_ggml_profile_agrees_with_ggml_on_the_hostile_corpus() {
     let mut peer = ggml();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile");
+    let dir = common::root().join("tests/hostile");
     let mut files: Vec<_> = (std::fs::read_dir(&dir).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "gguf"))

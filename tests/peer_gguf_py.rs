@@ -1,11 +1,11 @@
 //! Differential properties against gguf-py 0.19.0, the reference Python implementation,
-//! through its adapter (tests/peers/gguf_py_peer.py). Needs `GGUFRW_PYTHON` (scripts/test.sh
+//! through its adapter (conform/peers/gguf_py_peer.py). Needs `GGUFRW_PYTHON` (scripts/test.sh
 //! sets it); without it these tests fail, saying how to get it.
 
-mod common;
+use crate::common;
 
 use common::peers::{gguf_py, run_plan};
-use ggufrw::conform::peer::{python_from_env, Peer};
+use ggufrw_conform::peer::{python_from_env, Peer};
 
 /// gguf-py writes (v3, both byte orders); ggufrw reads the same content, re-encodes
 /// byte-identically, and writes the same content to the same bytes. ggufrw writes (v2 and v3,

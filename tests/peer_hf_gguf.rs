@@ -1,8 +1,8 @@
 //! Differential property against @huggingface/gguf 0.4.6 (npm, read only), the parser behind
-//! Hugging Face's model pages, through tests/peers/hf_gguf_peer.mjs. Needs `GGUFRW_HF_GGUF`
+//! Hugging Face's model pages, through conform/peers/hf_gguf_peer.mjs. Needs `GGUFRW_HF_GGUF`
 //! (scripts/test.sh sets it from scripts/peers-node.sh); without it, the test says SKIPPED.
 
-mod common;
+use crate::common;
 
 use common::peers::{hf_gguf, run_plan};
 

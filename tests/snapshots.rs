@@ -3,7 +3,7 @@
 //! order. A change in what a command prints is then a reviewed diff of `tests/snapshots/`;
 //! `GGUFRW_BLESS=1 cargo test --test snapshots` rewrites them.
 
-mod common;
+use crate::common;
 
 use common::small_file;
 use std::path::{Path, PathBuf};
@@ -53,7 +53,7 @@ fn outputs(dir: &Path, files: &[String]) -> String {
 
 #[test]
 fn hostile_corpus_outputs_are_the_checked_in_ones() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile");
+    let dir = common::root().join("tests/hostile");
     let mut files: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -68,7 +68,7 @@ fn hostile_corpus_outputs_are_the_checked_in_ones() {
 fn fixture_outputs_are_the_checked_in_ones() {
     let dir = tempfile::tempdir().unwrap();
     let mut files = Vec::new();
-    for (version, big) in ggufrw::conform::strategy::combinations()
+    for (version, big) in ggufrw_conform::strategy::combinations()
         .into_iter()
         .map(|(v, o)| (v, o == ggufrw::ByteOrder::Big))
     {

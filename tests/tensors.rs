@@ -1,15 +1,15 @@
 //! Tensor access, the streaming writer and editing: typed views, every data source, edits that
 //! keep everything they do not change, and failures that leave the input as it was.
 
-mod common;
+use crate::common;
 
 use common::structural;
 
-use ggufrw::conform::peer::{as_readers_report, json_difference, python_from_env, Peer};
 use ggufrw::dump::dump_json;
 use ggufrw::edit::{edit_file, edit_in_place, Edit};
 use ggufrw::validate::{validate, Profile, Severity};
 use ggufrw::{Builder, ByteOrder, GgmlType, Gguf, Source, Value};
+use ggufrw_conform::peer::{as_readers_report, json_difference, python_from_env, Peer};
 use half::{bf16, f16};
 use std::borrow::Cow;
 use std::path::Path;
@@ -137,7 +137,7 @@ fn streaming_writer_from_every_source() {
     let blob: Vec<u8> = (0..100_000u32).map(|i| (i * 7 % 251) as u8).collect();
     std::fs::write(&blob_path, &blob).unwrap();
     let blob_file = std::fs::File::open(&blob_path).unwrap();
-    for (version, order) in ggufrw::conform::strategy::combinations() {
+    for (version, order) in ggufrw_conform::strategy::combinations() {
         for alignment in [8u32, 32, 64, 4096] {
             let from_memory = [0x11u8; 34 * 3];
             let out = dir

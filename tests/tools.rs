@@ -2,15 +2,13 @@
 //! bytes, diff of a file with itself empty and of an edited copy naming exactly the edit,
 //! split then merge giving the file back.
 
-mod common;
-
-use ggufrw::conform::strategy::{any_file, file_with, Options};
 use ggufrw::edit::{edit_file, Edit};
 use ggufrw::schema::version::VERSIONS;
 use ggufrw::schema::{FixedField, Header};
 use ggufrw::tools::diff::{diff, Change};
 use ggufrw::tools::{lossless, split};
 use ggufrw::{Builder, ByteOrder, Gguf, Value};
+use ggufrw_conform::strategy::{any_file, file_with, Options};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 use std::path::Path;
@@ -33,7 +31,13 @@ fn fail(e: impl std::fmt::Display) -> TestCaseError {
 fn lossless_json_builds_the_same_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let (input, output) = (dir.path().join("in.gguf"), dir.path().join("out.gguf"));
-    let mut runner = runner(1500, "proptest-regressions/tools_lossless.txt");
+    let mut runner = runner(
+        1500,
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../proptest-regressions/tools_lossless.txt"
+        ),
+    );
     let result = runner.run(&any_file(), |sample| {
         let bytes = sample.encode().unwrap();
         std::fs::write(&input, &bytes).unwrap();
@@ -64,11 +68,17 @@ fn edited_lossless_json_builds_a_valid_file() {
     let options = Options {
         ggml_layout: true,
         max_array_depth: 1,
-        alignments: ggufrw::conform::strategy::Alignments::PowersOfTwo,
+        alignments: ggufrw_conform::strategy::Alignments::PowersOfTwo,
         value_types: ggufrw::validate::ggml_value_types(),
         ..Options::all(3, ByteOrder::Little)
     };
-    let mut runner = runner(400, "proptest-regressions/tools_lossless_edit.txt");
+    let mut runner = runner(
+        400,
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../proptest-regressions/tools_lossless_edit.txt"
+        ),
+    );
     let result = runner.run(&file_with(options), |sample| {
         prop_assume!(sample.header.tensor_infos.len() >= 2);
         std::fs::write(&input, sample.encode().unwrap()).unwrap();
@@ -112,7 +122,13 @@ fn edited_lossless_json_builds_a_valid_file() {
 fn diff_names_exactly_the_edit() {
     let dir = tempfile::tempdir().unwrap();
     let (input, edited) = (dir.path().join("in.gguf"), dir.path().join("edited.gguf"));
-    let mut runner = runner(400, "proptest-regressions/tools_diff.txt");
+    let mut runner = runner(
+        400,
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../proptest-regressions/tools_diff.txt"
+        ),
+    );
     let options = Options {
         ggml_layout: true,
         ..Options::all(3, ByteOrder::Little)
@@ -155,7 +171,13 @@ fn diff_names_exactly_the_edit() {
 /// in exactly that field.
 #[test]
 fn rebuilt_headers_keep_the_fixed_fields_and_diff_sees_them() {
-    let mut runner = runner(300, "proptest-regressions/tools_rebuild.txt");
+    let mut runner = runner(
+        300,
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../proptest-regressions/tools_rebuild.txt"
+        ),
+    );
     let own = |h: &Header| -> Vec<FixedField> {
         (h.fixed_fields().into_iter())
             .filter(|f| !f.derived)
@@ -219,11 +241,17 @@ fn split_then_merge_gives_the_file_back() {
         let options = Options {
             ggml_layout: true,
             max_array_depth: 1,
-            alignments: ggufrw::conform::strategy::Alignments::PowersOfTwo,
+            alignments: ggufrw_conform::strategy::Alignments::PowersOfTwo,
             value_types: ggufrw::validate::ggml_value_types(),
             ..Options::all(version, order)
         };
-        let mut runner = runner(200, "proptest-regressions/tools_split.txt");
+        let mut runner = runner(
+            200,
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../proptest-regressions/tools_split.txt"
+            ),
+        );
         let strategy = (
             file_with(options),
             1usize..4,

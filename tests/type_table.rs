@@ -3,7 +3,7 @@
 //! peer_ggml the_type_table_is_ggmls`, which also compares the table with ggml's live), so that a
 //! wrong block size or a type ggml does not have fails here too, where ggml is not built.
 
-use ggufrw::ggml_type::RETIRED_TYPES;
+use ggufrw::quant::RETIRED_TYPES;
 use ggufrw::GgmlType;
 use strum::IntoEnumIterator;
 
@@ -21,7 +21,7 @@ fn ggmls_table() -> Vec<Row> {
     let mut lines = text.lines();
     assert_eq!(
         lines.next().map(|l| format!("{l}\n")).as_deref(),
-        Some(ggufrw::conform::ggml::TYPE_TABLE_HEADING)
+        Some(ggufrw_conform::ggml::TYPE_TABLE_HEADING)
     );
     lines
         .map(|line| {

@@ -1,6 +1,6 @@
 //! Enumerations that standard keys hold: names both ways.
 
-use crate::ggml_type::GgmlType;
+use crate::quant::GgmlType;
 
 /// `general.file_type`: the file's main quantization (gguf-py's `LlamaFileType`; ids 4–6 and
 /// 33–35 are retired).

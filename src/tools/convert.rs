@@ -4,8 +4,8 @@
 use crate::error::{Error, Result};
 use crate::file::Gguf;
 use crate::fsutil::{Mode, Progress};
-use crate::ggml_type::{type_name, GgmlType};
 use crate::keys::FileType;
+use crate::quant::{type_name, GgmlType};
 use crate::write::{Builder, Source};
 use ggufrw_schema::{ByteOrder, Value};
 use std::io::Read;

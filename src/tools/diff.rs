@@ -4,7 +4,7 @@
 
 use crate::dump::{value_json, value_text};
 use crate::file::Gguf;
-use crate::ggml_type::type_name;
+use crate::quant::type_name;
 use binrw::BinWrite;
 use ggufrw_schema::{Ctx, FixedField, FixedValue, Value};
 use serde_json::{json, Value as Json};

@@ -7,7 +7,7 @@
 use crate::error::{Error, Result};
 use crate::file::Gguf;
 use crate::fsutil::{critical, write_atomic_file, Mode, Progress};
-use crate::ggml_type::{type_name, GgmlType};
+use crate::quant::{type_name, GgmlType};
 use ggufrw_schema::{version, ByteOrder, Header};
 use std::fs::OpenOptions;
 use std::io::{Seek, SeekFrom, Write};

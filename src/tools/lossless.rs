@@ -22,7 +22,7 @@ use crate::dump::metadata_json;
 use crate::error::{Error, Result};
 use crate::file::Gguf;
 use crate::fsutil::{write_atomic_file, Mode, Progress};
-use crate::ggml_type::{type_name, GgmlType};
+use crate::quant::{type_name, GgmlType};
 use crate::write::{Builder, Source};
 use ggufrw_schema::{
     Array, ArrayValues, ByteOrder, GatedFields, GgufString, Header, KeyValue, Magic, Number,

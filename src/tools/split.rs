@@ -8,7 +8,7 @@
 use crate::error::{Error, Result};
 use crate::file::Gguf;
 use crate::fsutil::{Mode, Progress};
-use crate::ggml_type::GgmlType;
+use crate::quant::GgmlType;
 use crate::write::{Builder, Source};
 use ggufrw_schema::{KeyValue, Value, ALIGNMENT_KEY};
 use std::fs::File;

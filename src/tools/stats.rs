@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::file::Gguf;
-use crate::ggml_type::{type_name, GgmlType};
+use crate::quant::{type_name, GgmlType};
 
 /// Values dequantized at once.
 const CHUNK_ELEMENTS: usize = 1 << 16;

@@ -7,6 +7,12 @@ mod raw;
 #[allow(unused_imports)]
 pub use raw::*;
 
+/// The repository's top folder: the tests are the `ggufrw-cli` package's (in `cli/`), so that
+/// they can run the binary.
+pub fn root() -> &'static std::path::Path {
+    std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+}
+
 /// The findings about the container itself (not what standard keys mean).
 pub fn structural(findings: &[ggufrw::validate::Finding]) -> Vec<ggufrw::validate::Finding> {
     (findings.iter())
@@ -28,9 +34,7 @@ pub fn past_last_version() -> u32 {
 /// The snapshot `tests/snapshots/NAME`: compared with the checked-in file, or written when
 /// `GGUFRW_BLESS` is set; `command` is what blesses it.
 pub fn snapshot(name: &str, text: &str, command: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/snapshots")
-        .join(name);
+    let path = root().join("tests/snapshots").join(name);
     if std::env::var_os("GGUFRW_BLESS").is_some() {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, text).unwrap();
@@ -98,7 +102,7 @@ pub fn gemma() -> std::path::PathBuf {
 }
 
 fn assemble_gemma() -> std::path::PathBuf {
-    let python = ggufrw::conform::peer::python_from_env().unwrap_or_else(|e| panic!("{e}"));
+    let python = ggufrw_conform::peer::python_from_env().unwrap_or_else(|e| panic!("{e}"));
     let out = std::process::Command::new(python)
         .args(["-c", ASSEMBLE])
         .output()
@@ -126,7 +130,7 @@ pub fn view_agrees(
 ) {
     match owned {
         Ok(file) => {
-            if let Err(e) = ggufrw::conform::view_agrees(file, bytes) {
+            if let Err(e) = ggufrw_conform::view_agrees(file, bytes) {
                 problems.push(e);
             }
         }

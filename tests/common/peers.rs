@@ -1,11 +1,11 @@
 //! Starting the peers the tests compare with, and running the differential properties each
 //! declares it can take, with failures kept in `proptest-regressions/`.
 
-use ggufrw::conform::peer::{
+use ggufrw_conform::peer::{
     check_peer_reads, check_peer_writes, ggml_from_env, hf_gguf_from_env, plan, python_from_env,
     Peer,
 };
-use ggufrw::conform::strategy::file_with;
+use ggufrw_conform::strategy::file_with;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 use std::cell::RefCell;
 
@@ -44,7 +44,11 @@ pub fn run_plan(peer: Peer, regressions: &str, cases: u32) -> Vec<(String, u32, 
         let config = Config {
             cases,
             failure_persistence: Some(Box::new(FileFailurePersistence::Direct(Box::leak(
-                format!("proptest-regressions/{regressions}.txt").into_boxed_str(),
+                format!(
+                    "{}/../proptest-regressions/{regressions}.txt",
+                    env!("CARGO_MANIFEST_DIR")
+                )
+                .into_boxed_str(),
             )))),
             ..Config::default()
         };

@@ -1,4 +1,4 @@
-//! Writes the seed corpus: `SAMPLES` valid files drawn from `ggufrw::conform::strategy::any_file()` with a
+//! Writes the seed corpus: `SAMPLES` valid files drawn from `ggufrw_conform::strategy::any_file()` with a
 //! fixed seed (every version and byte order, every value type, tensors of every ggml type,
 //! gaps, padding, trailing bytes), and the hostile corpus of `tests/hostile/` (files up to the
 //! fuzzers' 16 KiB input limit), into `DIR/<target>/` for every target (default DIR:
@@ -8,7 +8,7 @@
 //! cargo run --manifest-path fuzz/Cargo.toml --features seeds --bin seeds [DIR]
 //! ```
 
-use ggufrw::conform::strategy::any_file;
+use ggufrw_conform::strategy::any_file;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::path::PathBuf;

@@ -5,12 +5,12 @@
 //! header read accepts. Where ggml is wrong, the exception is written here, one function each,
 //! with a minimal file in `tests/peers/findings/`.
 
-use crate::conform::peer::{Peer, Refusal};
-use crate::conform::strategy::{file_with, Alignments, Options, Sample};
-use crate::conform::Row;
-use crate::file::Gguf;
-use crate::ggml_type::{type_name, GgmlType, SizeError, RETIRED_TYPES};
-use crate::validate::{validate, Category, Finding, Profile, Severity};
+use crate::peer::{Peer, Refusal};
+use crate::strategy::{file_with, Alignments, Options, Sample};
+use crate::Row;
+use ggufrw::quant::{type_name, GgmlType, SizeError, RETIRED_TYPES};
+use ggufrw::validate::{validate, Category, Finding, Profile, Severity};
+use ggufrw::Gguf;
 use ggufrw_schema::{ByteOrder, DecodeErrorKind};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
@@ -135,7 +135,7 @@ pub fn verdict(bytes: &[u8]) -> Verdict {
     match Gguf::from_bytes(bytes) {
         Err(e) => {
             let exception = match e.root() {
-                crate::Error::Decode(d) => match d.kind {
+                ggufrw::Error::Decode(d) => match d.kind {
                     DecodeErrorKind::InvalidUtf8 => Some(Exception::Utf8),
                     DecodeErrorKind::InvalidBool(_) => Some(Exception::Bool),
                     _ => None,
@@ -268,7 +268,7 @@ pub fn profile_files(version: u32, byte_order: ByteOrder) -> BoxedStrategy<Vec<u
 /// The profile property over `cases` files in every version and byte order ggufrw knows
 /// (ggml refuses version 1 and big-endian files: so must the profile).
 pub fn run_profile(peer: &mut Peer, cases: u32, seed: u64) -> Vec<Row> {
-    let all = crate::conform::strategy::combinations();
+    let all = crate::strategy::combinations();
     let per = cases.div_ceil(all.len() as u32).max(1);
     let peer = std::cell::RefCell::new(peer);
     (all.into_iter().zip(200u8..))

@@ -3,8 +3,8 @@
 //! up to the limit), alignments, and tensors of every ggml type with consistent sizes, laid out
 //! with gaps, out of order, with trailing bytes. Used by the tests and by `ggufrw conform`.
 
-use crate::ggml_type::GgmlType;
 use binrw::Endian;
+use ggufrw::quant::GgmlType;
 use ggufrw_schema::limits::MAX_ARRAY_DEPTH;
 use ggufrw_schema::{
     Array, ArrayValues, ByteOrder, EncodeError, GatedFields, GgufString, Header, KeyValue, Magic,
@@ -345,7 +345,7 @@ fn metadata(
             let mut seen = std::collections::HashSet::new();
             let mut kvs: Vec<KeyValue> = (pairs.into_iter())
                 // Standard keys carry meaning that arbitrary values would contradict.
-                .filter(|(k, _)| crate::keys::standard_key(k, None).is_none())
+                .filter(|(k, _)| ggufrw::keys::standard_key(k, None).is_none())
                 .filter(|(k, _)| !excluded.contains(k))
                 .filter(|(k, _)| seen.insert(k.clone()))
                 .map(|(k, v)| {

@@ -4,7 +4,9 @@
 //! declared in `ggufrw_schema::blocks`; each family's arithmetic is a module here.
 //!
 //! ```
-//! use ggufrw::{quant, ByteOrder, GgmlType};
+//! use ggufrw_quant as quant;
+//! use ggufrw_quant::GgmlType;
+//! use ggufrw_schema::ByteOrder;
 //! let row: Vec<f32> = (0..64).map(|i| i as f32 / 8.0 - 4.0).collect();
 //! let blocks = quant::quantize(GgmlType::Q8_0, &row, 64)?;
 //! assert_eq!(blocks.len(), 2 * 34);
@@ -14,13 +16,14 @@
 //! # Ok::<(), quant::QuantError>(())
 //! ```
 
-pub mod c;
+mod c;
 mod iq;
 mod k;
 mod legacy;
 mod plain;
 
-use crate::ggml_type::GgmlType;
+mod ggml_type;
+pub use ggml_type::{type_name, GgmlType, SizeError, RETIRED_TYPES};
 use ggufrw_schema::blocks::{self, Block, SwapPlan};
 use ggufrw_schema::ByteOrder;
 use std::borrow::Cow;
@@ -332,8 +335,8 @@ fn quantize_into_with(
 
 /// Little-endian blocks of `ty` swapped to big-endian through the declaration only (each block
 /// read by binrw in one order, written in the other): what [`swap_plan`] is derived from.
-#[doc(hidden)]
-pub fn swap_declared(ty: GgmlType, bytes: &[u8]) -> Option<Vec<u8>> {
+#[cfg(test)]
+fn swap_declared(ty: GgmlType, bytes: &[u8]) -> Option<Vec<u8>> {
     struct Run<'a>(&'a [u8]);
     impl BlockVisitor for Run<'_> {
         type Out = Option<Vec<u8>>;
@@ -346,8 +349,8 @@ pub fn swap_declared(ty: GgmlType, bytes: &[u8]) -> Option<Vec<u8>> {
 
 /// Dequantization through the declaration only: each block read by binrw from `byte_order`,
 /// no view, no swap plan. The slow path the fast one is proven equal to.
-#[doc(hidden)]
-pub fn dequantize_declared(
+#[cfg(test)]
+fn dequantize_declared(
     ty: GgmlType,
     bytes: &[u8],
     byte_order: ByteOrder,
@@ -372,4 +375,99 @@ pub fn dequantize_declared(
         }
     }
     ty.visit(Run(ty, bytes, byte_order))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestCaseError, TestRunner};
+    use strum::IntoEnumIterator;
+
+    /// Half-float bit patterns that break arithmetic: NaNs, infinities, zeros, a subnormal.
+    const SPECIAL_HALVES: [u16; 7] = [0x7e00, 0x7c01, 0xfe00, 0x7c00, 0x0000, 0x8000, 0x0001];
+
+    /// Random blocks of `ty`, their 2-byte numbers (scales) often replaced by special halves.
+    fn blocks(ty: GgmlType) -> impl Strategy<Value = Vec<u8>> {
+        let size = ty.type_size() as usize;
+        let halves: Vec<usize> = (swap_plan(ty).units.iter())
+            .filter(|(_, width)| *width == 2)
+            .map(|(offset, _)| *offset)
+            .collect();
+        (1usize..=4)
+            .prop_flat_map(move |n| {
+                (
+                    proptest::collection::vec(any::<u8>(), n * size),
+                    proptest::collection::vec(
+                        proptest::option::weighted(0.3, 0..SPECIAL_HALVES.len()),
+                        n * 16,
+                    ),
+                )
+            })
+            .prop_map(move |(mut bytes, specials)| {
+                let mut specials = specials.into_iter();
+                for block in bytes.chunks_exact_mut(size) {
+                    for &at in &halves {
+                        if let Some(Some(k)) = specials.next() {
+                            block[at..at + 2].copy_from_slice(&SPECIAL_HALVES[k].to_le_bytes());
+                        }
+                    }
+                }
+                bytes
+            })
+    }
+
+    fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|f| f.to_bits()).collect()
+    }
+
+    /// The fast paths (views in place, the derived swap plan) against the declaration read
+    /// and written by binrw, for every type, in both byte orders.
+    #[test]
+    fn fast_paths_are_the_declared_ones() {
+        for ty in GgmlType::iter() {
+            let mut runner = TestRunner::new_with_rng(
+                Config::with_cases(64),
+                proptest::test_runner::TestRng::deterministic_rng(Default::default()),
+            );
+            let checked = runner.run(&blocks(ty), |bytes| {
+                let big = swap_declared(ty, &bytes).expect("whole blocks");
+                let mut swapped = bytes.clone();
+                swap_in_place(ty, &mut swapped).unwrap();
+                prop_assert_eq!(
+                    &swapped,
+                    &big,
+                    "{}: the swap plan is not the declaration's",
+                    ty
+                );
+                let n = bytes.len() / ty.type_size() as usize * ty.block_size() as usize;
+                let mut fast = vec![0f32; n];
+                match dequantize(ty, &bytes, ByteOrder::Little, &mut fast) {
+                    Err(QuantError::Unsupported { .. }) => return Ok(()),
+                    other => other.map_err(|e| TestCaseError::fail(e.to_string()))?,
+                }
+                let declared = dequantize_declared(ty, &bytes, ByteOrder::Little).unwrap();
+                prop_assert_eq!(
+                    bits(&fast),
+                    bits(&declared),
+                    "{}: fast and declared differ",
+                    ty
+                );
+                let mut from_big = vec![0f32; n];
+                dequantize(ty, &big, ByteOrder::Big, &mut from_big).unwrap();
+                prop_assert_eq!(bits(&from_big), bits(&fast), "{}: big-endian differs", ty);
+                let declared_big = dequantize_declared(ty, &big, ByteOrder::Big).unwrap();
+                prop_assert_eq!(
+                    bits(&declared_big),
+                    bits(&fast),
+                    "{}: declared big-endian",
+                    ty
+                );
+                Ok(())
+            });
+            if let Err(e) = checked {
+                panic!("{ty}: {e}");
+            }
+        }
+    }
 }

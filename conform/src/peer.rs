@@ -1,5 +1,5 @@
-//! Differential checks against other implementations ("peers"): adapters in `tests/peers/`
-//! that speak one protocol (JSON lines on stdin and stdout, `tests/peers/README.md`) and
+//! Differential checks against other implementations ("peers"): adapters in this crate's `peers/`
+//! that speak one protocol (JSON lines on stdin and stdout, `peers/README.md` of this crate) and
 //! declare what they can read and write (`capabilities`). What is generated for a peer comes
 //! from that declaration, so a new implementation is plugged in by writing its adapter.
 //!
@@ -12,11 +12,11 @@
 //! `scripts/ggml.sh`), @huggingface/gguf (npm, read only); any other through
 //! [`Peer::command`].
 
-use crate::conform::strategy::{Adapt, Alignments, Options, Sample};
-use crate::conform::{run_property, Row};
-use crate::dump::{dump_json, metadata_json, tensors_json};
-use crate::file::Gguf;
-use crate::ggml_type::GgmlType;
+use crate::strategy::{Adapt, Alignments, Options, Sample};
+use crate::{run_property, Row};
+use ggufrw::dump::{dump_json, metadata_json, tensors_json};
+use ggufrw::quant::GgmlType;
+use ggufrw::Gguf;
 use ggufrw_schema::{Array, ArrayValues, ByteOrder, Number, Value, ValueType, ValueTypeVisitor};
 use serde_json::{json, Value as Json};
 use std::cell::RefCell;
@@ -38,10 +38,10 @@ pub const GGML_ENV: &str = "GGUFRW_GGML";
 /// (`scripts/peers-node.sh` prints it).
 pub const HF_GGUF_ENV: &str = "GGUFRW_HF_GGUF";
 
-const GGUF_PY_PEER: &str = include_str!("../../tests/peers/gguf_py_peer.py");
-const GGUF_PY_READ: &str = include_str!("../../tests/peers/gguf_py_read.py");
-const GGUF_PY_WRITE: &str = include_str!("../../tests/peers/gguf_py_write.py");
-const HF_GGUF_PEER: &str = include_str!("../../tests/peers/hf_gguf_peer.mjs");
+const GGUF_PY_PEER: &str = include_str!("../peers/gguf_py_peer.py");
+const GGUF_PY_READ: &str = include_str!("../peers/gguf_py_read.py");
+const GGUF_PY_WRITE: &str = include_str!("../peers/gguf_py_write.py");
+const HF_GGUF_PEER: &str = include_str!("../peers/hf_gguf_peer.mjs");
 
 /// The Python interpreter named by `GGUFRW_PYTHON`, or a message saying how to get one.
 pub fn python_from_env() -> Result<PathBuf, String> {
@@ -60,7 +60,7 @@ pub fn ggml_from_env() -> Result<PathBuf, String> {
     match std::env::var_os(GGML_ENV) {
         Some(p) if !p.is_empty() => Ok(PathBuf::from(p)),
         _ => Err(format!(
-            "{GGML_ENV} is not set: it must name the ggml adapter built from tests/peers/ggml_peer.cpp \
+            "{GGML_ENV} is not set: it must name the ggml adapter built from ggufrw-conform's peers/ggml_peer.cpp \
              against ggml (in a clone of ggufrw, scripts/ggml.sh builds it and prints its path)"
         )),
     }
@@ -911,12 +911,12 @@ pub fn check_peer_reads(peer: &mut Peer, sample: &Sample) -> Result<u64, String>
 /// byte order both sides have, as (check name, options).
 pub fn plan(peer: &Peer) -> Vec<(&'static str, Options)> {
     let mut plan = Vec::new();
-    for (version, order) in crate::conform::strategy::combinations() {
+    for (version, order) in crate::strategy::combinations() {
         if let Some(o) = peer.caps.write_options(version, order) {
             plan.push(("peer writes", o));
         }
     }
-    for (version, order) in crate::conform::strategy::combinations() {
+    for (version, order) in crate::strategy::combinations() {
         if let Some(o) = peer.caps.read_options(version, order) {
             plan.push(("peer reads", o));
         }

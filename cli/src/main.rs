@@ -1,5 +1,6 @@
-//! The command line: one module per command, and what they share (exit codes, opening files,
-//! printing, progress, signals).
+//! `ggufrw`: inspect, check, edit and rewrite GGUF files, and run the conformance harness. One
+//! module per command, and here what they share (exit codes, opening files, printing, progress,
+//! signals).
 
 mod check;
 mod conform;
@@ -80,7 +81,7 @@ pub const FAILED: u8 = 1;
 pub const USAGE_OR_IO: u8 = 2;
 
 /// Runs the command line.
-pub fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     remove_temporaries_on_signals();
     match cli.command {
@@ -284,6 +285,12 @@ impl Bar {
             started: Instant::now(),
             shown: Cell::new(false),
         }
+    }
+}
+
+impl Default for Bar {
+    fn default() -> Bar {
+        Bar::new()
     }
 }
 

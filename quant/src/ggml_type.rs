@@ -1,6 +1,6 @@
 //! The ggml tensor types: id, canonical name, block size, bytes per block.
 
-use crate::quant::BlockVisitor;
+use crate::BlockVisitor;
 use ggufrw_schema::blocks::{self, Block};
 use std::fmt;
 

@@ -3,7 +3,7 @@
 //! same comparisons (a NaN never wins one), the same early exits. Only the variants on the
 //! path of `ggml_quantize_chunk` without an importance matrix are here.
 
-use crate::quant::c::nearest_int;
+use crate::c::nearest_int;
 
 /// ggml's `GROUP_MAX_EPS`: a group whose largest |x| is below it is all zero.
 pub(super) const GROUP_MAX_EPS: f32 = 1e-15;

@@ -7,9 +7,9 @@ pub mod ggml;
 pub mod peer;
 pub mod strategy;
 
-use crate::file::Gguf;
-use crate::validate::{validate, Profile, Severity};
-use crate::view::GgufView;
+use ggufrw::validate::{validate, Profile, Severity};
+use ggufrw::view::GgufView;
+use ggufrw::Gguf;
 use ggufrw_schema::ByteOrder;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use std::cell::Cell;

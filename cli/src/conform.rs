@@ -2,7 +2,7 @@
 //! against another implementation.
 
 use super::{FAILED, USAGE_OR_IO};
-use ggufrw::conform::{self, peer, Row};
+use ggufrw_conform::{self as conform, peer, Row};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -82,7 +82,7 @@ fn run_peer(peer: &mut peer::Peer, cases: u32, seed: u64) -> ExitCode {
     let name = peer.name().to_owned();
     let mut rows = peer::run(peer, cases, seed);
     if name == "ggml" {
-        rows.extend(ggufrw::conform::ggml::run_profile(peer, cases, seed));
+        rows.extend(ggufrw_conform::ggml::run_profile(peer, cases, seed));
     }
     let file_name = name.replace(['/', '@'], "");
     report(
