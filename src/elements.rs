@@ -3,7 +3,7 @@
 //! order is the host's and the data is aligned for the type, converted otherwise; and the
 //! values of a tensor of any type as f32 ([`Gguf::dequantize`]).
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TensorError};
 use crate::file::Gguf;
 use crate::quant::GgmlType;
 use ggufrw_schema::ByteOrder;
@@ -75,11 +75,10 @@ impl<B: AsRef<[u8]>> Gguf<B> {
             return Err(Error::Tensor {
                 index,
                 name: info.name.to_string(),
-                message: format!(
-                    "is {}, not {}",
-                    crate::quant::type_name(info.ggml_type),
-                    T::GGML_TYPE
-                ),
+                source: TensorError::NotElements {
+                    ty: info.ggml_type,
+                    asked: T::GGML_TYPE,
+                },
             });
         }
         Ok(elements(data, self.header().byte_order))
@@ -95,15 +94,15 @@ pub(crate) fn dequantize_tensor(
     (index, name): (usize, &str),
     out: Option<&mut [f32]>,
 ) -> Result<Vec<f32>> {
-    let fail = |message: String| Error::Tensor {
+    let fail = |source: TensorError| Error::Tensor {
         index,
         name: name.to_string(),
-        message,
+        source,
     };
     let ty =
-        GgmlType::from_id(ggml_type).ok_or_else(|| fail(crate::quant::type_name(ggml_type)))?;
+        GgmlType::from_id(ggml_type).ok_or_else(|| fail(TensorError::UnknownType(ggml_type)))?;
     let run = |out: &mut [f32]| {
-        crate::quant::dequantize(ty, data, byte_order, out).map_err(|e| fail(e.to_string()))
+        crate::quant::dequantize(ty, data, byte_order, out).map_err(|e| fail(e.into()))
     };
     match out {
         Some(out) => run(out).map(|()| Vec::new()),

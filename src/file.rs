@@ -1,6 +1,6 @@
 //! A decoded file: its header, where each part lies, and its bytes (mapped, owned or borrowed).
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TensorError};
 use crate::quant::{type_name, GgmlType};
 use ggufrw_schema::{decode_header, Header, Layout, TensorInfo, Value};
 use memmap2::Mmap;
@@ -54,14 +54,14 @@ pub fn tensor_byte_size(index: usize, info: &TensorInfo) -> Result<u64> {
 
 /// [`tensor_byte_size`] from the info's parts.
 pub(crate) fn size_of(index: usize, name: &str, ggml_type: u32, dimensions: &[u64]) -> Result<u64> {
-    let fail = |message: String| Error::Tensor {
+    let fail = |source: TensorError| Error::Tensor {
         index,
         name: name.to_string(),
-        message,
+        source,
     };
-    let ty = GgmlType::from_id(ggml_type)
-        .ok_or_else(|| fail(format!("type {} has no known size", type_name(ggml_type))))?;
-    ty.byte_size(dimensions).map_err(|e| fail(e.to_string()))
+    let ty =
+        GgmlType::from_id(ggml_type).ok_or_else(|| fail(TensorError::UnknownType(ggml_type)))?;
+    ty.byte_size(dimensions).map_err(|e| fail(e.into()))
 }
 
 /// The bytes from `data_offset` on (none if the file ends before it).
@@ -83,13 +83,15 @@ pub(crate) fn tensor_slice<'d>(
     offset: u64,
 ) -> Result<&'d [u8]> {
     let size = size_of(index, name, ggml_type, dimensions)?;
-    let range = extent(offset, size, data.len() as u64).ok_or_else(|| Error::Tensor {
+    let data_len = data.len() as u64;
+    let range = extent(offset, size, data_len).ok_or_else(|| Error::Tensor {
         index,
         name: name.to_string(),
-        message: format!(
-            "bytes {offset}..+{size} are outside the {}-byte data section",
-            data.len()
-        ),
+        source: TensorError::OutsideData {
+            offset,
+            size,
+            data_len,
+        },
     })?;
     Ok(&data[range])
 }
@@ -190,11 +192,9 @@ impl<B: AsRef<[u8]>> Gguf<B> {
     /// A tensor's data, borrowed from the file; an error when its type or shape has no size or
     /// its extent is not inside the data section.
     pub fn tensor_data(&self, index: usize) -> Result<&[u8]> {
-        let info = self.header.tensor_infos.get(index).ok_or_else(|| {
-            Error::Invalid(format!(
-                "no tensor {index}: the file has {}",
-                self.header.tensor_infos.len()
-            ))
+        let info = self.header.tensor_infos.get(index).ok_or(Error::NoTensor {
+            index,
+            count: self.header.tensor_infos.len(),
         })?;
         let dims = &info.dimensions;
         tensor_slice(
@@ -243,17 +243,21 @@ pub fn read_tensor_data<R: Read + Seek>(
     layout: &Layout,
     index: usize,
 ) -> Result<Vec<u8>> {
-    let info = header
-        .tensor_infos
-        .get(index)
-        .ok_or_else(|| Error::Invalid(format!("no tensor {index}")))?;
+    let info = header.tensor_infos.get(index).ok_or(Error::NoTensor {
+        index,
+        count: header.tensor_infos.len(),
+    })?;
     let size = tensor_byte_size(index, info)?;
     let end = reader.seek(SeekFrom::End(0))?;
     let data_len = end.saturating_sub(layout.data_offset);
     let range = extent(info.offset, size, data_len).ok_or_else(|| Error::Tensor {
         index,
         name: info.name.to_string(),
-        message: format!("extent is outside the {data_len}-byte data section"),
+        source: TensorError::OutsideData {
+            offset: info.offset,
+            size,
+            data_len,
+        },
     })?;
     reader.seek(SeekFrom::Start(layout.data_offset + range.start as u64))?;
     let mut data = vec![0u8; range.len()];

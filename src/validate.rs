@@ -498,7 +498,7 @@ impl Validator {
                     Ok(size) => Some(size),
                     Err(e) => {
                         let msg = match e {
-                            crate::Error::Tensor { message, .. } => message,
+                            crate::Error::Tensor { source, .. } => source.to_string(),
                             other => other.to_string(),
                         };
                         self.report(

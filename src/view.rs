@@ -59,8 +59,8 @@ impl<'a> GgufView<'a> {
         let first = (header.metadata.iter())
             .position(|kv| text(&kv.key.string) == ALIGNMENT_KEY.as_bytes());
         // The decoder refused a bad alignment already.
-        let alignment = alignment_at(&header.metadata, first)
-            .map_err(|(_, why)| Error::Invalid(format!("{ALIGNMENT_KEY} {why}")))?;
+        let alignment =
+            alignment_at(&header.metadata, first).map_err(|(_, why)| Error::Alignment { why })?;
         // The decoder stops after the padding, which starts where the tensor infos end.
         let infos_end = cursor.position() - header.padding.len();
         let data_offset = infos_end.next_multiple_of(u64::from(alignment));
@@ -124,8 +124,10 @@ impl<'a> GgufView<'a> {
 
     /// Bytes of tensor `index`'s data, or why they cannot be had.
     pub fn tensor_data(&self, index: usize) -> Result<&'a [u8]> {
-        let info = (self.header.tensor_infos.get(index))
-            .ok_or_else(|| Error::Invalid(format!("no tensor {index}")))?;
+        let info = (self.header.tensor_infos.get(index)).ok_or(Error::NoTensor {
+            index,
+            count: self.header.tensor_infos.len(),
+        })?;
         let data = data_section(self.bytes, self.data_offset);
         let name = self.str(&info.name.string);
         tensor_slice(

@@ -2,7 +2,7 @@
 //! range of another file, or from any reader, streamed after the header through a bounded
 //! buffer (or copied by the kernel, file to file) in ggml's layout.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TensorError};
 use crate::file::Gguf;
 use crate::fsutil::{write_atomic_file, Mode, Progress};
 use crate::quant::GgmlType;
@@ -40,6 +40,15 @@ pub enum Source<'a> {
         /// How many bytes it must give.
         len: u64,
     },
+    /// Exactly `len` bytes made piece by piece as they are written (re-quantized rows, say),
+    /// so that a tensor is never held whole; a piece's error stops the write and is returned
+    /// as it is.
+    Chunks {
+        /// The pieces, in order.
+        chunks: Box<dyn Iterator<Item = Result<Vec<u8>>> + 'a>,
+        /// How many bytes they must add up to.
+        len: u64,
+    },
 }
 
 impl Source<'_> {
@@ -48,7 +57,9 @@ impl Source<'_> {
         match self {
             Source::Owned(v) => v.len() as u64,
             Source::Bytes(b) => b.len() as u64,
-            Source::File { len, .. } | Source::Reader { len, .. } => *len,
+            Source::File { len, .. } | Source::Reader { len, .. } | Source::Chunks { len, .. } => {
+                *len
+            }
         }
     }
 
@@ -77,6 +88,7 @@ impl std::fmt::Debug for Source<'_> {
             Source::Bytes(_) => "bytes",
             Source::File { .. } => "file",
             Source::Reader { .. } => "reader",
+            Source::Chunks { .. } => "chunks",
         };
         write!(f, "Source::{kind}({} bytes)", self.len())
     }
@@ -149,7 +161,7 @@ impl<'a> Builder<'a> {
         self.header
             .gated
             .set(name, Some(value))
-            .map_err(Error::Invalid)?;
+            .map_err(Error::Gated)?;
         // The schema's own refusal: a field this version does not have.
         self.header.gated.check(self.header.version)?;
         Ok(self)
@@ -187,14 +199,19 @@ impl<'a> Builder<'a> {
         data: impl Into<Source<'a>>,
     ) -> Result<Self> {
         let data = data.into();
-        let size = ggml_type
-            .byte_size(dimensions)
-            .map_err(|e| Error::Invalid(format!("tensor {name}: {e}")))?;
+        let fail = |source: TensorError| Error::Tensor {
+            index: self.header.tensor_infos.len(),
+            name: name.to_string(),
+            source,
+        };
+        let size = (ggml_type.byte_size(dimensions)).map_err(|e| fail(e.into()))?;
         if data.len() != size {
-            return Err(Error::Invalid(format!(
-                "tensor {name}: {} bytes of data for a {ggml_type} tensor of shape {dimensions:?}, which takes {size}",
-                data.len()
-            )));
+            return Err(fail(TensorError::DataLength {
+                ty: ggml_type,
+                dimensions: dimensions.to_vec(),
+                given: data.len(),
+                needed: size,
+            }));
         }
         self.header.tensor_infos.push(TensorInfo {
             name: GgufString::from(name),
@@ -212,14 +229,17 @@ impl<'a> Builder<'a> {
         let alignment = u64::from(self.header.alignment());
         let mut offset = 0u64;
         let mut parts = Vec::with_capacity(2 * self.sources.len());
-        for (info, source) in self.header.tensor_infos.iter_mut().zip(self.sources) {
+        for (index, (info, source)) in
+            (self.header.tensor_infos.iter_mut().zip(self.sources)).enumerate()
+        {
             info.offset = offset;
-            let end = offset
-                .checked_add(source.len())
-                .ok_or_else(|| Error::Invalid("tensor data passes 2^64 bytes".into()))?;
-            offset = end
-                .checked_next_multiple_of(alignment)
-                .ok_or_else(|| Error::Invalid("tensor data passes 2^64 bytes".into()))?;
+            let too_large = || Error::Tensor {
+                index,
+                name: info.name.to_string(),
+                source: TensorError::TooLarge,
+            };
+            let end = offset.checked_add(source.len()).ok_or_else(too_large)?;
+            offset = (end.checked_next_multiple_of(alignment)).ok_or_else(too_large)?;
             parts.push(Part::Data(source));
             parts.push(Part::Zeros(offset - end));
         }
@@ -336,7 +356,21 @@ pub(crate) fn write_parts<S: Sink>(
     // Streamed: the padding of a large alignment is never held in memory.
     let mut written = header.write_to(&mut *out, data_follows)?;
     let zeros = vec![0u8; BUFFER];
+    let mut tensor = 0;
     for part in parts.iter_mut() {
+        // Data parts are tensors in order where a source can fail (the builder's).
+        let fail = |source: TensorError| match header.tensor_infos.get(tensor) {
+            Some(info) => Error::Tensor {
+                index: tensor,
+                name: info.name.to_string(),
+                source,
+            },
+            None => Error::Tensor {
+                index: tensor,
+                name: String::new(),
+                source,
+            },
+        };
         match part {
             Part::Zeros(n) => {
                 let mut left = *n;
@@ -368,16 +402,39 @@ pub(crate) fn write_parts<S: Sink>(
                 let mut done = 0u64;
                 while done < *len {
                     let n = buf.len().min((*len - done) as usize);
-                    reader.read_exact(&mut buf[..n]).map_err(|e| {
-                        Error::Invalid(format!(
-                            "a tensor's reader gave {done} of its declared {len} bytes: {e}"
-                        ))
+                    reader.read_exact(&mut buf[..n]).map_err(|source| {
+                        fail(TensorError::ShortSource {
+                            done,
+                            len: *len,
+                            source,
+                        })
                     })?;
                     out.write_all(&buf[..n])?;
                     done += n as u64;
                     progress.advance(n as u64);
                 }
             }
+            Part::Data(Source::Chunks { chunks, len }) => {
+                let mut done = 0u64;
+                for chunk in chunks {
+                    let chunk = chunk?;
+                    done += chunk.len() as u64;
+                    if done > *len {
+                        break;
+                    }
+                    out.write_all(&chunk)?;
+                    progress.advance(chunk.len() as u64);
+                }
+                if done != *len {
+                    return Err(fail(TensorError::SourceLength {
+                        gave: done,
+                        declared: *len,
+                    }));
+                }
+            }
+        }
+        if matches!(part, Part::Data(_)) {
+            tensor += 1;
         }
         written += part.len();
     }

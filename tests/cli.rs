@@ -286,3 +286,75 @@ fn name_prints_the_conventional_name_and_checks_it() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).lines().count() > 1);
 }
+
+/// Each kind of library error reaches the exit code through its type: 1 when the file or the
+/// job is refused (it does not decode, a tensor cannot be converted, a shard set or a byte
+/// order cannot be made), 2 when reading or writing fails; and a refusal leaves no output.
+#[test]
+fn exit_codes_follow_the_kind_of_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.gguf", &small_file(3, false).done());
+    let v1 = write(dir.path(), "v1.gguf", &small_file(1, false).done());
+    let cut = write(dir.path(), "cut.gguf", &small_file(3, false).done()[..40]);
+    let out = dir.path().join("out.gguf");
+    let missing = dir.path().join("missing.gguf");
+    let unwritable = dir.path().join("no-such-dir/out.gguf");
+    let cases: [(&str, Vec<&str>, i32); 8] = [
+        ("decode", vec!["rewrite", s(&cut), s(&out)], 1),
+        (
+            "I/O: missing input",
+            vec!["rewrite", s(&missing), s(&out)],
+            2,
+        ),
+        (
+            "I/O: unwritable output",
+            vec!["rewrite", s(&good), s(&unwritable)],
+            2,
+        ),
+        // Tensor `a` is 4 f32s: not whole Q8_0 blocks of 32.
+        (
+            "quant refusal",
+            vec![
+                "convert",
+                s(&good),
+                "-o",
+                s(&out),
+                "--type",
+                "q8_0",
+                "--tensor",
+                "a",
+            ],
+            1,
+        ),
+        (
+            "nothing chosen",
+            vec!["convert", s(&good), "-o", s(&out), "--type", "q8_0"],
+            1,
+        ),
+        (
+            "endian refusal",
+            vec!["convert-endian", s(&v1), "-o", s(&out)],
+            1,
+        ),
+        ("split refusal", vec!["merge", s(&good), s(&out)], 1),
+        (
+            "edit refusal",
+            vec!["edit", s(&good), "-o", s(&out), "--delete", "no.such.key"],
+            1,
+        ),
+    ];
+    for (kind, args, code) in cases {
+        let got = ggufrw(&args);
+        let stderr = String::from_utf8_lossy(&got.stderr);
+        assert_eq!(got.status.code(), Some(code), "{kind}: {stderr}");
+        assert!(
+            !out.exists(),
+            "{kind}: a refused job left {}",
+            out.display()
+        );
+        assert!(
+            stderr.contains(".gguf"),
+            "{kind}: the error names no file: {stderr}"
+        );
+    }
+}

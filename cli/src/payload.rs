@@ -118,7 +118,11 @@ pub fn extract(args: ExtractArgs) -> ExitCode {
         match args.dtype.as_str() {
             "raw" => {
                 let data = file.tensor_data(index)?;
-                let ty = ty.ok_or_else(|| ggufrw::Error::Invalid("unknown type".into()))?;
+                let ty = ty.ok_or(ggufrw::Error::Tensor {
+                    index,
+                    name: tensor.info.name.to_string(),
+                    source: ggufrw::TensorError::UnknownType(tensor.info.ggml_type),
+                })?;
                 let descr = match numpy_descr(ty, file.header().byte_order) {
                     Some(d) => d,
                     None => {
@@ -142,7 +146,7 @@ pub fn extract(args: ExtractArgs) -> ExitCode {
                 let bytes: Vec<u8> = if dtype == "f16" {
                     let halves =
                         ggufrw::quant::quantize(GgmlType::F16, &values, values.len().max(1));
-                    halves.map_err(|e| ggufrw::Error::Invalid(e.to_string()))?
+                    halves?
                 } else {
                     values.iter().flat_map(|v| v.to_le_bytes()).collect()
                 };

@@ -125,6 +125,8 @@ impl fmt::Display for SizeError {
     }
 }
 
+impl std::error::Error for SizeError {}
+
 impl GgmlType {
     /// The type with this id; `None` for unknown and retired ids.
     pub fn from_id(id: u32) -> Option<GgmlType> {

@@ -24,6 +24,38 @@ pub struct GatedField {
     pub max: u64,
 }
 
+/// Why a version-gated field cannot be set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GatedError {
+    /// No version-gated field has this name.
+    NoSuchField(String),
+    /// The value does not fit the field's type.
+    DoesNotFit {
+        /// The field.
+        field: &'static str,
+        /// The value.
+        value: u64,
+        /// The field's Rust type.
+        ty: &'static str,
+    },
+}
+
+impl std::fmt::Display for GatedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GatedError::NoSuchField(name) => {
+                write!(f, "{name:?} is not a version-gated header field")
+            }
+            GatedError::DoesNotFit { field, value, ty } => {
+                write!(f, "{value} does not fit {field}'s {ty}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for GatedError {}
+
 /// Declares [`GatedFields`] from its rows: `name: type = since N`, in file order. They sit in
 /// the header after the counts, before the metadata.
 macro_rules! gated_fields {
@@ -69,20 +101,24 @@ macro_rules! gated_fields {
             }
 
             /// Sets field `name` to `value` (`None`: absent).
-            pub fn set(&mut self, name: &str, value: Option<u64>) -> Result<(), String> {
+            pub fn set(&mut self, name: &str, value: Option<u64>) -> Result<(), GatedError> {
                 $(
                     if name == stringify!($field) {
                         self.$field = match value {
                             None => None,
                             Some(v) => Some(<$ty>::try_from(v).map_err(|_| {
-                                format!("{v} does not fit {}'s {}", name, stringify!($ty))
+                                GatedError::DoesNotFit {
+                                    field: stringify!($field),
+                                    value: v,
+                                    ty: stringify!($ty),
+                                }
                             })?),
                         };
                         return Ok(());
                     }
                 )*
                 let _ = value;
-                Err(format!("{name:?} is not a version-gated header field"))
+                Err(GatedError::NoSuchField(name.to_string()))
             }
 
             /// Refuses a field set in a version that lacks it, or missing in one that has it.

@@ -44,7 +44,7 @@ pub mod version;
 
 pub use ctx::{ByteOrder, Ctx, Width};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
-pub use gated::{GatedField, GatedFields};
+pub use gated::{GatedError, GatedField, GatedFields};
 pub use header::{
     alignment_at, decode_header, decode_header_as, detect, find_alignment, FixedField, FixedValue,
     Header, HeaderOf, KeyValue, KeyValueOf, Layout, Magic, ALIGNMENT_KEY, DEFAULT_ALIGNMENT,

@@ -566,9 +566,9 @@ impl Read for RemoteReader {
         let end = self.pos.saturating_add(buf.len() as u64).min(self.len);
         if end > self.fetched.len() as u64 {
             if let Err(e) = self.fill(end) {
-                let message = e.to_string();
+                // The typed error is kept and returned by the caller; this only stops binrw.
                 self.failure = Some(e);
-                return Err(io::Error::other(message));
+                return Err(io::ErrorKind::Other.into());
             }
         }
         let fetched_end = (self.fetched.len() as u64).min(end);
@@ -589,7 +589,7 @@ impl Seek for RemoteReader {
             SeekFrom::End(d) => self.len.checked_add_signed(d),
             SeekFrom::Current(d) => self.pos.checked_add_signed(d),
         };
-        self.pos = pos.ok_or_else(|| io::Error::other("seek before the start of the file"))?;
+        self.pos = pos.ok_or(io::ErrorKind::InvalidInput)?;
         Ok(self.pos)
     }
 }

@@ -1,14 +1,13 @@
 //! Re-quantizing tensors to another type: each chosen tensor dequantized and quantized again,
 //! row by row as data is written (memory stays bounded), everything else copied as it is.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TensorError};
 use crate::file::Gguf;
 use crate::fsutil::{Mode, Progress};
 use crate::keys::FileType;
-use crate::quant::{type_name, GgmlType};
+use crate::quant::{GgmlType, QuantError};
 use crate::write::{Builder, Source};
 use ggufrw_schema::{ByteOrder, Value};
-use std::io::Read;
 use std::path::Path;
 use strum::IntoEnumIterator;
 
@@ -75,56 +74,32 @@ fn refusal(from: Option<GgmlType>, dims: &[u64], to: GgmlType) -> Option<String>
     None
 }
 
-/// Rows of a tensor dequantized from one type and quantized to another as they are read, in
-/// the file's byte order.
+/// Rows of a tensor dequantized from one type and quantized to another as they are written,
+/// about a MiB of source at a time, in the file's byte order.
 struct Requantize<'a> {
     src: &'a [u8],
     from: GgmlType,
     to: GgmlType,
     byte_order: ByteOrder,
     row_elements: usize,
-    out: Vec<u8>,
-    pos: usize,
 }
 
 impl Requantize<'_> {
-    /// Source bytes of one row.
-    fn row_bytes(&self) -> usize {
-        self.row_elements / self.from.block_size() as usize * self.from.type_size() as usize
-    }
-
-    fn refill(&mut self) -> std::io::Result<()> {
-        let row_bytes = self.row_bytes().max(1);
-        let rows = ((1 << 20) / row_bytes).max(1);
-        let take = (rows * row_bytes).min(self.src.len());
+    fn chunk(&mut self) -> std::result::Result<Vec<u8>, QuantError> {
+        let row_bytes =
+            self.row_elements / self.from.block_size() as usize * self.from.type_size() as usize;
+        let rows = ((1 << 20) / row_bytes.max(1)).max(1);
+        let take = (rows * row_bytes.max(1)).min(self.src.len());
         let (chunk, rest) = self.src.split_at(take);
         self.src = rest;
         let n = chunk.len() / self.from.type_size() as usize * self.from.block_size() as usize;
         let mut values = vec![0f32; n];
-        let invalid = |e: crate::quant::QuantError| std::io::Error::other(e.to_string());
-        crate::quant::dequantize(self.from, chunk, self.byte_order, &mut values)
-            .map_err(invalid)?;
-        self.out = crate::quant::quantize(self.to, &values, self.row_elements).map_err(invalid)?;
+        crate::quant::dequantize(self.from, chunk, self.byte_order, &mut values)?;
+        let mut out = crate::quant::quantize(self.to, &values, self.row_elements)?;
         if self.byte_order == ByteOrder::Big {
-            crate::quant::swap_in_place(self.to, &mut self.out).map_err(invalid)?;
+            crate::quant::swap_in_place(self.to, &mut out)?;
         }
-        self.pos = 0;
-        Ok(())
-    }
-}
-
-impl Read for Requantize<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.pos == self.out.len() {
-            if self.src.is_empty() {
-                return Ok(0);
-            }
-            self.refill()?;
-        }
-        let n = buf.len().min(self.out.len() - self.pos);
-        buf[..n].copy_from_slice(&self.out[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
+        Ok(out)
     }
 }
 
@@ -168,25 +143,25 @@ pub fn convert(
         let (ty, source) = match (convert, from) {
             (true, Some(from)) => {
                 report.converted.push((info.name.to_string(), from));
-                let len = to
-                    .byte_size(&info.dimensions)
-                    .map_err(|e| Error::Invalid(format!("{}: {e}", info.name)))?;
-                let reader = Requantize {
+                let name = info.name.to_string();
+                let fail = move |source: TensorError| Error::Tensor {
+                    index: i,
+                    name: name.clone(),
+                    source,
+                };
+                let len = (to.byte_size(&info.dimensions)).map_err(|e| fail(e.into()))?;
+                let mut rows = Requantize {
                     src: data,
                     from,
                     to,
                     byte_order: header.byte_order,
                     row_elements: info.dimensions.first().copied().unwrap_or(1) as usize,
-                    out: Vec::new(),
-                    pos: 0,
                 };
-                (
-                    to,
-                    Source::Reader {
-                        reader: Box::new(reader),
-                        len,
-                    },
-                )
+                let chunks = std::iter::from_fn(move || {
+                    (!rows.src.is_empty()).then(|| rows.chunk().map_err(|e| fail(e.into())))
+                });
+                let chunks = Box::new(chunks);
+                (to, Source::Chunks { chunks, len })
             }
             _ => {
                 let offset = file.layout().data_offset + info.offset;
@@ -198,10 +173,7 @@ pub fn convert(
                 let ty = from.ok_or_else(|| Error::Tensor {
                     index: i,
                     name: info.name.to_string(),
-                    message: format!(
-                        "type {} cannot be laid out again",
-                        type_name(info.ggml_type)
-                    ),
+                    source: TensorError::UnknownType(info.ggml_type),
                 })?;
                 (ty, source)
             }
@@ -210,6 +182,14 @@ pub fn convert(
         builder = builder
             .tensor(&info.name, ty, &info.dimensions, source)
             .map_err(|e| e.in_file(input))?;
+    }
+    if report.converted.is_empty() {
+        // A copy is not what was asked for.
+        return Err(Error::NothingConverted {
+            to,
+            skipped: report.skipped,
+        }
+        .in_file(input));
     }
     let quantized: Vec<GgmlType> = types.into_iter().filter(|t| t.is_quantized()).collect();
     if !report.converted.is_empty() && !quantized.is_empty() && quantized.iter().all(|&t| t == to) {

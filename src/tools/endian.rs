@@ -4,10 +4,10 @@
 //! trailing bytes) kept as it is. Memory stays bounded whatever the size: the data goes
 //! through one buffer.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TensorError};
 use crate::file::Gguf;
 use crate::fsutil::{critical, write_atomic_file, Mode, Progress};
-use crate::quant::{type_name, GgmlType};
+use crate::quant::GgmlType;
 use ggufrw_schema::{version, ByteOrder, Header};
 use std::fs::OpenOptions;
 use std::io::{Seek, SeekFrom, Write};
@@ -25,18 +25,42 @@ struct Stretch {
     blocks_of: Option<GgmlType>,
 }
 
+/// Why a file cannot be converted to the other byte order without loss.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EndianError {
+    /// The version has no files in that byte order.
+    #[error("version {version} files are not written {}-endian (versions: {})", to.name(), version::describe(*to))]
+    NoSuchVersion {
+        /// The file's version.
+        version: u32,
+        /// The byte order asked for.
+        to: ByteOrder,
+    },
+    /// A tensor's data overlaps another's: its bytes would be swapped twice.
+    #[error("tensor[{index}] ({name}): its data overlaps another tensor's, which would be swapped twice")]
+    Overlap {
+        /// The tensor's index.
+        index: usize,
+        /// Its name.
+        name: String,
+    },
+    /// In place, the header would not keep its length (a bigger header moves the data).
+    #[error("the header would change length in the other byte order")]
+    HeaderLength,
+}
+
 /// The header in `to`, and the data section cut into stretches; refuses what cannot be
 /// converted without loss: a version that has no such byte order, unknown types, data outside
 /// the file or overlapping (a byte swapped twice is not swapped).
 fn plan<B: AsRef<[u8]>>(file: &Gguf<B>, to: ByteOrder) -> Result<(Header, Vec<Stretch>)> {
     let old = file.header();
     if !version::is_supported(old.version, to) {
-        return Err(Error::Invalid(format!(
-            "version {} files are not written {}-endian (versions: {})",
-            old.version,
-            to.name(),
-            version::describe(to)
-        )));
+        return Err(EndianError::NoSuchVersion {
+            version: old.version,
+            to,
+        }
+        .into());
     }
     let mut new = old.clone();
     new.byte_order = to;
@@ -46,10 +70,7 @@ fn plan<B: AsRef<[u8]>>(file: &Gguf<B>, to: ByteOrder) -> Result<(Header, Vec<St
         let ty = GgmlType::from_id(info.ggml_type).ok_or_else(|| Error::Tensor {
             index: i,
             name: info.name.to_string(),
-            message: format!(
-                "its type {} has no known layout, so its bytes cannot be swapped",
-                type_name(info.ggml_type)
-            ),
+            source: TensorError::UnknownType(info.ggml_type),
         })?;
         let data = file.tensor_data(i)?;
         tensors.push((info.offset, info.offset + data.len() as u64, ty, i));
@@ -59,11 +80,11 @@ fn plan<B: AsRef<[u8]>>(file: &Gguf<B>, to: ByteOrder) -> Result<(Header, Vec<St
     let mut at = 0u64;
     for &(start, end, ty, i) in &tensors {
         if start < at {
-            return Err(Error::Tensor {
+            return Err(EndianError::Overlap {
                 index: i,
                 name: old.tensor_infos[i].name.to_string(),
-                message: "its data overlaps another tensor's, which would be swapped twice".into(),
-            });
+            }
+            .into());
         }
         if start > at {
             stretches.push(Stretch {
@@ -150,9 +171,7 @@ pub fn convert_endian_in_place(path: &Path, to: ByteOrder, progress: &dyn Progre
         let (header, stretches) = plan(&file, to).map_err(in_file)?;
         let layout = header.layout().map_err(|e| in_file(e.into()))?;
         if layout.data_offset != file.layout().data_offset {
-            return Err(in_file(Error::Invalid(
-                "the header would change length in the other byte order".into(),
-            )));
+            return Err(in_file(EndianError::HeaderLength.into()));
         }
         (
             header,

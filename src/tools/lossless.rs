@@ -19,7 +19,7 @@
 //! padding as its length, or `"hex"` when it holds non-zero bytes.
 
 use crate::dump::metadata_json;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TensorError};
 use crate::file::Gguf;
 use crate::fsutil::{write_atomic_file, Mode, Progress};
 use crate::quant::{type_name, GgmlType};
@@ -30,7 +30,7 @@ use ggufrw_schema::{
 };
 use serde_json::{json, Value as Json};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// The version of the shape written and read.
@@ -136,7 +136,40 @@ pub fn to_json<B: AsRef<[u8]>>(file: &Gguf<B>) -> Json {
 }
 
 fn bad(what: impl std::fmt::Display) -> Error {
-    Error::Invalid(format!("lossless JSON: {what}"))
+    LosslessError::Malformed(what.to_string()).into()
+}
+
+/// Why lossless JSON and a data file do not make a file.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LosslessError {
+    /// The JSON does not describe a header: what is wrong, where.
+    #[error("{0}")]
+    Malformed(String),
+    /// A tensor the JSON names is not in the data file.
+    #[error("tensor {name}: {from} has no tensor of that name to take its data from")]
+    NoSuchTensor {
+        /// The tensor.
+        name: String,
+        /// The data file.
+        from: PathBuf,
+    },
+    /// A tensor's type or shape is not the data file's.
+    #[error("tensor {name}: {} {here:?} here, {} {there:?} in {}: its data cannot be taken", type_name(*here_type), type_name(*there_type), from.display())]
+    Mismatch {
+        /// The tensor.
+        name: String,
+        /// Its type id in the JSON.
+        here_type: u32,
+        /// Its shape in the JSON.
+        here: Vec<u64>,
+        /// Its type id in the data file.
+        there_type: u32,
+        /// Its shape in the data file.
+        there: Vec<u64>,
+        /// The data file.
+        from: PathBuf,
+    },
 }
 
 /// A float from lossless JSON.
@@ -413,26 +446,27 @@ pub fn build(j: &Json, from: &Path, output: &Path, progress: &dyn Progress) -> R
         .like(&header)
         .with_metadata(header.metadata.clone());
     for info in &header.tensor_infos {
-        let t = source.tensor(&info.name).ok_or_else(|| {
-            Error::Invalid(format!(
-                "tensor {}: {} has no tensor of that name to take its data from",
-                info.name.as_str(),
-                from.display()
-            ))
-        })?;
+        let t = source
+            .tensor(&info.name)
+            .ok_or_else(|| LosslessError::NoSuchTensor {
+                name: info.name.to_string(),
+                from: from.to_path_buf(),
+            })?;
         if (t.info.ggml_type, &t.info.dimensions) != (info.ggml_type, &info.dimensions) {
-            return Err(Error::Invalid(format!(
-                "tensor {}: {} {:?} here, {} {:?} in {}: its data cannot be taken",
-                info.name.as_str(),
-                type_name(info.ggml_type),
-                info.dimensions,
-                type_name(t.info.ggml_type),
-                t.info.dimensions,
-                from.display()
-            )));
+            return Err(LosslessError::Mismatch {
+                name: info.name.to_string(),
+                here_type: info.ggml_type,
+                here: info.dimensions.clone(),
+                there_type: t.info.ggml_type,
+                there: t.info.dimensions.clone(),
+                from: from.to_path_buf(),
+            }
+            .into());
         }
-        let ty = t.ggml_type.ok_or_else(|| {
-            Error::Invalid(format!("tensor {}: unknown type", info.name.as_str()))
+        let ty = t.ggml_type.ok_or_else(|| Error::Tensor {
+            index: t.index,
+            name: info.name.to_string(),
+            source: TensorError::UnknownType(info.ggml_type),
         })?;
         let len = t.byte_size().map_err(|e| e.in_file(from))?;
         source.tensor_data(t.index).map_err(|e| e.in_file(from))?;

@@ -64,9 +64,7 @@ pub fn plan<B: AsRef<[u8]>>(
         let bytes = t.byte_size()?.next_multiple_of(alignment);
         let current = shards.last_mut().expect("one shard at least");
         let full = match by {
-            SplitBy::Tensors(0) => {
-                return Err(Error::Invalid("--max-tensors must be at least 1".into()))
-            }
+            SplitBy::Tensors(0) => return Err(SplitError::NoTensorsPerShard.into()),
             SplitBy::Tensors(n) => current.len() >= n,
             SplitBy::Bytes(max) => !current.is_empty() && size + bytes > max,
         };
@@ -79,10 +77,7 @@ pub fn plan<B: AsRef<[u8]>>(
         }
     }
     if shards.len() > usize::from(u16::MAX) {
-        return Err(Error::Invalid(format!(
-            "{} shards: split.count is a UINT16",
-            shards.len()
-        )));
+        return Err(SplitError::TooManyShards(shards.len()).into());
     }
     Ok(shards)
 }
@@ -128,9 +123,7 @@ pub fn split(
     let n = plan.len();
     let total = header.tensor_infos.len();
     if i32::try_from(total).is_err() {
-        return Err(
-            Error::Invalid("more tensors than split.tensors.count holds".into()).in_file(input),
-        );
+        return Err(Error::from(SplitError::TooManyTensors(total)).in_file(input));
     }
     let mut shards = Vec::with_capacity(n);
     let alignment = header.metadata.iter().find(|kv| kv.key == *ALIGNMENT_KEY);
@@ -189,7 +182,37 @@ pub fn split(
 
 /// Why shards do not merge.
 fn inconsistent(shard: &Path, key: &str, why: String) -> Error {
-    Error::Invalid(format!("{key}: {why}")).in_file(shard)
+    Error::from(SplitError::Inconsistent {
+        field: key.to_string(),
+        why,
+    })
+    .in_file(shard)
+}
+
+/// Why a split or a merge cannot be made as asked.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SplitError {
+    /// A shard must hold at least one tensor.
+    #[error("at most 0 tensors per shard: a shard holds one at least")]
+    NoTensorsPerShard,
+    /// More shards than `split.count` (a UINT16) can count.
+    #[error("{0} shards: split.count is a UINT16")]
+    TooManyShards(usize),
+    /// More tensors than `split.tensors.count` (an INT32) can count.
+    #[error("{0} tensors: split.tensors.count is an INT32")]
+    TooManyTensors(usize),
+    /// The file named as the first shard is not named as one.
+    #[error("is not a first shard: its name must end in -00001-of-NNNNN.gguf")]
+    NotFirstShard,
+    /// A shard disagrees with the set: the field, and how.
+    #[error("{field}: {why}")]
+    Inconsistent {
+        /// The key or header field.
+        field: String,
+        /// How it disagrees.
+        why: String,
+    },
 }
 
 /// The value of a split key as an integer, or why not.
@@ -223,10 +246,8 @@ pub struct Merged {
 /// unique tensor names, one byte order and version, the same version-gated fields), the first shard's metadata without the
 /// split keys, every tensor's data in shard order, laid out as ggml lays it out.
 pub fn merge(first: &Path, output: &Path, progress: &dyn Progress) -> Result<Merged> {
-    let (prefix, n) = first_shard_prefix(first).ok_or_else(|| {
-        Error::Invalid("is not a first shard: its name must end in -00001-of-NNNNN.gguf".into())
-            .in_file(first)
-    })?;
+    let (prefix, n) = first_shard_prefix(first)
+        .ok_or_else(|| Error::from(SplitError::NotFirstShard).in_file(first))?;
     let paths: Vec<PathBuf> = (0..n).map(|i| shard_path(&prefix, i, n)).collect();
     let files: Vec<Gguf> = paths.iter().map(Gguf::open).collect::<Result<_>>()?;
     let handles: Vec<File> = (paths.iter())

@@ -1,9 +1,9 @@
 //! Per-tensor statistics of the values (dequantized where needed), computed streaming: memory
 //! stays bounded whatever the tensor's size.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TensorError};
 use crate::file::Gguf;
-use crate::quant::{type_name, GgmlType};
+use crate::quant::GgmlType;
 
 /// Values dequantized at once.
 const CHUNK_ELEMENTS: usize = 1 << 16;
@@ -95,21 +95,24 @@ impl Running {
 pub fn tensor_stats<B: AsRef<[u8]>>(file: &Gguf<B>, index: usize) -> Result<Stats> {
     let data = file.tensor_data(index)?;
     let info = &file.header().tensor_infos[index];
-    let fail = |message: String| Error::Tensor {
+    let ty = GgmlType::from_id(info.ggml_type).ok_or_else(|| Error::Tensor {
         index,
         name: info.name.to_string(),
-        message,
-    };
-    let ty = GgmlType::from_id(info.ggml_type)
-        .ok_or_else(|| fail(format!("type {} has no values", type_name(info.ggml_type))))?;
+        source: TensorError::UnknownType(info.ggml_type),
+    })?;
     let (block_bytes, block_elements) = (ty.type_size() as usize, ty.block_size() as usize);
     let blocks_per_chunk = (CHUNK_ELEMENTS / block_elements).max(1);
     let mut values = vec![0f32; blocks_per_chunk * block_elements];
     let mut running = Running::default();
     for chunk in data.chunks(blocks_per_chunk * block_bytes) {
         let n = chunk.len() / block_bytes * block_elements;
-        crate::quant::dequantize(ty, chunk, file.header().byte_order, &mut values[..n])
-            .map_err(|e| fail(e.to_string()))?;
+        crate::quant::dequantize(ty, chunk, file.header().byte_order, &mut values[..n]).map_err(
+            |e| Error::Tensor {
+                index,
+                name: info.name.to_string(),
+                source: e.into(),
+            },
+        )?;
         running.add(&values[..n]);
     }
     Ok(running.finish())
