@@ -9,8 +9,10 @@ use crate::quant::GgmlType;
 use ggufrw_schema::ByteOrder;
 use std::borrow::Cow;
 
-/// An element type with a ggml tensor type of its own.
-pub trait Element: bytemuck::Pod {
+/// The element type of a tensor type whose elements are plain numbers (not blocks). Not the
+/// schema's [`ggufrw_schema::Element`], which reads metadata numbers: the numbers both have
+/// are decoded by that one.
+pub trait TensorElement: bytemuck::Pod {
     /// The ggml type whose elements these are.
     const GGML_TYPE: GgmlType;
     /// The element from its bytes in the file's byte order.
@@ -19,14 +21,11 @@ pub trait Element: bytemuck::Pod {
 
 macro_rules! element {
     ($($ty:ty => $ggml:ident),* $(,)?) => {$(
-        impl Element for $ty {
+        impl TensorElement for $ty {
             const GGML_TYPE: GgmlType = GgmlType::$ggml;
             fn from_bytes(bytes: &[u8], byte_order: ByteOrder) -> Self {
-                let array = bytes.try_into().expect("callers pass whole elements");
-                match byte_order {
-                    ByteOrder::Little => <$ty>::from_le_bytes(array),
-                    ByteOrder::Big => <$ty>::from_be_bytes(array),
-                }
+                <$ty as ggufrw_schema::Element>::decode(bytes, byte_order.endian())
+                    .expect("callers pass whole elements")
             }
         }
     )*};
@@ -37,7 +36,20 @@ element! {
 }
 
 #[cfg(feature = "half")]
-element! {
+macro_rules! half_element {
+    ($($ty:ty => $ggml:ident),* $(,)?) => {$(
+        impl TensorElement for $ty {
+            const GGML_TYPE: GgmlType = GgmlType::$ggml;
+            fn from_bytes(bytes: &[u8], byte_order: ByteOrder) -> Self {
+                <$ty>::from_bits(<u16 as ggufrw_schema::Element>::decode(bytes, byte_order.endian())
+                    .expect("callers pass whole elements"))
+            }
+        }
+    )*};
+}
+
+#[cfg(feature = "half")]
+half_element! {
     half::f16 => F16, half::bf16 => BF16,
 }
 
@@ -50,7 +62,7 @@ pub const HOST: ByteOrder = if cfg!(target_endian = "big") {
 
 /// Elements from raw tensor bytes: borrowed when `byte_order` is the host's and the bytes are
 /// aligned for `T`, converted otherwise.
-pub fn elements<T: Element>(bytes: &[u8], byte_order: ByteOrder) -> Cow<'_, [T]> {
+pub fn elements<T: TensorElement>(bytes: &[u8], byte_order: ByteOrder) -> Cow<'_, [T]> {
     if byte_order == HOST {
         if let Ok(slice) = bytemuck::try_cast_slice(bytes) {
             return Cow::Borrowed(slice);
@@ -68,7 +80,7 @@ pub fn elements<T: Element>(bytes: &[u8], byte_order: ByteOrder) -> Cow<'_, [T]>
 impl<B: AsRef<[u8]>> Gguf<B> {
     /// The elements of tensor `index`, which must be of `T`'s ggml type: borrowed from the
     /// file where its byte order and alignment allow, converted otherwise.
-    pub fn elements<T: Element>(&self, index: usize) -> Result<Cow<'_, [T]>> {
+    pub fn elements<T: TensorElement>(&self, index: usize) -> Result<Cow<'_, [T]>> {
         let data = self.tensor_data(index)?;
         let info = &self.header().tensor_infos[index];
         if info.ggml_type != T::GGML_TYPE.id() {

@@ -1,13 +1,16 @@
 //! Writing files so that they appear complete or not at all: a temporary file beside the target,
 //! synced, then renamed over it. Temporary files are registered while they exist, so that a
 //! program interrupted by a signal can remove them ([`remove_temporary_files`]); in-place header
-//! writes run inside [`critical`], which such a program waits for before it exits.
+//! writes run inside `critical`, which such a program waits for before it exits.
+//!
+//! Permission bits and positioned reads and writes are Unix's where the target is Unix; other
+//! targets get a portable fallback (`os` below: a permission is read-only or not, positioned
+//! I/O seeks), which `--cfg ggufrw_portable` compiles on Unix too so that CI checks it.
 
 use crate::error::{Error, Result};
 use std::collections::hash_map::RandomState;
 use std::fs::{self, File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -26,7 +29,7 @@ impl Mode {
     /// The permission bits of the file at `path` (for an output that copies it).
     pub fn of(path: &Path) -> Result<Mode> {
         let meta = fs::metadata(path).map_err(|e| Error::from(e).in_file(path))?;
-        Ok(Mode::Exactly(meta.permissions().mode() & 0o777))
+        Ok(Mode::Exactly(os::mode_bits(&meta.permissions())))
     }
 }
 
@@ -52,7 +55,7 @@ pub fn remove_temporary_files() {
 }
 
 /// Runs `f`, which changes a file in place, so that [`remove_temporary_files`] waits for it.
-pub fn critical<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn critical<T>(f: impl FnOnce() -> T) -> T {
     let _guard = lock(&CRITICAL);
     f()
 }
@@ -76,16 +79,15 @@ impl Temporary {
             let path = dir.join(format!(".{stem}.ggufrw-{:016x}.tmp", h.finish()));
             // Registered before it exists: a signal between the two finds nothing to remove.
             lock(&LIVE).push(path.clone());
-            let opened = OpenOptions::new()
-                .write(true)
-                .read(true)
-                .create_new(true)
-                .mode(0o666)
-                .open(&path);
+            let mut options = OpenOptions::new();
+            options.write(true).read(true).create_new(true);
+            let opened = os::plain_mode(&mut options).open(&path);
             match opened {
                 Ok(file) => {
                     if let Mode::Exactly(bits) = mode {
-                        file.set_permissions(fs::Permissions::from_mode(bits))?;
+                        let mut permissions = file.metadata()?.permissions();
+                        os::set_mode_bits(&mut permissions, bits);
+                        file.set_permissions(permissions)?;
                     }
                     return Ok(Temporary {
                         path,
@@ -158,10 +160,93 @@ pub fn write_atomic_file<T>(
 
 /// Whether `a` and `b` name the same existing file.
 pub fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (fs::metadata(a), fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
+    os::same_file(a, b)
+}
+
+/// Reads exactly `buf.len()` bytes at `offset` of `file`.
+pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    os::read_exact_at(file, buf, offset)
+}
+
+/// Writes all of `buf` at `offset` of `file`.
+pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+    os::write_all_at(file, buf, offset)
+}
+
+#[cfg(all(unix, not(ggufrw_portable)))]
+mod os {
+    use std::fs::{File, OpenOptions, Permissions};
+    use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+    use std::path::Path;
+
+    pub fn mode_bits(p: &Permissions) -> u32 {
+        p.mode() & 0o777
+    }
+
+    pub fn set_mode_bits(p: &mut Permissions, bits: u32) {
+        p.set_mode(bits);
+    }
+
+    /// 0666 less the umask, as `File::create` gives.
+    pub fn plain_mode(o: &mut OpenOptions) -> &mut OpenOptions {
+        o.mode(0o666)
+    }
+
+    pub fn same_file(a: &Path, b: &Path) -> bool {
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        }
+    }
+
+    pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        file.read_exact_at(buf, offset)
+    }
+
+    pub fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        file.write_all_at(buf, offset)
+    }
+}
+
+/// Elsewhere: a permission is read-only or not, and positioned I/O moves the file's cursor
+/// (every caller here owns its handle and does one thing with it at a time).
+#[cfg(any(not(unix), ggufrw_portable))]
+mod os {
+    use std::fs::{File, OpenOptions, Permissions};
+    use std::io::{Read, Seek, SeekFrom, Write};
+    use std::path::Path;
+
+    pub fn mode_bits(p: &Permissions) -> u32 {
+        if p.readonly() {
+            0o444
+        } else {
+            0o666
+        }
+    }
+
+    pub fn set_mode_bits(p: &mut Permissions, bits: u32) {
+        p.set_readonly(bits & 0o222 == 0);
+    }
+
+    pub fn plain_mode(o: &mut OpenOptions) -> &mut OpenOptions {
+        o
+    }
+
+    pub fn same_file(a: &Path, b: &Path) -> bool {
+        match (a.canonicalize(), b.canonicalize()) {
+            (Ok(x), Ok(y)) => x == y,
+            _ => false,
+        }
+    }
+
+    pub fn read_exact_at(mut file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        file.seek(SeekFrom::Start(offset))?;
+        file.read_exact(buf)
+    }
+
+    pub fn write_all_at(mut file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
+        file.seek(SeekFrom::Start(offset))?;
+        file.write_all(buf)
     }
 }
 
@@ -177,3 +262,59 @@ pub trait Progress {
 
 /// No progress shown.
 impl Progress for () {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ggufrw-fsutil-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// What every target must do alike, Unix or the portable fallback: an atomic write leaves
+    /// the output or nothing, keeps a read-only mode, and positioned I/O lands where asked.
+    #[test]
+    fn atomic_writes_modes_and_positioned_io() {
+        let dir = dir();
+        let path = dir.join("out.bin");
+        let failed: Result<()> = write_atomic_file(&path, Mode::Plain, |f| {
+            std::io::Write::write_all(f, b"partial")?;
+            Err(Error::NoTensor { index: 0, count: 0 })
+        });
+        assert!(failed.is_err());
+        assert!(!path.exists());
+        assert_eq!(
+            fs::read_dir(&dir).unwrap().count(),
+            0,
+            "a temporary file is left"
+        );
+
+        write_atomic_file(&path, Mode::Plain, |f| {
+            Ok(std::io::Write::write_all(f, b"0123456789")?)
+        })
+        .unwrap();
+        assert!(same_file(&path, &dir.join(".").join("out.bin")));
+        assert!(!same_file(&path, &dir));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        write_all_at(&file, b"ab", 4).unwrap();
+        let mut buf = [0u8; 3];
+        read_exact_at(&file, &mut buf, 3).unwrap();
+        assert_eq!(&buf, b"3ab");
+        assert!(read_exact_at(&file, &mut buf, 9).is_err());
+
+        let copy = dir.join("read-only.bin");
+        write_atomic_file(&copy, Mode::Exactly(0o444), |_| Ok(())).unwrap();
+        assert!(fs::metadata(&copy).unwrap().permissions().readonly());
+        assert_eq!(Mode::of(&copy).unwrap(), Mode::Exactly(0o444));
+        let mut writable = fs::metadata(&copy).unwrap().permissions();
+        os::set_mode_bits(&mut writable, 0o644);
+        fs::set_permissions(&copy, writable).unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

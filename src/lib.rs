@@ -69,7 +69,7 @@ pub mod validate;
 pub mod view;
 mod write;
 
-pub use elements::{elements, Element, HOST};
+pub use elements::{elements, TensorElement, HOST};
 pub use error::{Error, Result, TensorError};
 pub use file::{read_header, read_tensor_data, tensor_byte_size, Gguf, Tensor};
 pub use ggufrw_quant as quant;

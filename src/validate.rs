@@ -641,30 +641,20 @@ impl Validator {
 
 /// A key or tensor name in the duplicate checks. Hashed with the standard library's randomly
 /// keyed SipHash, so that no file can make its names collide (an unkeyed hash lets a file make
-/// every insertion compare against every earlier name); comparisons are counted
-/// ([`name_comparisons`]) so that tests can bound the work.
+/// every insertion compare against every earlier name). The unit tests count comparisons to
+/// bound the work.
 #[derive(Clone, Copy, Hash)]
 struct Name<'a>(&'a str);
 
 impl PartialEq for Name<'_> {
     fn eq(&self, other: &Self) -> bool {
-        COMPARISONS.with(|c| c.set(c.get() + 1));
+        #[cfg(test)]
+        tests::COMPARISONS.with(|c| c.set(c.get() + 1));
         self.0 == other.0
     }
 }
 
 impl Eq for Name<'_> {}
-
-thread_local! {
-    static COMPARISONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// How many times this thread's validations have compared two names (keys or tensor names)
-/// for equality: a measure of their work for tests, which bound it instead of timing it.
-#[doc(hidden)]
-pub fn name_comparisons() -> u64 {
-    COMPARISONS.with(|c| c.get())
-}
 
 /// The dimension at which ggml's `ggml_new_tensor`, which llama.cpp's loader calls for every
 /// tensor of a header it reads, asserts: it multiplies `ne[0]` by each later dimension above 1
@@ -703,4 +693,58 @@ fn is_conventional_key(key: &str) -> bool {
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Builder, GgmlType, KeyValue, Value};
+
+    thread_local! {
+        /// Names compared for equality by this thread's validations.
+        pub(super) static COMPARISONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Duplicate detection hashes with a keyed hash: distinct names are compared only when
+    /// their hashes meet by chance, never each against the others. The work is bounded by
+    /// counting comparisons, not by timing (a collision-prone hash fails at 20,000 keys).
+    #[test]
+    fn a_million_keys_and_100000_tensors_validate_with_one_comparison_per_name_at_most() {
+        // Small first: a quadratic step fails there in seconds instead of running for hours.
+        for (kvs, tensors) in [
+            (20_000, 0),
+            (1_000_000, 0),
+            (0, 100_000),
+            (100_000, 100_000),
+        ] {
+            let mut metadata = vec![KeyValue {
+                key: "general.architecture".into(),
+                value: Value::from("llama"),
+            }];
+            metadata.extend((0..kvs).map(|i| KeyValue {
+                key: format!("k.{i}").as_str().into(),
+                value: Value::Uint32(i as u32),
+            }));
+            let mut builder = Builder::new().with_metadata(metadata);
+            for i in 0..tensors {
+                builder = builder
+                    .tensor(&format!("t.{i}"), GgmlType::F32, &[1], vec![0u8; 4])
+                    .unwrap();
+            }
+            let file = builder.build().unwrap();
+            let before = COMPARISONS.with(|c| c.get());
+            let findings = validate(&file, Profile::Ggml);
+            let comparisons = COMPARISONS.with(|c| c.get()) - before;
+            let errors: Vec<_> = (findings.iter())
+                .filter(|f| f.severity == Severity::Error)
+                .take(3)
+                .collect();
+            assert!(errors.is_empty(), "{errors:?}");
+            let names = (kvs + tensors + 1) as u64;
+            assert!(
+                comparisons <= names,
+                "{kvs} keys, {tensors} tensors: {comparisons} name comparisons"
+            );
+        }
+    }
 }

@@ -11,7 +11,6 @@ use ggufrw_schema::{
 };
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// Bytes of the buffer that data from readers and (where the kernel cannot copy) files goes
@@ -304,7 +303,7 @@ pub(crate) trait Sink: Write {
         let mut done = 0u64;
         while done < len {
             let n = buf.len().min((len - done) as usize);
-            file.read_exact_at(&mut buf[..n], offset + done)?;
+            crate::fsutil::read_exact_at(file, &mut buf[..n], offset + done)?;
             self.write_all(&buf[..n])?;
             done += n as u64;
         }

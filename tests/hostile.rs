@@ -1463,7 +1463,8 @@ fn wide_file(kvs: usize, tensors: usize) -> Vec<u8> {
 }
 
 #[test]
-fn a_million_keys_and_100000_tensors_validate_with_one_comparison_per_name_at_most() {
+fn a_million_keys_and_100000_tensors_decode_and_validate_in_bounded_heap() {
+    // (Their name comparisons are bounded by the unit test of the same name in validate.rs.)
     // Small first: a quadratic step fails there in seconds instead of running for hours.
     for (kvs, tensors) in [
         (20_000, 0),
@@ -1473,20 +1474,11 @@ fn a_million_keys_and_100000_tensors_validate_with_one_comparison_per_name_at_mo
     ] {
         let bytes = wide_file(kvs, tensors);
         let (file, peak) = peak_heap(|| Gguf::from_bytes(&bytes[..]).unwrap());
-        let before = ggufrw::validate::name_comparisons();
         let (findings, validate_peak) = peak_heap(|| validate(&file, Profile::Ggml));
-        let comparisons = ggufrw::validate::name_comparisons() - before;
         assert!(
             errors(&findings).is_empty(),
             "{:?}",
             &findings[..findings.len().min(3)]
-        );
-        // Duplicate detection hashes with a keyed hash: distinct names are compared only when
-        // their hashes meet by chance (about one in a hundred), never each against the others.
-        let names = (kvs + tensors) as u64;
-        assert!(
-            comparisons <= names,
-            "{kvs} keys, {tensors} tensors: {comparisons} name comparisons"
         );
         assert!(
             peak <= heap_bound(bytes.len()) && validate_peak <= heap_bound(bytes.len()),
@@ -1494,7 +1486,7 @@ fn a_million_keys_and_100000_tensors_validate_with_one_comparison_per_name_at_mo
             bytes.len()
         );
         eprintln!(
-            "{kvs} keys, {tensors} tensors ({} bytes): {comparisons} name comparisons, peak heap {peak} decoding, {validate_peak} validating",
+            "{kvs} keys, {tensors} tensors ({} bytes): peak heap {peak} decoding, {validate_peak} validating",
             bytes.len()
         );
     }

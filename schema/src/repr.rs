@@ -15,8 +15,18 @@ use std::hash::Hash;
 use std::marker::PhantomData;
 use std::ops::Deref;
 
-/// How strings and arrays are held. Implemented by [`Owned`] and [`Spans`] only.
-pub trait Repr: Copy + Clone + Debug + Default + PartialEq + Eq + Hash + 'static {
+/// Keeps [`Repr`] to this crate's two: the decoder's bounds checks live in their readers.
+mod sealed {
+    #[allow(unnameable_types)]
+    pub trait Sealed {}
+    impl Sealed for super::Owned {}
+    impl Sealed for super::Spans {}
+}
+
+/// How strings and arrays are held: [`Owned`] or [`Spans`] (sealed: no other can be written).
+pub trait Repr:
+    sealed::Sealed + Copy + Clone + Debug + Default + PartialEq + Eq + Hash + 'static
+{
     /// One string.
     type Str: Clone + Debug + Default + PartialEq + Eq + Hash + PartialOrd + Ord;
     /// An array of numbers or bools.

@@ -6,13 +6,12 @@
 
 use crate::error::{Error, Result, TensorError};
 use crate::file::Gguf;
-use crate::fsutil::{critical, write_atomic_file, Mode, Progress};
+use crate::fsutil::{critical, read_exact_at, write_all_at, write_atomic_file, Mode, Progress};
 use crate::quant::GgmlType;
 use ggufrw_schema::{version, ByteOrder, Header};
 use std::fs::OpenOptions;
 use std::io::{Seek, SeekFrom, Write};
 use std::ops::Range;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// Bytes swapped at once (a multiple of every block size is taken within each tensor).
@@ -144,9 +143,7 @@ pub fn convert_endian(
         for stretch in &stretches {
             for piece in pieces(stretch) {
                 let buf = &mut buf[..(piece.end - piece.start) as usize];
-                source
-                    .read_exact_at(buf, data_offset + piece.start)
-                    .map_err(read)?;
+                read_exact_at(&source, buf, data_offset + piece.start).map_err(read)?;
                 if let Some(ty) = stretch.blocks_of {
                     crate::quant::swap_plan(ty).apply(buf);
                 }
@@ -193,13 +190,11 @@ pub fn convert_endian_in_place(path: &Path, to: ByteOrder, progress: &dyn Progre
         for stretch in stretches.iter().filter(|s| s.blocks_of.is_some()) {
             for piece in pieces(stretch) {
                 let n = (piece.end - piece.start) as usize;
-                out.read_exact_at(&mut buf[..n], data_offset + piece.start)
-                    .map_err(io)?;
+                read_exact_at(&out, &mut buf[..n], data_offset + piece.start).map_err(io)?;
                 if let Some(ty) = stretch.blocks_of {
                     crate::quant::swap_plan(ty).apply(&mut buf[..n]);
                 }
-                out.write_all_at(&buf[..n], data_offset + piece.start)
-                    .map_err(io)?;
+                write_all_at(&out, &buf[..n], data_offset + piece.start).map_err(io)?;
                 progress.advance(n as u64);
             }
         }
