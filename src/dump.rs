@@ -12,13 +12,32 @@ use ggufrw_schema::{ArrayValues, FixedValue, KeyValue, TensorInfo, Value, Wide};
 use serde_json::{json, Value as Json};
 use std::fmt::Write as _;
 
-fn float(f: f64) -> Json {
+/// The text of a float JSON cannot hold, in every JSON and text form here (`dump`, lossless
+/// JSON, `--set`): `"nan"`, `"inf"`, `"-inf"`; `None` for a finite float.
+pub fn non_finite_text(f: f64) -> Option<&'static str> {
     if f.is_nan() {
-        json!("nan")
+        Some("nan")
     } else if f.is_infinite() {
-        json!(if f > 0.0 { "inf" } else { "-inf" })
+        Some(if f > 0.0 { "inf" } else { "-inf" })
     } else {
-        json!(f)
+        None
+    }
+}
+
+/// The float [`non_finite_text`] writes as `text`, if it is one of its texts.
+pub fn non_finite_from_text(text: &str) -> Option<f64> {
+    match text {
+        "nan" => Some(f64::NAN),
+        "inf" => Some(f64::INFINITY),
+        "-inf" => Some(f64::NEG_INFINITY),
+        _ => None,
+    }
+}
+
+fn float(f: f64) -> Json {
+    match non_finite_text(f) {
+        Some(text) => json!(text),
+        None => json!(f),
     }
 }
 

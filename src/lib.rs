@@ -64,6 +64,7 @@ pub mod params;
 #[cfg_attr(docsrs, doc(cfg(feature = "remote")))]
 pub mod remote;
 pub mod semantic;
+pub mod shards;
 pub mod tools;
 pub mod validate;
 pub mod view;

@@ -166,7 +166,7 @@ impl fmt::Display for FileName {
             write!(f, "-{}", t.as_str())?;
         }
         if let Some(Shard { number, total }) = self.shard {
-            write!(f, "-{number:05}-of-{total:05}")?;
+            write!(f, "-{}", crate::shards::position_text(number, total))?;
         }
         f.write_str(".gguf")
     }
@@ -198,7 +198,8 @@ impl FileName {
         // From the right, always leaving at least one token for the base name.
         let mut shard = None;
         if let [.., _, number, "of", total] = tokens[..] {
-            if let (Some(number), Some(total)) = (shard_number(number), shard_number(total)) {
+            if let Some((number, total)) = crate::shards::position(&format!("{number}-of-{total}"))
+            {
                 shard = Some(Shard { number, total });
                 tokens.truncate(tokens.len() - 3);
             }
@@ -315,7 +316,7 @@ impl FileName {
 }
 
 fn shard_text(s: Shard) -> String {
-    format!("{:05}-of-{:05}", s.number, s.total)
+    crate::shards::position_text(s.number, s.total)
 }
 
 /// One part where a file name differs from the conventional one.
@@ -353,12 +354,6 @@ pub fn compare(actual: &str, expected: &FileName) -> Result<Vec<Difference>, Nam
         return Ok(Vec::new());
     }
     Ok(FileName::parse(actual)?.differences(expected))
-}
-
-fn shard_number(s: &str) -> Option<u32> {
-    (s.len() == 5 && s.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| s.parse().ok())
-        .flatten()
 }
 
 fn digits(s: &str) -> bool {
@@ -575,7 +570,10 @@ pub fn conventional_file_name<B: AsRef<[u8]>>(
     let mmproj = general_type == Some("mmproj") || s("general.architecture") == Some("clip");
     let vocab = !mmproj && tensors.is_empty() && matches!(general_type, None | Some("model"));
     let lora = !mmproj && counted.lora && counted.total > 0;
-    let shard = match (integer(file, "split.no"), integer(file, "split.count")) {
+    let shard = match (
+        integer(file, crate::shards::SPLIT_NO),
+        integer(file, crate::shards::SPLIT_COUNT),
+    ) {
         (Some(no), Some(count)) if count > 1 => Some(Shard {
             number: u32::try_from(no.saturating_add(1)).unwrap_or(u32::MAX),
             total: u32::try_from(count).unwrap_or(u32::MAX),

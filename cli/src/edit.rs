@@ -1,5 +1,4 @@
-//! `ggufrw edit` and `ggufrw rewrite`: write a file with changes (or none), atomically, or
-//! change its header in place.
+//! `ggufrw edit`: write a file with changes, atomically, or change its header in place.
 
 use super::{report, set::known_types, set::parse_value, Bar, USAGE_OR_IO};
 use ggufrw::edit::{edit_file_with, edit_in_place, Edit};
@@ -8,15 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-pub struct RewriteArgs {
-    /// The input file.
-    input: PathBuf,
-    /// The output file.
-    output: PathBuf,
-}
-
-#[derive(clap::Args)]
-pub struct EditArgs {
+pub struct Args {
     /// The GGUF file to edit.
     input: PathBuf,
     /// Write the result here (through a temporary file beside it); must not be the input.
@@ -53,12 +44,8 @@ fn set_help() -> String {
     )
 }
 
-pub fn rewrite(args: RewriteArgs) -> ExitCode {
-    write_elsewhere(&args.input, &args.output, &Edit::default())
-}
-
 /// Writes `input` with `edit` applied to `output`, refusing `output` = `input` as a usage error.
-fn write_elsewhere(input: &Path, output: &Path, edit: &Edit) -> ExitCode {
+pub fn write_elsewhere(input: &Path, output: &Path, edit: &Edit) -> ExitCode {
     if same_file(input, output) {
         eprintln!(
             "{}: is the input; write elsewhere (or edit --in-place)",
@@ -89,7 +76,7 @@ fn pair(text: &str, flag: &str) -> Result<(String, String), ExitCode> {
     }
 }
 
-pub fn run(args: EditArgs) -> ExitCode {
+pub fn run(args: Args) -> ExitCode {
     let mut edit = Edit {
         delete: args.delete,
         delete_tensors: args.delete_tensor,

@@ -2,16 +2,22 @@
 //! module per command, and here what they share (exit codes, opening files, printing, progress,
 //! signals).
 
+mod build;
 mod check;
 mod conform;
+mod convert;
+mod convert_endian;
 mod diff;
 mod dump;
 mod edit;
+mod extract;
 mod hash;
+mod merge;
 mod name;
-mod payload;
+mod rewrite;
 mod set;
 mod split;
+mod stats;
 
 use clap::{Parser, Subcommand};
 use ggufrw::fsutil::{remove_temporary_files, Progress};
@@ -40,39 +46,39 @@ enum Command {
     Check(check::Args),
     /// Decode IN and encode it to OUT, byte-identical; OUT appears complete or not at all, with
     /// IN's permissions.
-    Rewrite(edit::RewriteArgs),
+    Rewrite(rewrite::Args),
     /// Print the file's conventional name (ggml's naming convention, derived from general.name,
     /// basename, finetune, version, size_label, file_type and the tensors as llama.cpp's
     /// converter does); with --check, say where the actual name differs and exit 1 if it does.
     Name(name::Args),
     /// Change metadata and tensors: to a new file (-o, atomic) or by rewriting only the header
     /// (--in-place, when it fits). Everything not edited stays byte-identical.
-    Edit(edit::EditArgs),
+    Edit(edit::Args),
     /// Generate valid files of every version and byte order and check that each round-trips.
     Conform(conform::Args),
     /// Convert a file to the other byte order: header and every tensor's blocks, swapped as
     /// their declaration says; big-endian to little and back gives the same bytes.
-    ConvertEndian(payload::EndianArgs),
+    ConvertEndian(convert_endian::Args),
     /// Write a tensor's values (or bytes) as a NumPy .npy file, shape in NumPy's order.
-    Extract(payload::ExtractArgs),
+    Extract(extract::Args),
     /// Per tensor: min, max, mean, standard deviation, NaN, infinite and zero values.
-    Stats(payload::StatsArgs),
+    Stats(stats::Args),
     /// Re-quantize tensors to another type (bit-exact with ggml's reference quantizers).
-    Convert(payload::ConvertArgs),
+    Convert(convert::Args),
     /// Hash each tensor's data and each file's, in llama.cpp's gguf-hash format; or check
     /// files against such a manifest.
     Hash(hash::Args),
     /// Split a model into shards as llama.cpp's gguf-split does (every shard keeps the
     /// model's alignment).
-    Split(split::SplitArgs),
+    Split(split::Args),
     /// Merge shards (given the first) into one file, checking every shard.
-    Merge(split::MergeArgs),
+    Merge(merge::Args),
     /// What differs between two files: header, keys, tensors (and with --data their bytes);
     /// exit 0 when nothing does, 1 when something does, 2 on errors.
     Diff(diff::Args),
     /// Write a file from `dump --json --lossless` output and another file's tensor data:
     /// byte-identical when the JSON is unedited.
-    Build(dump::BuildArgs),
+    Build(build::Args),
 }
 
 /// Exit code of a command whose input fails (does not decode, cannot be edited as asked).
@@ -87,19 +93,19 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Dump(args) => dump::run(args),
         Command::Check(args) => check::run(args),
-        Command::Rewrite(args) => edit::rewrite(args),
+        Command::Rewrite(args) => rewrite::run(args),
         Command::Edit(args) => edit::run(args),
         Command::Name(args) => name::run(args),
         Command::Conform(args) => conform::run(args),
-        Command::ConvertEndian(args) => payload::convert_endian(args),
-        Command::Extract(args) => payload::extract(args),
-        Command::Stats(args) => payload::stats(args),
-        Command::Convert(args) => payload::convert(args),
+        Command::ConvertEndian(args) => convert_endian::run(args),
+        Command::Extract(args) => extract::run(args),
+        Command::Stats(args) => stats::run(args),
+        Command::Convert(args) => convert::run(args),
         Command::Hash(args) => hash::run(args),
-        Command::Split(args) => split::split(args),
-        Command::Merge(args) => split::merge(args),
+        Command::Split(args) => split::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Diff(args) => diff::run(args),
-        Command::Build(args) => dump::build(args),
+        Command::Build(args) => build::run(args),
     }
 }
 
@@ -222,20 +228,14 @@ pub fn load(arg: &Path, shards: bool) -> Result<Vec<Input>, ggufrw::Error> {
         })
     };
     let first = local(arg)?;
-    let count = match first.file.get("split.count") {
-        Some(ggufrw::Value::Uint16(n)) => usize::from(*n),
-        _ => 0,
-    };
-    match ggufrw::tools::split::first_shard_prefix(arg) {
-        Some((prefix, named)) if shards && count > 1 && named == count => {
-            let mut all = vec![first];
-            for i in 1..count {
-                all.push(local(&ggufrw::tools::split::shard_path(&prefix, i, count))?);
-            }
-            Ok(all)
-        }
-        _ => Ok(vec![first]),
+    let others = shards
+        .then(|| ggufrw::shards::other_shards(arg, &first.file))
+        .flatten();
+    let mut all = vec![first];
+    for path in others.unwrap_or_default() {
+        all.push(local(&path)?);
     }
+    Ok(all)
 }
 
 /// [`load`], its error printed and turned into the exit code.

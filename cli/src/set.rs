@@ -95,6 +95,9 @@ fn wide_from_text<T: Number>(raw: &str) -> Result<Wide, Refused> {
 /// A float from text: the literals inf, -inf and nan as they are; any other text must be a
 /// number that f64 holds without becoming infinite or zero.
 fn float_from_text(raw: &str) -> Result<f64, String> {
+    if let Some(v) = ggufrw::dump::non_finite_from_text(raw) {
+        return Ok(v);
+    }
     let v: f64 = raw.parse().map_err(|e| format!("{e}"))?;
     let literal = !raw.bytes().any(|b| b.is_ascii_digit());
     if literal {
@@ -153,7 +156,7 @@ impl ValueTypeVisitor for FromJsonList<'_> {
                     Wide::Float(float_from_text(&n.to_string()).map_err(element)?)
                 }
                 (NumberKind::Float, Json::String(s))
-                    if matches!(s.as_str(), "inf" | "-inf" | "nan") =>
+                    if ggufrw::dump::non_finite_from_text(s).is_some() =>
                 {
                     Wide::Float(float_from_text(s).map_err(element)?)
                 }

@@ -1,13 +1,12 @@
-//! `ggufrw split` and `ggufrw merge`: shards as llama.cpp's gguf-split makes and its loader
-//! reads them.
+//! `ggufrw split`: shards as llama.cpp's gguf-split makes them and its loader reads them.
 
 use super::{print_out, report, Bar, USAGE_OR_IO};
-use ggufrw::tools::split::{merge as merge_shards, split as split_file, SplitBy};
+use ggufrw::tools::split::{split as split_file, SplitBy};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
-pub struct SplitArgs {
+pub struct Args {
     /// The GGUF file to split.
     input: PathBuf,
     /// The shards' prefix: PREFIX-00001-of-00003.gguf, …
@@ -60,7 +59,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     Err(format!("{text:?}: unknown unit"))
 }
 
-pub fn split(args: SplitArgs) -> ExitCode {
+pub fn run(args: Args) -> ExitCode {
     let by = match (args.max_tensors, args.max_size) {
         (Some(n), None) => SplitBy::Tensors(n),
         (None, Some(bytes)) => SplitBy::Bytes(bytes),
@@ -91,26 +90,6 @@ pub fn split(args: SplitArgs) -> ExitCode {
             print_out(&out)
         }
         Err(e) => report(&args.input.display().to_string(), &e),
-    }
-}
-
-#[derive(clap::Args)]
-pub struct MergeArgs {
-    /// The first shard (PREFIX-00001-of-NNNNN.gguf); the others are found by name.
-    first: PathBuf,
-    /// The merged file.
-    output: PathBuf,
-}
-
-pub fn merge(args: MergeArgs) -> ExitCode {
-    match merge_shards(&args.first, &args.output, &Bar::new()) {
-        Ok(m) => print_out(&format!(
-            "{}: merged from {} shards, {} tensors\n",
-            args.output.display(),
-            m.shards.len(),
-            m.tensors
-        )),
-        Err(e) => report(&args.first.display().to_string(), &e),
     }
 }
 

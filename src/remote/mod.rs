@@ -20,7 +20,7 @@ mod estimate;
 use crate::file::Gguf;
 use crate::Error;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 use ureq::http::{header, StatusCode, Uri};
 use ureq::ResponseExt;
@@ -180,24 +180,16 @@ pub fn open_shards<B: From<Vec<u8>> + AsRef<[u8]>>(
     options: &Options,
 ) -> crate::Result<Vec<Remote<B>>> {
     let first = open_as::<B>(url, options)?;
-    let count = match first.file.get("split.count") {
-        Some(crate::Value::Uint16(n)) => usize::from(*n),
-        _ => 0,
-    };
     let (path, query) = url
         .split_once('?')
         .map_or((url, None), |(p, q)| (p, Some(q)));
     // The name is the last segment; the rest of the URL stays as it is.
     let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
-    let Some((prefix, named)) = crate::tools::split::first_shard_prefix(Path::new(name)) else {
+    let Some(others) = crate::shards::other_shards(Path::new(name), &first.file) else {
         return Ok(vec![first]);
     };
-    if count <= 1 || named != count {
-        return Ok(vec![first]);
-    }
     let mut shards = vec![first];
-    for i in 1..count {
-        let shard: PathBuf = crate::tools::split::shard_path(&prefix, i, count);
+    for shard in others {
         let mut shard_url = format!("{dir}/{}", shard.to_string_lossy());
         if let Some(q) = query {
             shard_url.push('?');

@@ -47,7 +47,7 @@ fn number_json<T: Number>(x: T) -> Json {
                 json!(format!("nan:{:#x}", x.bits()))
             }
         }
-        Wide::Float(f) if f.is_infinite() => json!(if f > 0.0 { "inf" } else { "-inf" }),
+        Wide::Float(f) if f.is_infinite() => json!(crate::dump::non_finite_text(f)),
         _ => crate::dump::value_json(&x.into_value()),
     }
 }
@@ -174,14 +174,7 @@ pub enum LosslessError {
 
 /// A float from lossless JSON.
 fn float_from(j: &Json) -> Result<Wide> {
-    let special = |s: &str| -> Option<f64> {
-        match s {
-            "inf" => Some(f64::INFINITY),
-            "-inf" => Some(f64::NEG_INFINITY),
-            "nan" => Some(f64::NAN),
-            _ => None,
-        }
-    };
+    let special = crate::dump::non_finite_from_text;
     match j {
         Json::Number(n) => n
             .as_f64()

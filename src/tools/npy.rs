@@ -1,7 +1,27 @@
 //! NumPy's `.npy` format (version 1.0): a magic, a header dict (`descr`, `fortran_order`,
 //! `shape`) padded to 64 bytes, then the array's bytes in C order.
 
+use crate::quant::GgmlType;
+use ggufrw_schema::ByteOrder;
 use std::io::{self, Write};
+
+/// NumPy's name for the elements of a plain (not block) type stored in `order`; `None` for
+/// block types, whose rows are bytes (`|u1`). NumPy has no bfloat16: BF16 is its bits (`u2`).
+pub fn descr(ty: GgmlType, order: ByteOrder) -> Option<String> {
+    let e = if order == ByteOrder::Big { '>' } else { '<' };
+    let kind = match ty {
+        GgmlType::F32 => "f4",
+        GgmlType::F16 => "f2",
+        GgmlType::F64 => "f8",
+        GgmlType::I16 => "i2",
+        GgmlType::I32 => "i4",
+        GgmlType::I64 => "i8",
+        GgmlType::I8 => return Some("|i1".into()),
+        GgmlType::BF16 => "u2",
+        _ => return None,
+    };
+    Some(format!("{e}{kind}"))
+}
 
 /// The header of an array of `descr` elements (`<f4`, `>i2`, `|u1`…) and `shape` (NumPy
 /// order: slowest-varying first).

@@ -9,17 +9,13 @@ use crate::error::{Error, Result};
 use crate::file::Gguf;
 use crate::fsutil::{Mode, Progress};
 use crate::quant::GgmlType;
+use crate::shards::{
+    first_shard_prefix, is_split_key, shard_path, SPLIT_COUNT, SPLIT_NO, SPLIT_TENSORS_COUNT,
+};
 use crate::write::{Builder, Source};
 use ggufrw_schema::{KeyValue, Value, ALIGNMENT_KEY};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-
-/// `split.no`: the shard's number, from 0.
-pub const SPLIT_NO: &str = "split.no";
-/// `split.count`: how many shards.
-pub const SPLIT_COUNT: &str = "split.count";
-/// `split.tensors.count`: tensors in all shards.
-pub const SPLIT_TENSORS_COUNT: &str = "split.tensors.count";
 
 /// How to cut.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,23 +25,6 @@ pub enum SplitBy {
     /// At most this many bytes of (padded) tensor data a shard; a larger tensor gets a shard
     /// of its own.
     Bytes(u64),
-}
-
-/// The path of shard `i` (from 0) of `n`: `PREFIX-0000{i+1}-of-0000{n}.gguf`.
-pub fn shard_path(prefix: &Path, i: usize, n: usize) -> PathBuf {
-    let mut name = prefix.as_os_str().to_owned();
-    name.push(format!("-{:05}-of-{:05}.gguf", i + 1, n));
-    PathBuf::from(name)
-}
-
-/// The prefix and shard count of a first shard's path (`…-00001-of-NNNNN.gguf`).
-pub fn first_shard_prefix(path: &Path) -> Option<(PathBuf, usize)> {
-    let text = path.to_str()?;
-    let stem = text.strip_suffix(".gguf")?;
-    let (rest, count) = stem.rsplit_once("-of-")?;
-    let (prefix, no) = rest.rsplit_once('-')?;
-    let n: usize = count.parse().ok().filter(|_| count.len() == 5)?;
-    (no == "00001" && !prefix.is_empty() && n >= 1).then(|| (PathBuf::from(prefix), n))
 }
 
 /// Which tensors go to which shard.
@@ -100,10 +79,6 @@ fn split_keys(no: usize, count: usize, tensors: usize) -> [KeyValue; 3] {
         KeyValue::new(SPLIT_TENSORS_COUNT, Value::Int32(tensors as i32)),
         KeyValue::new(SPLIT_COUNT, Value::Uint16(count as u16)),
     ]
-}
-
-fn is_split_key(key: &str) -> bool {
-    matches!(key, SPLIT_NO | SPLIT_COUNT | SPLIT_TENSORS_COUNT)
 }
 
 /// Splits `input` into shards named from `prefix` (each written atomically; on a failure the
