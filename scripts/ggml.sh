@@ -32,14 +32,14 @@ set -euo pipefail
 SDIST_NAME="llama-cpp-python"
 SDIST_VERSION="0.3.36"
 SDIST_FILE="llama_cpp_python-${SDIST_VERSION}.tar.gz"
-# sha256 of the sdist as published on PyPI (REFERENCE: 832db069…c1a2e)
+# sha256 of the sdist as published on PyPI
 SDIST_SHA256="832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
 # llama.cpp commit vendored in that sdist; the sdist records it in
 # .git/modules/vendor/llama.cpp/HEAD (the submodule's git dir), checked below.
 LLAMA_CPP_COMMIT="0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 # build tools, as wheels only (--only-binary): nothing compiled from source
 TOOL_WHEELS=("cmake==4.4.5" "ninja==1.13.2" "scikit-build-core==1.1.2")
-# exactly the flags of REFERENCE.md ("ggml built from PyPI")
+# a portable static build of ggml-base only (no native CPU flags, no OpenMP, no tests)
 CMAKE_FLAGS=(
     -G Ninja
     -DCMAKE_BUILD_TYPE=Release

@@ -1,5 +1,6 @@
-//! The hostile corpus: every row of SECURITY.md that concerns the container, and every check
-//! of REFERENCE.md ("What ggml's reader checks"), as files written byte by byte with
+//! The hostile corpus: every known attack on the container (the README's guarantees and limits),
+//! and every check ggml's reader makes (`gguf_init_from_file_impl`, ggml/src/gguf.cpp in the
+//! pinned llama.cpp), as files written byte by byte with
 //! [`common::Raw`] (never with the codec), each with the outcome it must have.
 //!
 //! - `Reject`: decoding fails with a [`DecodeError`] whose path starts with the given prefix.
@@ -194,7 +195,7 @@ fn cases() -> Vec<Case> {
     let mut c = Vec::new();
     let pad = vec![0u8; 64];
 
-    // ---- magic and version (REFERENCE: magic GGUF; versions 0, >3 and byte-swapped refused)
+    // ---- magic and version (ggml: magic GGUF; versions 0, >3 and byte-swapped refused)
     c.push(Case::bytes("empty file", b"", reject("magic")).at(0));
     c.push(Case::bytes("3 bytes", b"GGU", reject("magic")).at(0));
     for magic in [*b"GGUG", *b"ggjt", [0; 4], *b"FGGU"] {

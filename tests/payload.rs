@@ -272,7 +272,9 @@ fn convert_quantizes_as_ggml_does() {
             .code(),
         Some(0)
     );
-    // Asked for by name, it cannot be: its rows of 64 are not whole blocks of 256.
+    // Asked for by name, none can be: their rows of 64 are not whole blocks of 256. A copy is
+    // not what was asked for: nothing is written (the earlier output stays) and it exits 1.
+    let before = std::fs::read(&out).unwrap();
     let run = ggufrw(&[
         "convert",
         s(&path),
@@ -283,11 +285,14 @@ fn convert_quantizes_as_ggml_does() {
         "--tensor",
         "*",
     ]);
-    let text = String::from_utf8_lossy(&run.stdout);
+    let text = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{text}");
     assert!(
-        text.contains("not converted: b.f16: its rows of 64 are not whole q4_K blocks of 256"),
+        text.contains("no tensor converted to q4_K")
+            && text.contains("b.f16: its rows of 64 are not whole q4_K blocks of 256"),
         "{text}"
     );
+    assert_eq!(std::fs::read(&out).unwrap(), before);
     let run = ggufrw(&["convert", s(&path), "-o", s(&out), "--type", "nosuch"]);
     assert_eq!(run.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&run.stderr).contains("q4_K"));

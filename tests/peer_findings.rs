@@ -1,7 +1,7 @@
 //! Every disagreement found between the peers and the spec, kept as a minimal file in
 //! `tests/peers/findings/` with what each implementation does with it (README.md there), and
 //! checked here against the peers themselves, so that the record stays true (and says so when
-//! a peer changes). `GGUFRW_BLESS=1 cargo test --test peer_findings` rewrites the files.
+//! a peer changes). `GGUFRW_BLESS=1 cargo test --test integration peer_findings::` rewrites the files.
 
 use crate::common;
 

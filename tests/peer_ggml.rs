@@ -21,7 +21,7 @@ fn the_type_table_is_ggmls() {
     common::snapshot(
         "ggml_types.tsv",
         &table,
-        "cargo test --test peer_ggml the_type_table_is_ggmls",
+        "cargo test --test integration peer_ggml::the_type_table_is_ggmls",
     );
 }
 

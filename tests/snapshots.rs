@@ -1,7 +1,7 @@
 //! What the commands print, checked in: `dump --json` and `check --json` (both profiles) over
 //! every file of the hostile corpus and over small valid files of every version and byte
 //! order. A change in what a command prints is then a reviewed diff of `tests/snapshots/`;
-//! `GGUFRW_BLESS=1 cargo test --test snapshots` rewrites them.
+//! `GGUFRW_BLESS=1 cargo test --test integration snapshots::` rewrites them.
 
 use crate::common;
 
@@ -32,7 +32,7 @@ fn run(dir: &Path, args: &[&str]) -> String {
 
 /// The snapshot `name`, blessed by this file's command.
 fn snapshot(name: &str, text: &str) {
-    common::snapshot(name, text, "cargo test --test snapshots");
+    common::snapshot(name, text, "cargo test --test integration snapshots::");
 }
 
 /// Every command's output on every file of `dir` named by `files`, one line per run.

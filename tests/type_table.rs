@@ -1,6 +1,6 @@
 //! ggufrw's ggml type table against ggml's, as ggml itself gave it: `tests/snapshots/
 //! ggml_types.tsv` is written only by the ggml peer's test (`GGUFRW_BLESS=1 cargo test --test
-//! peer_ggml the_type_table_is_ggmls`, which also compares the table with ggml's live), so that a
+//! integration peer_ggml::the_type_table_is_ggmls`, which also compares the table with ggml's live), so that a
 //! wrong block size or a type ggml does not have fails here too, where ggml is not built.
 
 use ggufrw::quant::RETIRED_TYPES;
