@@ -29,7 +29,7 @@ def methods(owner, impls):
         for m in body["items"]:
             it = item(m)
             if it and it.get("visibility") == "public" and it.get("name"):
-                lines.add(f"{kind_of(it)} {owner}::{it['name']}")
+                lines.add(f"method {owner}::{it['name']}")
 
 
 def walk(module_id, prefix, seen):
@@ -42,12 +42,17 @@ def walk(module_id, prefix, seen):
         if it is None or it.get("visibility") != "public":
             continue
         kind = kind_of(it)
+        name = it.get("name")
         if kind == "use":
             use = it["inner"]["use"]
             name = use["name"]
             lines.add(f"use {prefix}::{name} = {use['source']}")
-            continue
-        name = it["name"]
+            target = item(use.get("id")) if use.get("id") is not None else None
+            # A re-export of this crate's own item: its members are surface too.
+            if target is None or use.get("is_glob"):
+                continue
+            it, i = target, use["id"]
+            kind = kind_of(it)
         path = f"{prefix}::{name}"
         lines.add(f"{kind} {path}")
         inner = it["inner"][kind]
@@ -60,7 +65,7 @@ def walk(module_id, prefix, seen):
                     lines.add(f"variant {path}::{item(v)['name']}")
         elif kind == "trait":
             for m in inner.get("items", []):
-                lines.add(f"{kind_of(item(m))} {path}::{item(m)['name']}")
+                lines.add(f"trait-item {path}::{item(m)['name']}")
 
 
 root = doc["root"]

@@ -300,7 +300,7 @@ pub fn edit_file_with(
 /// Applies `edit` to `path` by rewriting only its header, when the new header ends where the
 /// old one did, up to the alignment slack. Otherwise refuses, saying by how many bytes it
 /// misses, and changes nothing. Deleting tensors is refused (it would leave a gap in the data).
-/// The header write runs inside [`critical`], so that a signal handler that calls
+/// The header write runs inside `fsutil::critical`, so that a signal handler that calls
 /// [`crate::fsutil::remove_temporary_files`] lets it finish.
 pub fn edit_in_place(path: &Path, edit: &Edit) -> Result<EditReport> {
     edit_in_place_inner(path, edit).map_err(|e| e.in_file(path))

@@ -159,7 +159,7 @@ pub fn convert_endian(
 
 /// Converts `path` to byte order `to` where it is: the header rewritten (it keeps its length)
 /// and each tensor's blocks swapped in place. The whole conversion runs inside
-/// [`critical`], so that a signal handler lets it finish rather than leave a file half in
+/// `fsutil::critical`, so that a signal handler lets it finish rather than leave a file half in
 /// one order.
 pub fn convert_endian_in_place(path: &Path, to: ByteOrder, progress: &dyn Progress) -> Result<()> {
     let in_file = |e: Error| e.in_file(path);
