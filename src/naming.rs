@@ -46,6 +46,8 @@
 //! other parts (a fine-tune without a size label, a version without its `v`) parses into
 //! different parts.
 
+pub mod python;
+
 use crate::params;
 use crate::{Gguf, Value};
 use std::fmt;
@@ -439,47 +441,9 @@ fn looks_like_encoding(s: &str) -> bool {
             .any(|p| up.strip_prefix(p).is_some_and(digits))
 }
 
-/// Python's `str.strip()`: Unicode white space, and also U+001C..U+001F, which Python counts
-/// as white space and Rust does not.
-pub fn python_strip(s: &str) -> &str {
-    s.trim_matches(|c: char| c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c))
-}
-
-/// Characters Python 3.11 (Unicode 14.0) does not upper-case but newer Unicode, and so Rust's
-/// `to_uppercase`, does: capitals added in Unicode 16.0 and 17.0 for older small letters, and
-/// cased scripts added since.
-const UPPER_SINCE_UNICODE_14: &[(char, char)] = &[
-    ('\u{19b}', '\u{19b}'),
-    ('\u{264}', '\u{264}'),
-    ('\u{1c8a}', '\u{1c8a}'),
-    ('\u{a7cd}', '\u{a7cd}'),
-    ('\u{a7cf}', '\u{a7cf}'),
-    ('\u{a7d3}', '\u{a7d3}'),
-    ('\u{a7d5}', '\u{a7d5}'),
-    ('\u{a7db}', '\u{a7db}'),
-    ('\u{10d70}', '\u{10d85}'),
-    ('\u{16ebb}', '\u{16ed3}'),
-];
-
-/// Python 3.11's `str.upper()`: full Unicode upper-casing (`ß` → `SS`) as of Unicode 14.0.
-pub fn python_upper(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if UPPER_SINCE_UNICODE_14
-            .iter()
-            .any(|&(lo, hi)| (lo..=hi).contains(&c))
-        {
-            out.push(c);
-        } else {
-            out.extend(c.to_uppercase());
-        }
-    }
-    out
-}
-
 /// `s.strip().replace(' ', '-')`
 fn dashed(s: &str) -> String {
-    python_strip(s).replace(' ', "-")
+    python::strip(s).replace(' ', "-")
 }
 
 /// gguf-py's `naming_convention(model_name, base_name, finetune_string, version_string,
@@ -506,7 +470,7 @@ pub fn naming_convention(
         size_label.map(str::to_owned),
         finetune.map(dashed),
         version.map(dashed),
-        output_type.map(|s| python_upper(&dashed(s))),
+        output_type.map(|s| python::upper(&dashed(s))),
         model_type.map(dashed),
     ];
     let mut out = name;
@@ -601,7 +565,7 @@ pub fn conventional_file_name<B: AsRef<[u8]>>(
         version: s("general.version").map(dashed),
         encoding: output_type
             .filter(|_| !vocab)
-            .map(|t| python_upper(&dashed(t))),
+            .map(|t| python::upper(&dashed(t))),
         model_type: if vocab {
             Some(ModelType::Vocab)
         } else if lora {

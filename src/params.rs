@@ -258,50 +258,8 @@ pub fn rounded_notation(count: u128, min_digits: usize) -> String {
         format!("{rounded:.0}").len()
     };
     let fix = min_digits.saturating_sub(digits);
-    format!("{}{suffix}", format_fixed(scaled, fix))
-}
-
-/// Python's `f"{x:.{decimals}f}"` for a finite, non-negative `x`: the exact decimal value of
-/// the double, rounded to `decimals` places, ties to even.
-pub fn format_fixed(x: f64, decimals: usize) -> String {
-    // Every finite double has at most 1074 decimals, so this is its exact value.
-    let exact = format!("{x:.1100}");
-    let (int_part, frac_part) = exact.split_once('.').unwrap_or((&exact, ""));
-    let mut digits: Vec<u8> = int_part.bytes().collect();
-    let int_len = digits.len();
-    digits.extend(frac_part.bytes().take(decimals));
-    digits.resize(int_len + decimals, b'0');
-    let rest = frac_part.as_bytes().get(decimals..).unwrap_or(&[]);
-    let round_up = match rest.first() {
-        Some(b'6'..=b'9') => true,
-        Some(b'5') => {
-            let beyond_half = rest[1..].iter().any(|&d| d != b'0');
-            let last_odd = digits.last().is_some_and(|d| (d - b'0') % 2 == 1);
-            beyond_half || last_odd
-        }
-        _ => false,
-    };
-    if round_up {
-        let mut i = digits.len();
-        loop {
-            if i == 0 {
-                digits.insert(0, b'1');
-                break;
-            }
-            i -= 1;
-            if digits[i] == b'9' {
-                digits[i] = b'0';
-            } else {
-                digits[i] += 1;
-                break;
-            }
-        }
-    }
-    let int_len = digits.len() - decimals;
-    let mut out = String::from_utf8(digits[..int_len].to_vec()).expect("ASCII digits");
-    if decimals > 0 {
-        out.push('.');
-        out.push_str(std::str::from_utf8(&digits[int_len..]).expect("ASCII digits"));
-    }
-    out
+    format!(
+        "{}{suffix}",
+        crate::naming::python::format_fixed(scaled, fix)
+    )
 }

@@ -9,12 +9,10 @@ use crate::common;
 
 use common::gemma;
 use ggufrw::naming::{
-    compare, conventional_file_name, conventional_name, name_report, naming_convention,
-    python_strip, python_upper, FileName, ModelType, NameError, Shard, Sidecar,
+    compare, conventional_file_name, conventional_name, name_report, naming_convention, python,
+    FileName, ModelType, NameError, Shard, Sidecar,
 };
-use ggufrw::params::{
-    count, count_shapes, format_fixed, rounded_notation, size_label, ParamCount, ParamError,
-};
+use ggufrw::params::{count, count_shapes, rounded_notation, size_label, ParamCount, ParamError};
 use ggufrw::{Builder, GgmlType, Gguf};
 use ggufrw_conform::peer::{python_from_env, GGUF_PY_VERSION};
 use proptest::collection::vec;
@@ -677,8 +675,8 @@ fn naming_convention_examples() {
         ),
         "a-STRASSE"
     );
-    assert_eq!(python_strip("\u{1f}\u{a0} x \t"), "x");
-    assert_eq!(python_upper("ﬁß\u{19b}"), "FISS\u{19b}");
+    assert_eq!(python::strip("\u{1f}\u{a0} x \t"), "x");
+    assert_eq!(python::upper("ﬁß\u{19b}"), "FISS\u{19b}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -719,13 +717,13 @@ fn size_label_edge_cases() {
     );
     // Only shared + expert counts with experts; the total is ignored.
     assert_eq!(size_label(46_702_792_704, 0, 0, 8), "8x0.00K");
-    assert_eq!(format_fixed(0.125, 2), "0.12");
-    assert_eq!(format_fixed(0.375, 2), "0.38");
-    assert_eq!(format_fixed(2.675, 2), "2.67"); // 2.67499999…
-    assert_eq!(format_fixed(9.96, 1), "10.0");
-    assert_eq!(format_fixed(0.5, 0), "0");
-    assert_eq!(format_fixed(1.5, 0), "2");
-    assert_eq!(format_fixed(0.0, 3), "0.000");
+    assert_eq!(python::format_fixed(0.125, 2), "0.12");
+    assert_eq!(python::format_fixed(0.375, 2), "0.38");
+    assert_eq!(python::format_fixed(2.675, 2), "2.67"); // 2.67499999…
+    assert_eq!(python::format_fixed(9.96, 1), "10.0");
+    assert_eq!(python::format_fixed(0.5, 0), "0");
+    assert_eq!(python::format_fixed(1.5, 0), "2");
+    assert_eq!(python::format_fixed(0.0, 3), "0.000");
 }
 
 #[test]
@@ -1124,7 +1122,7 @@ fn format_fixed_matches_python() {
         FORMAT_CASES,
         (x, 0usize..20),
         |py, (x, decimals)| {
-            let ours = format_fixed(x, decimals);
+            let ours = python::format_fixed(x, decimals);
             let theirs = py.call(&json!({"fn": "format", "args": [x, decimals]}))?;
             if theirs == ours.as_str() {
                 Ok(())
@@ -1420,8 +1418,8 @@ fn conventional_name_matches_gguf_py() {
     assert!(n >= CONVENTIONAL_CASES, "{n} cases");
 }
 
-/// Exhaustively: Python 3.11's `str.upper()` and `str.strip()` against `python_upper` and
-/// `python_strip` (through naming_convention, which upper-cases the output type and strips
+/// Exhaustively: Python 3.11's `str.upper()` and `str.strip()` against `python::upper` and
+/// `python::strip` (through naming_convention, which upper-cases the output type and strips
 /// the name), over every Unicode scalar value for upper and every BMP one for strip.
 #[test]
 fn upper_and_strip_match_python_for_every_character() {

@@ -4,7 +4,7 @@
 //! the same checks: a file that one decodes, the other decodes too, and they fail alike.
 
 use crate::ctx::{read_dims_into, Ctx, Width, Word};
-use crate::error::{custom, DecodeErrorKind, EncodeError};
+use crate::error::{custom, DecodeErrorKind};
 use crate::limits::MAX_DIMS;
 use crate::string::StrList;
 use binrw::error::ContextExt;
@@ -608,29 +608,58 @@ impl Repr for Spans {
         a.bytes
     }
 
-    fn write_str<W: Write + Seek>(_: &Span, w: &mut W) -> BinResult<()> {
-        Err(spans_unwritable(w))
+    // Spans mean nothing without their input: a view is written by copying its bytes, or
+    // converted to the owned model. Writing one does not build: these bodies are evaluated
+    // only where a program writes a `HeaderOf<Spans>` (or a part of one), and fail there.
+    fn write_str<W: Write + Seek>(_: &Span, _: &mut W) -> BinResult<()> {
+        const { Unwritable::<W>::VIEW }
     }
 
-    fn write_nums<T: Element, W: Write + Seek>(
-        _: &NumSpan<T>,
-        w: &mut W,
-        _: Endian,
-    ) -> BinResult<()> {
-        Err(spans_unwritable(w))
+    fn write_nums<T: Element, W: Write + Seek>(_: &NumSpan<T>, _: &mut W, _: Endian) -> BinResult<()> {
+        const { Unwritable::<W>::VIEW }
     }
 
-    fn write_strs<W: Write + Seek>(_: &StrsSpan, w: &mut W, _: Endian, _: Ctx) -> BinResult<()> {
-        Err(spans_unwritable(w))
+    fn write_strs<W: Write + Seek>(_: &StrsSpan, _: &mut W, _: Endian, _: Ctx) -> BinResult<()> {
+        const { Unwritable::<W>::VIEW }
     }
 }
 
-/// Spans mean nothing without their input: a view is written by copying its bytes.
-fn spans_unwritable<W: Seek>(w: &mut W) -> binrw::Error {
-    EncodeError::Other(
-        "a view holds spans of its input; write its bytes, or convert it to the owned model".into(),
-    )
-    .into_binrw(w)
+/// A constant that cannot be evaluated, for the writer type `W` of a monomorphized write: a
+/// program that writes a view does not build.
+///
+/// The owned model writes:
+/// ```
+/// use binrw::{io::Cursor, BinWrite};
+/// use ggufrw_schema::{decode_header_as, Header, Owned};
+/// let mut bytes = Vec::new();
+/// Header::new_v3().write_to(&mut bytes, false).unwrap();
+/// let header = decode_header_as::<Owned, _>(&mut Cursor::new(&bytes)).unwrap();
+/// let mut out = Cursor::new(Vec::new());
+/// header.write_options(&mut out, header.byte_order.endian(), (header.ctx(), false)).unwrap();
+/// assert_eq!(out.into_inner(), bytes);
+/// ```
+/// A view, the same call, does not compile:
+/// ```compile_fail,E0080
+/// use binrw::{io::Cursor, BinWrite};
+/// use ggufrw_schema::{decode_header_as, Header, Spans};
+/// let mut bytes = Vec::new();
+/// Header::new_v3().write_to(&mut bytes, false).unwrap();
+/// let header = decode_header_as::<Spans, _>(&mut Cursor::new(&bytes)).unwrap();
+/// let mut out = Cursor::new(Vec::new());
+/// header.write_options(&mut out, header.byte_order.endian(), (header.ctx(), false)).unwrap();
+/// ```
+struct Unwritable<W>(PhantomData<W>);
+
+impl<W> Unwritable<W> {
+    // Depends on `W`'s layout, so that it is evaluated only for a concrete writer.
+    const VIEW: BinResult<()> = {
+        assert!(
+            std::mem::size_of::<W>() == usize::MAX,
+            "a view (HeaderOf<Spans>) holds spans of its input and cannot be written: write its \
+             bytes, or convert it to the owned model"
+        );
+        Ok(())
+    };
 }
 
 /// `len` as a `usize`, or the error a count too large for memory gets.
