@@ -615,7 +615,11 @@ impl Repr for Spans {
         const { Unwritable::<W>::VIEW }
     }
 
-    fn write_nums<T: Element, W: Write + Seek>(_: &NumSpan<T>, _: &mut W, _: Endian) -> BinResult<()> {
+    fn write_nums<T: Element, W: Write + Seek>(
+        _: &NumSpan<T>,
+        _: &mut W,
+        _: Endian,
+    ) -> BinResult<()> {
         const { Unwritable::<W>::VIEW }
     }
 
