@@ -358,17 +358,12 @@ pub(crate) fn write_parts<S: Sink>(
     let mut tensor = 0;
     for part in parts.iter_mut() {
         // Data parts are tensors in order where a source can fail (the builder's).
-        let fail = |source: TensorError| match header.tensor_infos.get(tensor) {
-            Some(info) => Error::Tensor {
-                index: tensor,
-                name: info.name.to_string(),
-                source,
-            },
-            None => Error::Tensor {
-                index: tensor,
-                name: String::new(),
-                source,
-            },
+        let fail = |source: TensorError| Error::Tensor {
+            index: tensor,
+            name: (header.tensor_infos.get(tensor))
+                .map(|info| info.name.to_string())
+                .unwrap_or_default(),
+            source,
         };
         match part {
             Part::Zeros(n) => {
