@@ -200,8 +200,8 @@ impl FileName {
         // From the right, always leaving at least one token for the base name.
         let mut shard = None;
         if let [.., _, number, "of", total] = tokens[..] {
-            if let Some((number, total)) = crate::shards::position(&format!("{number}-of-{total}"))
-            {
+            let part = crate::shards::position_part;
+            if let (Some(number), Some(total)) = (part(number), part(total)) {
                 shard = Some(Shard { number, total });
                 tokens.truncate(tokens.len() - 3);
             }

@@ -36,6 +36,11 @@ pub fn position(text: &str) -> Option<(u32, u32)> {
     Some((five_digits(number)?, five_digits(total)?))
 }
 
+/// One side of a position (`00003`): five digits, or `None`.
+pub fn position_part(text: &str) -> Option<u32> {
+    five_digits(text)
+}
+
 /// The `NNNNN-of-NNNNN` of shard `number` (from 1) of `total`.
 pub fn position_text(number: u32, total: u32) -> String {
     format!("{number:05}-of-{total:05}")
@@ -59,7 +64,7 @@ pub fn first_shard_prefix(path: &Path) -> Option<(PathBuf, usize)> {
     let stem = path.to_str()?.strip_suffix(".gguf")?;
     let (rest, total) = stem.rsplit_once("-of-")?;
     let (prefix, number) = rest.rsplit_once('-')?;
-    let (number, total) = position(&format!("{number}-of-{total}"))?;
+    let (number, total) = (five_digits(number)?, five_digits(total)?);
     (number == 1 && !prefix.is_empty() && total >= 1)
         .then(|| (PathBuf::from(prefix), total as usize))
 }
