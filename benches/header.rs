@@ -75,6 +75,27 @@ fn bench(c: &mut Criterion) {
         group.bench_function("decode", |b| {
             b.iter(|| Gguf::from_bytes(black_box(&bytes[..])).unwrap())
         });
+        group.bench_function("view", |b| {
+            b.iter(|| ggufrw::view::GgufView::new(black_box(&bytes[..])).unwrap())
+        });
+        // The view and every string through it: keys, string values, each string of the arrays.
+        group.bench_function("view + every string", |b| {
+            b.iter(|| {
+                let view = ggufrw::view::GgufView::new(black_box(&bytes[..])).unwrap();
+                let mut total = 0usize;
+                for (key, value) in view.metadata() {
+                    total += key.len();
+                    if let Some(s) = value.as_str() {
+                        total += s.len();
+                    }
+                    if let Some(strings) = value.as_array().and_then(|a| a.strings()) {
+                        total += strings.map(|s| s.len()).sum::<usize>();
+                    }
+                }
+                total += view.tensors().map(|t| t.name.len()).sum::<usize>();
+                black_box(total)
+            })
+        });
         let file = Gguf::from_bytes(&bytes[..]).unwrap();
         group.bench_function("validate", |b| {
             b.iter(|| validate(black_box(&file), Profile::Spec))
