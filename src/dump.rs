@@ -3,12 +3,16 @@
 //! JSON: integers are exact (u64 and i64 too); floats are numbers (an f32 printed as the f64
 //! it widens to, exactly), except NaN and the infinities, which are the strings `"nan"`,
 //! `"inf"` and `"-inf"`. An array inside an array is an object
-//! `{"element_type": …, "value": […]}`.
+//! `{"element_type": …, "value": […]}`. A string (key, value, tensor name) that is not UTF-8
+//! is the object `{"hex": "…"}` of its bytes, and a bool stored as a byte other than 0 or 1
+//! is that byte as a number, so that every file ggml reads has a JSON form that rebuilds it.
 
 use crate::file::Gguf;
 use crate::quant::type_name;
 use crate::tensor_byte_size;
-use ggufrw_schema::{ArrayValues, FixedValue, KeyValue, TensorInfo, Value, Wide};
+use ggufrw_schema::{
+    ArrayValues, FixedValue, GgufBool, KeyValue, TensorInfo, Text, TextRef, Value, Wide,
+};
 use serde_json::{json, Value as Json};
 use std::fmt::Write as _;
 
@@ -34,6 +38,55 @@ pub fn non_finite_from_text(text: &str) -> Option<f64> {
     }
 }
 
+/// A string as JSON: its text, or `{"hex": "…"}` when the bytes are not UTF-8.
+pub fn text_json(text: TextRef<'_>) -> Json {
+    match text.as_str() {
+        Ok(s) => json!(s),
+        Err(_) => {
+            let mut hex = String::with_capacity(text.len() * 2);
+            for b in text.as_bytes() {
+                let _ = write!(hex, "{b:02x}");
+            }
+            json!({ "hex": hex })
+        }
+    }
+}
+
+/// The string [`text_json`] writes as `json`; `None` for anything else.
+pub fn text_from_json(json: &Json) -> Option<Text> {
+    match json {
+        Json::String(s) => Some(Text::from(s.as_str())),
+        Json::Object(o) if o.len() == 1 => {
+            let hex = o.get("hex")?.as_str()?;
+            if hex.len() % 2 != 0 {
+                return None;
+            }
+            let digits: Option<Vec<u8>> = (hex.as_bytes().chunks_exact(2))
+                .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+                .collect();
+            Some(Text::from_bytes(digits?))
+        }
+        _ => None,
+    }
+}
+
+/// A bool as JSON: `true`, `false`, or the byte as a number when it is neither 0 nor 1.
+pub fn bool_json(b: GgufBool) -> Json {
+    match b.as_bool() {
+        Some(b) => json!(b),
+        None => json!(b.byte()),
+    }
+}
+
+/// The bool [`bool_json`] writes as `json`; `None` for anything else.
+pub fn bool_from_json(json: &Json) -> Option<GgufBool> {
+    match json {
+        Json::Bool(b) => Some((*b).into()),
+        Json::Number(n) => Some(GgufBool::from_byte(u8::try_from(n.as_u64()?).ok()?)),
+        _ => None,
+    }
+}
+
 fn float(f: f64) -> Json {
     match non_finite_text(f) {
         Some(text) => json!(text),
@@ -47,14 +100,14 @@ fn wide_json(wide: Wide) -> Json {
         Wide::Unsigned(v) => json!(v),
         Wide::Signed(v) => json!(v),
         Wide::Float(v) => float(v),
-        Wide::Bool(v) => json!(v),
+        Wide::Bool(v) => bool_json(v),
     }
 }
 
 /// A value as JSON: scalars as JSON scalars, arrays as lists.
 pub fn value_json(value: &Value) -> Json {
     match value {
-        Value::String(v) => json!(v.as_str()),
+        Value::String(v) => text_json(v.text_ref()),
         Value::Array(a) => array_json(&a.values),
         scalar => scalar.widen().map_or(Json::Null, wide_json),
     }
@@ -67,7 +120,7 @@ fn array_json(values: &ArrayValues) -> Json {
         return Json::Array(numbers.map(wide_json).collect());
     }
     match values {
-        ArrayValues::String(v) => Json::Array(v.iter().map(|x| json!(x)).collect()),
+        ArrayValues::String(v) => Json::Array(v.iter().map(text_json).collect()),
         ArrayValues::Array(v) => (v.iter())
             .map(|a| json!({"element_type": a.values.element_type().name(), "value": array_json(&a.values)}))
             .collect(),
@@ -80,7 +133,7 @@ pub fn metadata_json(metadata: &[KeyValue]) -> Json {
     (metadata.iter())
         .map(|kv| {
             let mut entry = json!({
-                "key": kv.key.as_str(),
+                "key": text_json(kv.key.text_ref()),
                 "type": kv.value.value_type().name(),
                 "value": value_json(&kv.value),
             });
@@ -97,7 +150,7 @@ pub fn tensors_json(tensor_infos: &[TensorInfo]) -> Json {
     (tensor_infos.iter().enumerate())
         .map(|(i, t)| {
             json!({
-                "name": t.name.as_str(),
+                "name": text_json(t.name.text_ref()),
                 "type": type_name(t.ggml_type),
                 "shape": t.dimensions,
                 "offset": t.offset,
@@ -157,7 +210,7 @@ pub fn value_text(value: &Value) -> String {
 /// A value as one line of text, arrays cut after `shown` elements.
 pub fn value_text_with(value: &Value, shown: usize) -> String {
     match value {
-        Value::String(s) => format!("{:?}", s.as_str()),
+        Value::String(s) => format!("{:?}", s.text_ref()),
         Value::Array(a) => {
             let Json::Array(items) = array_json(&a.values) else {
                 unreachable!("arrays are lists")
@@ -235,12 +288,12 @@ pub fn dump_text_with<B: AsRef<[u8]>>(file: &Gguf<B>, options: DumpOptions) -> S
     );
     let arch = crate::keys::Meta::new(&header.metadata).architecture();
     let arch_prefix = arch.map(|a| format!("{a}."));
-    let group = |key: &str| {
-        if key.starts_with("general.") {
+    let group = |key: &[u8]| {
+        if key.starts_with(b"general.") {
             0
-        } else if arch_prefix.as_deref().is_some_and(|p| key.starts_with(p)) {
+        } else if (arch_prefix.as_deref()).is_some_and(|p| key.starts_with(p.as_bytes())) {
             1
-        } else if key.starts_with("tokenizer.") {
+        } else if key.starts_with(b"tokenizer.") {
             2
         } else {
             3
@@ -254,7 +307,7 @@ pub fn dump_text_with<B: AsRef<[u8]>>(file: &Gguf<B>, options: DumpOptions) -> S
     ];
     for (g, title) in titles.iter().enumerate() {
         let keys: Vec<_> = (header.metadata.iter().enumerate())
-            .filter(|(_, kv)| group(&kv.key) == g)
+            .filter(|(_, kv)| group(kv.key.as_bytes()) == g)
             .collect();
         if keys.is_empty() {
             continue;
@@ -276,7 +329,8 @@ pub fn dump_text_with<B: AsRef<[u8]>>(file: &Gguf<B>, options: DumpOptions) -> S
                 kv.key,
                 value_text_with(&kv.value, shown)
             );
-            if let Some(meaning) = interpretation(&kv.key, &kv.value) {
+            let key = kv.key.as_str().ok();
+            if let Some(meaning) = key.and_then(|k| interpretation(k, &kv.value)) {
                 let _ = write!(out, "  [{meaning}]");
             }
             out.push('\n');
@@ -353,17 +407,17 @@ fn cell(text: &str) -> String {
 
 /// The group a tensor is listed under in the markdown view: `blk.N` for a layer's tensors,
 /// else `base`.
-fn tensor_group(name: &str) -> &str {
-    match name.strip_prefix("blk.") {
+fn tensor_group(name: &[u8]) -> &[u8] {
+    match name.strip_prefix(b"blk.") {
         Some(rest) => {
-            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            if digits > 0 && rest.as_bytes().get(digits) == Some(&b'.') {
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            if digits > 0 && rest.get(digits) == Some(&b'.') {
                 &name[..4 + digits]
             } else {
-                "base"
+                b"base"
             }
         }
-        None => "base",
+        None => b"base",
     }
 }
 
@@ -407,7 +461,7 @@ pub fn dump_markdown<B: AsRef<[u8]>>(file: &Gguf<B>, options: DumpOptions) -> St
             "| {} | 0x{:x} | {ty} | {count} | {} | {} |",
             i + 1,
             layout.kv_offsets[i],
-            cell(&kv.key),
+            cell(&kv.key.to_string()),
             cell(&value_text_with(&kv.value, shown))
         );
     }
@@ -420,7 +474,8 @@ pub fn dump_markdown<B: AsRef<[u8]>>(file: &Gguf<B>, options: DumpOptions) -> St
         .fold(0u64, u64::saturating_add);
     let mut groups: Vec<(&str, Vec<usize>)> = Vec::new();
     for (i, t) in header.tensor_infos.iter().enumerate() {
-        let g = tensor_group(&t.name);
+        // The group is `blk.N` (ASCII) or `base`.
+        let g = std::str::from_utf8(tensor_group(t.name.as_bytes())).unwrap_or("base");
         match groups.iter_mut().find(|(name, _)| *name == g) {
             Some((_, members)) => members.push(i),
             None => groups.push((g, vec![i])),
@@ -474,7 +529,7 @@ pub fn dump_markdown<B: AsRef<[u8]>>(file: &Gguf<B>, options: DumpOptions) -> St
             let _ = writeln!(
                 out,
                 "| {i} | {} | {} | {} | {} | 0x{:x} | {} | {bpw} |",
-                cell(&t.name),
+                cell(&t.name.to_string()),
                 type_name(t.ggml_type),
                 shape.join(" × "),
                 count.map_or_else(|| "?".into(), |c| c.to_string()),

@@ -152,7 +152,7 @@ impl Edit {
             }
         }
         for (key, value) in &self.set {
-            set_metadata(&mut new.metadata, key, value.clone());
+            set_metadata(&mut new.metadata, key.as_str().into(), value.clone());
         }
         if !self.force {
             self.check_standard_types(&new)?;

@@ -6,7 +6,7 @@
 use crate::error::{Error, Result, TensorError};
 use crate::file::Gguf;
 use crate::quant::GgmlType;
-use ggufrw_schema::ByteOrder;
+use ggufrw_schema::{ByteOrder, TextRef};
 use std::borrow::Cow;
 
 /// The element type of a tensor type whose elements are plain numbers (not blocks). Not the
@@ -103,7 +103,7 @@ pub(crate) fn dequantize_tensor(
     data: &[u8],
     ggml_type: u32,
     byte_order: ByteOrder,
-    (index, name): (usize, &str),
+    (index, name): (usize, TextRef<'_>),
     out: Option<&mut [f32]>,
 ) -> Result<Vec<f32>> {
     let fail = |source: TensorError| Error::Tensor {
@@ -133,7 +133,13 @@ impl<B: AsRef<[u8]>> Gguf<B> {
         let data = self.tensor_data(index)?;
         let info = &self.header().tensor_infos[index];
         let byte_order = self.header().byte_order;
-        dequantize_tensor(data, info.ggml_type, byte_order, (index, &info.name), None)
+        dequantize_tensor(
+            data,
+            info.ggml_type,
+            byte_order,
+            (index, info.name.text_ref()),
+            None,
+        )
     }
 
     /// [`Gguf::dequantize`] into `out`, which must hold exactly the tensor's element count.
@@ -145,7 +151,7 @@ impl<B: AsRef<[u8]>> Gguf<B> {
             data,
             info.ggml_type,
             byte_order,
-            (index, &info.name),
+            (index, info.name.text_ref()),
             Some(out),
         )
         .map(drop)

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result, TensorError};
 use crate::quant::{type_name, GgmlType};
-use ggufrw_schema::{decode_header, Header, Layout, TensorInfo, Value};
+use ggufrw_schema::{decode_header, Header, Layout, TensorInfo, TextRef, Value};
 use memmap2::Mmap;
 use std::fs::File;
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
@@ -31,9 +31,9 @@ pub struct Tensor<'a> {
 }
 
 impl Tensor<'_> {
-    /// Its name.
-    pub fn name(&self) -> &str {
-        &self.info.name
+    /// Its name (bytes: ggml reads names that are not UTF-8 too).
+    pub fn name(&self) -> TextRef<'_> {
+        self.info.name.text_ref()
     }
 
     /// Name of its type (`q4_K`, `unknown:99`).
@@ -49,11 +49,21 @@ impl Tensor<'_> {
 
 /// Bytes of data a tensor info describes: the type must be known and the shape whole blocks.
 pub fn tensor_byte_size(index: usize, info: &TensorInfo) -> Result<u64> {
-    size_of(index, &info.name, info.ggml_type, &info.dimensions)
+    size_of(
+        index,
+        info.name.text_ref(),
+        info.ggml_type,
+        &info.dimensions,
+    )
 }
 
 /// [`tensor_byte_size`] from the info's parts.
-pub(crate) fn size_of(index: usize, name: &str, ggml_type: u32, dimensions: &[u64]) -> Result<u64> {
+pub(crate) fn size_of(
+    index: usize,
+    name: TextRef<'_>,
+    ggml_type: u32,
+    dimensions: &[u64],
+) -> Result<u64> {
     let fail = |source: TensorError| Error::Tensor {
         index,
         name: name.to_string(),
@@ -77,7 +87,7 @@ pub(crate) fn data_section(bytes: &[u8], data_offset: u64) -> &[u8] {
 pub(crate) fn tensor_slice<'d>(
     data: &'d [u8],
     index: usize,
-    name: &str,
+    name: TextRef<'_>,
     ggml_type: u32,
     dimensions: &[u64],
     offset: u64,
@@ -184,9 +194,10 @@ impl<B: AsRef<[u8]>> Gguf<B> {
         })
     }
 
-    /// The first tensor named `name`.
-    pub fn tensor(&self, name: &str) -> Option<Tensor<'_>> {
-        self.tensors().find(|t| t.name() == name)
+    /// The first tensor named `name` (a `&str`, or the bytes of a name that is not UTF-8).
+    pub fn tensor(&self, name: impl AsRef<[u8]>) -> Option<Tensor<'_>> {
+        let name = name.as_ref();
+        self.tensors().find(|t| t.name().as_bytes() == name)
     }
 
     /// A tensor's data, borrowed from the file; an error when its type or shape has no size or
@@ -200,7 +211,7 @@ impl<B: AsRef<[u8]>> Gguf<B> {
         tensor_slice(
             self.data_section(),
             index,
-            &info.name,
+            info.name.text_ref(),
             info.ggml_type,
             dims,
             info.offset,

@@ -484,7 +484,7 @@ pub fn naming_convention(
 /// A non-empty string value.
 fn string<'a, B: AsRef<[u8]>>(file: &'a Gguf<B>, key: &str) -> Option<&'a str> {
     match file.get(key) {
-        Some(Value::String(s)) if !s.is_empty() => Some(s.as_str()),
+        Some(Value::String(s)) if !s.as_bytes().is_empty() => s.as_str().ok(),
         _ => None,
     }
 }

@@ -106,7 +106,8 @@ pub fn count(tensors: &[TensorInfo]) -> Result<ParamCount, ParamError> {
     count_shapes(
         tensors
             .iter()
-            .map(|t| (t.name.as_str(), t.dimensions.as_slice())),
+            // A name that is not UTF-8 names no expert tensor: counted as shared.
+            .map(|t| (t.name.as_str().unwrap_or(""), t.dimensions.as_slice())),
     )
 }
 

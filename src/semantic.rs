@@ -49,18 +49,22 @@ pub fn check(
     let arch = (header.metadata.iter())
         .find(|kv| kv.key == *"general.architecture")
         .and_then(|kv| match &kv.value {
-            Value::String(s) => Some(s.as_str()),
+            Value::String(s) => s.as_str().ok(),
             _ => None,
         });
     // One pass: each standard key's type, and where the first occurrence of each standard key
     // sits (other keys are not looked up again, so a million of them cost one lookup each).
     let mut at: HashMap<&str, (usize, u64)> = HashMap::default();
     for (i, kv) in header.metadata.iter().enumerate() {
-        let Some(standard) = standard_key(&kv.key, arch) else {
+        // Standard keys are ASCII: a key that is not UTF-8 is none of them.
+        let Ok(key) = kv.key.as_str() else {
+            continue;
+        };
+        let Some(standard) = standard_key(key, arch) else {
             continue;
         };
         let offset = layout.kv_value_offsets[i];
-        at.entry(kv.key.as_str()).or_insert((i, offset));
+        at.entry(key).or_insert((i, offset));
         if !(standard.matches)(&kv.value) {
             report(
                 Severity::Error,

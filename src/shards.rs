@@ -26,8 +26,10 @@ pub const SPLIT_COUNT: &str = "split.count";
 pub const SPLIT_TENSORS_COUNT: &str = "split.tensors.count";
 
 /// Whether `key` is one of the split keys (which a merge drops and a split writes).
-pub fn is_split_key(key: &str) -> bool {
-    matches!(key, SPLIT_NO | SPLIT_COUNT | SPLIT_TENSORS_COUNT)
+pub fn is_split_key(key: impl AsRef<[u8]>) -> bool {
+    [SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS_COUNT]
+        .iter()
+        .any(|k| k.as_bytes() == key.as_ref())
 }
 
 /// `NNNNN-of-NNNNN` (five digits each): the shard's number from 1 and the total.

@@ -7,6 +7,8 @@
 //! | big-endian | – | error (ggml reads little-endian only) |
 //! | magic spelled `FUGG` | warning | error |
 //! | empty key, duplicate key | error | error |
+//! | key, string or tensor name not UTF-8 | error | warning (ggml keeps the bytes) |
+//! | bool stored as a byte other than 0 or 1 | error | warning (ggml reads it as true) |
 //! | key longer than 65,535 bytes | error | – |
 //! | key not lower-case dotted snake_case | warning | warning |
 //! | `general.alignment` not a multiple of 8 | error | – |
@@ -39,7 +41,9 @@
 
 use crate::file::{tensor_byte_size, Gguf};
 use crate::quant::{type_name, GgmlType};
-use ggufrw_schema::{ArrayValues, ByteOrder, Header, Layout, Magic, Value, ALIGNMENT_KEY};
+use ggufrw_schema::{
+    ArrayValues, ByteOrder, GgufBool, Header, Layout, Magic, TextRef, Value, Width, ALIGNMENT_KEY,
+};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -173,6 +177,7 @@ pub fn validate_header(
     let mut v = Validator {
         profile,
         findings: Vec::new(),
+        width: header.ctx().width(),
     };
     v.file(header);
     v.metadata(header, layout);
@@ -192,6 +197,8 @@ pub fn validate_header(
 struct Validator {
     profile: Profile,
     findings: Vec<Finding>,
+    /// The width of length and count fields.
+    width: Width,
 }
 
 impl Validator {
@@ -280,12 +287,13 @@ impl Validator {
         let mut seen: HashMap<Name<'_>, usize> = HashMap::with_capacity(header.metadata.len());
         for (i, kv) in header.metadata.iter().enumerate() {
             let at = layout.kv_offsets[i];
-            let key = kv.key.as_str();
+            let key = kv.key.text_ref();
             let path = Field("kv", i, "key");
+            self.text(key, &path, at + self.width.bytes(), "key");
             if key.is_empty() {
                 self.report(&[Spec, Ggml], Severity::Error, path, at, "key is empty");
-            } else if let Some(first) = seen.insert(Name(key), i) {
-                seen.insert(Name(key), first);
+            } else if let Some(first) = seen.insert(Name(key.as_bytes()), i) {
+                seen.insert(Name(key.as_bytes()), first);
                 self.report(
                     &[Spec, Ggml],
                     Severity::Error,
@@ -302,7 +310,7 @@ impl Validator {
                     at,
                     format!("key is {} bytes, at most {SPEC_MAX_KEY}", key.len()),
                 );
-            } else if !key.is_empty() && !is_conventional_key(key) {
+            } else if !key.is_empty() && !is_conventional_key(key.as_bytes()) {
                 self.report(
                     &[Spec, Ggml],
                     Severity::Warning,
@@ -323,7 +331,8 @@ impl Validator {
             let value_at = layout.kv_value_offsets[i];
             let value_path = Field("kv", i, "value");
             self.value(&kv.value, value_path, value_at);
-            if key == ALIGNMENT_KEY && seen.get(&Name(key)) == Some(&i) {
+            self.bytes_of(&kv.value, &value_path, value_at + 4);
+            if key == ALIGNMENT_KEY && seen.get(&Name(key.as_bytes())) == Some(&i) {
                 if let Value::Uint32(a) = kv.value {
                     if a % 8 != 0 {
                         self.report(
@@ -348,9 +357,99 @@ impl Validator {
         }
     }
 
+    /// A string that is not UTF-8 (`at`: where its bytes start): the spec's error, what ggml
+    /// reads. `what`: the key, the string, the name.
+    fn text(&mut self, text: TextRef<'_>, path: &dyn fmt::Display, at: u64, what: &str) {
+        use Profile::*;
+        let Err(why) = text.as_str() else {
+            return;
+        };
+        let at = at + why.valid_up_to as u64;
+        let byte = text.as_bytes()[why.valid_up_to];
+        let spec = format!(
+            "{what} is not UTF-8: byte 0x{byte:02x} at {}",
+            why.valid_up_to
+        );
+        self.report(&[Spec], Severity::Error, path, at, spec);
+        let ggml = format!(
+            "{what} is not UTF-8 (byte 0x{byte:02x} at {}): ggml reads its bytes as they are",
+            why.valid_up_to
+        );
+        self.report(&[Ggml], Severity::Warning, path, at, ggml);
+    }
+
+    /// A bool stored as neither 0 nor 1 (at `at`), `more` others like it after it.
+    fn bool_byte(&mut self, b: GgufBool, path: &dyn fmt::Display, at: u64, more: usize) {
+        use Profile::*;
+        let also = match more {
+            0 => String::new(),
+            n => format!(" ({n} more such bools follow)"),
+        };
+        let byte = b.byte();
+        let spec = format!("bool stored as {byte}, the spec allows 0 or 1{also}");
+        self.report(&[Spec], Severity::Error, path, at, spec);
+        let ggml = format!("bool stored as {byte}: ggml reads any byte but 0 as true{also}");
+        self.report(&[Ggml], Severity::Warning, path, at, ggml);
+    }
+
+    /// The strings and bools of a value (its payload at `at`) that are bytes the spec does not
+    /// allow: each scalar, and in an array the first such element with a count of the rest
+    /// (a vocabulary of bad strings is one finding, not 100,000).
+    fn bytes_of(&mut self, value: &Value, path: &dyn fmt::Display, at: u64) {
+        match value {
+            Value::String(s) => self.text(s.text_ref(), path, at + self.width.bytes(), "string"),
+            Value::Bool(b) if !b.is_valid() => self.bool_byte(*b, path, at, 0),
+            Value::Array(a) => self.array_bytes(&a.values, path, at + 4 + self.width.bytes()),
+            _ => {}
+        }
+    }
+
+    /// [`Validator::bytes_of`] for an array's elements, which start at `at`.
+    fn array_bytes(&mut self, values: &ArrayValues, path: &dyn fmt::Display, at: u64) {
+        match values {
+            ArrayValues::Bool(v) => {
+                let mut bad = v.iter().enumerate().filter(|(_, b)| !b.is_valid());
+                if let Some((k, b)) = bad.next() {
+                    let more = bad.count();
+                    self.bool_byte(*b, &Element(path, k), at + k as u64, more);
+                }
+            }
+            ArrayValues::String(v) => {
+                let mut start = at;
+                let mut first = None;
+                let mut more = 0usize;
+                for (k, s) in v.iter().enumerate() {
+                    if !s.is_utf8() {
+                        match first {
+                            None => first = Some((k, s, start)),
+                            Some(_) => more += 1,
+                        }
+                    }
+                    start += self.width.bytes() + s.len() as u64;
+                }
+                if let Some((k, s, start)) = first {
+                    let what = match more {
+                        0 => "string".to_owned(),
+                        n => format!("string (and {n} more strings of the array)"),
+                    };
+                    self.text(s, &Element(path, k), start + self.width.bytes(), &what);
+                }
+            }
+            ArrayValues::Array(inner) => {
+                let mut start = at;
+                for (k, a) in inner.iter().enumerate() {
+                    let elements = start + 4 + self.width.bytes();
+                    self.array_bytes(&a.values, &Element(path, k), elements);
+                    start = elements + a.values.encoded_len(self.width);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// ggml's limits on values: no nesting, bounded strings and arrays.
     fn value(&mut self, value: &Value, path: Field<'_>, at: u64) {
-        let too_long = |s: &str| s.len() as u64 > GGML_MAX_STRING;
+        let too_long = |s: TextRef<'_>| s.len() as u64 > GGML_MAX_STRING;
         let ggml = |this: &mut Self, message: String| {
             this.report(&[Profile::Ggml], Severity::Error, path, at, message)
         };
@@ -371,7 +470,7 @@ impl Validator {
             }
         }
         match value {
-            Value::String(s) if too_long(s) => {
+            Value::String(s) if too_long(s.text_ref()) => {
                 ggml(self, "string is longer than ggml's 1 GiB limit".into());
             }
             Value::Array(a) => {
@@ -413,10 +512,11 @@ impl Validator {
             let fields = layout.tensor_fields[i];
             let (dims_at, type_at, offset_at) =
                 (fields.n_dimensions, fields.ggml_type, fields.offset);
-            let name = info.name.as_str();
+            let name = info.name.text_ref();
             let path = |field: &str| format!("tensor[{i}].{field}");
-            if let Some(first) = names.insert(Name(name), i) {
-                names.insert(Name(name), first);
+            self.text(name, &path("name"), at + self.width.bytes(), "name");
+            if let Some(first) = names.insert(Name(name.as_bytes()), i) {
+                names.insert(Name(name.as_bytes()), first);
                 self.report(
                     &[Spec, Ggml],
                     Severity::Error,
@@ -644,7 +744,7 @@ impl Validator {
 /// every insertion compare against every earlier name). The unit tests count comparisons to
 /// bound the work.
 #[derive(Clone, Copy, Hash)]
-struct Name<'a>(&'a str);
+struct Name<'a>(&'a [u8]);
 
 impl PartialEq for Name<'_> {
     fn eq(&self, other: &Self) -> bool {
@@ -679,6 +779,15 @@ fn ggml_new_tensor_aborts(dims: &[u64]) -> Option<usize> {
 #[derive(Clone, Copy)]
 struct Field<'a>(&'a str, usize, &'a str);
 
+/// Element `[k]` of what a path names.
+struct Element<'p>(&'p dyn fmt::Display, usize);
+
+impl fmt::Display for Element<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{}]", self.0, self.1)
+    }
+}
+
 impl fmt::Display for Field<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}[{}].{}", self.0, self.1, self.2)
@@ -686,12 +795,12 @@ impl fmt::Display for Field<'_> {
 }
 
 /// Lower-case snake_case parts separated by dots: `[a-z0-9_]+(\.[a-z0-9_]+)*`.
-fn is_conventional_key(key: &str) -> bool {
-    key.split('.').all(|part| {
+fn is_conventional_key(key: &[u8]) -> bool {
+    key.split(|&b| b == b'.').all(|part| {
         !part.is_empty()
             && part
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                .iter()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_')
     })
 }
 

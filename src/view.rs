@@ -1,11 +1,14 @@
 //! A zero-copy view of a GGUF header: strings, string arrays and numeric arrays stay in the
-//! file's bytes (typically a memory map) and are handed out as borrowed `&str` and slices.
+//! file's bytes (typically a memory map) and are handed out as borrowed [`TextRef`]s and
+//! slices.
 //!
 //! Decoded by the same schema as the owned [`Header`], held as
-//! [`Spans`]: every check runs when the view is made (lengths against
-//! the input, UTF-8 of every string, bools 0 or 1, nesting depth, `general.alignment`), so a
-//! file either fails [`GgufView::new`] with the same [`DecodeError`](crate::DecodeError) as
-//! [`Gguf::from_bytes`](crate::Gguf::from_bytes) or every accessor below succeeds.
+//! [`Spans`]: every check of the structure runs when the view is made (lengths against
+//! the input, nesting depth, `general.alignment`), so a file either fails [`GgufView::new`]
+//! with the same [`DecodeError`](crate::DecodeError) as
+//! [`Gguf::from_bytes`](crate::Gguf::from_bytes) or every accessor below succeeds. Strings
+//! and bools are what the file holds, as ggml reads them: a string is checked to be UTF-8
+//! when it is handed out ([`TextRef::as_str`]), a bool is its byte ([`GgufBool`]).
 //!
 //! ```
 //! use ggufrw::{Builder, GgmlType, view::{GgufView, ValueRef}};
@@ -16,7 +19,7 @@
 //!     .to_bytes()?;
 //! let view = GgufView::new(&bytes)?;
 //! let tokens = view.get("tokenizer.ggml.tokens").and_then(|v| v.as_array()).unwrap();
-//! assert_eq!(tokens.strings().unwrap().collect::<Vec<&str>>(), ["<s>", "hello"]);
+//! assert_eq!(tokens.strings().unwrap().collect::<Vec<_>>(), ["<s>", "hello"]);
 //! assert_eq!(view.tensors().next().unwrap().name, "w");
 //! # Ok::<(), ggufrw::Error>(())
 //! ```
@@ -27,8 +30,8 @@
 use crate::error::{Error, Result};
 use crate::file::{data_section, map_file, tensor_slice};
 use ggufrw_schema::{
-    alignment_at, decode_header_as, Array, ArrayValues, ArrayValuesOf, ByteOrder, GgufString,
-    Header, HeaderOf, Number, Owned, Span, Spans, StrsSpan, Value, ValueOf, ValueType,
+    alignment_at, decode_header_as, Array, ArrayValues, ArrayValuesOf, ByteOrder, GgufBool, Header,
+    HeaderOf, Number, Owned, Span, Spans, StrsSpan, TextRef, Value, ValueOf, ValueType,
     ValueTypeVisitor, Wide, Width, ALIGNMENT_KEY,
 };
 use memmap2::Mmap;
@@ -103,7 +106,7 @@ impl<'a> GgufView<'a> {
     }
 
     /// Metadata pairs in file order.
-    pub fn metadata(&self) -> impl ExactSizeIterator<Item = (&'a str, ValueRef<'a, '_>)> + '_ {
+    pub fn metadata(&self) -> impl ExactSizeIterator<Item = (TextRef<'a>, ValueRef<'a, '_>)> + '_ {
         (self.header.metadata.iter()).map(|kv| (self.str(&kv.key.string), self.value(&kv.value)))
     }
 
@@ -164,8 +167,8 @@ impl<'a> GgufView<'a> {
         Ok(ggufrw_schema::decode_header(&mut Cursor::new(self.bytes))?)
     }
 
-    fn str(&self, span: &Span) -> &'a str {
-        as_str(slice(self.bytes, span.offset, span.len))
+    fn str(&self, span: &Span) -> TextRef<'a> {
+        TextRef::new(slice(self.bytes, span.offset, span.len))
     }
 
     fn value<'h>(&self, value: &'h ValueOf<Spans>) -> ValueRef<'a, 'h> {
@@ -189,16 +192,11 @@ fn slice(bytes: &[u8], offset: u64, len: u64) -> &[u8] {
         .unwrap_or_default()
 }
 
-fn as_str(bytes: &[u8]) -> &str {
-    // Every string was checked to be UTF-8 when the view was made.
-    simdutf8::basic::from_utf8(bytes).unwrap_or_default()
-}
-
 /// One tensor info, borrowed.
 #[derive(Clone, Copy, Debug)]
 pub struct TensorRef<'a, 'h> {
-    /// Name.
-    pub name: &'a str,
+    /// Name (bytes; ggml reads names that are not UTF-8 too).
+    pub name: TextRef<'a>,
     /// Element counts per dimension, fastest-varying first.
     pub dimensions: &'h [u64],
     /// ggml type id.
@@ -212,8 +210,8 @@ pub struct TensorRef<'a, 'h> {
 pub enum ValueRef<'a, 'h> {
     /// A number or bool.
     Scalar(Scalar<'h>),
-    /// A string.
-    String(&'a str),
+    /// A string, UTF-8 or not.
+    String(TextRef<'a>),
     /// An array.
     Array(ArrayRef<'a, 'h>),
 }
@@ -235,12 +233,14 @@ impl Scalar<'_> {
 
     /// The value, widened.
     pub fn widen(&self) -> Wide {
-        self.0.widen().unwrap_or(Wide::Bool(false))
+        self.0.widen().unwrap_or(Wide::Bool(GgufBool::FALSE))
     }
 
     /// The same value in the owned model, bit for bit.
     pub fn to_value(&self) -> Value {
-        self.0.scalar_to::<Owned>().unwrap_or(Value::Bool(false))
+        self.0
+            .scalar_to::<Owned>()
+            .unwrap_or(Value::Bool(GgufBool::FALSE))
     }
 }
 
@@ -254,7 +254,7 @@ impl<'a, 'h> ValueRef<'a, 'h> {
         }
     }
 
-    /// The number or bool, if it is one of type `T`.
+    /// The number or bool, if it is one of type `T` (a bool as stored: [`GgufBool`]).
     pub fn get<T: Number>(&self) -> Option<T> {
         match self {
             ValueRef::Scalar(s) => s.get(),
@@ -262,10 +262,20 @@ impl<'a, 'h> ValueRef<'a, 'h> {
         }
     }
 
-    /// The string, if it is one.
+    /// The bool, if it is one stored as 0 or 1 (the raw byte: `get::<GgufBool>()`).
+    pub fn as_bool(&self) -> Option<bool> {
+        self.get::<GgufBool>().and_then(GgufBool::as_bool)
+    }
+
+    /// The text, if it is a string of UTF-8 (any string: [`ValueRef::as_text`]).
     pub fn as_str(&self) -> Option<&'a str> {
+        self.as_text().and_then(|s| s.as_str().ok())
+    }
+
+    /// The string, UTF-8 or not, if it is one.
+    pub fn as_text(&self) -> Option<TextRef<'a>> {
         match self {
-            ValueRef::String(s) => Some(s),
+            ValueRef::String(s) => Some(*s),
             _ => None,
         }
     }
@@ -282,7 +292,7 @@ impl<'a, 'h> ValueRef<'a, 'h> {
     pub fn to_value(&self) -> Value {
         match *self {
             ValueRef::Scalar(s) => s.to_value(),
-            ValueRef::String(s) => Value::from(s),
+            ValueRef::String(s) => Value::String(s.into()),
             ValueRef::Array(a) => Value::Array(Array::new(a.to_values())),
         }
     }
@@ -338,7 +348,7 @@ impl<'a, 'h> ArrayRef<'a, 'h> {
             return None;
         }
         let endian = self.byte_order.endian();
-        // Every element was checked when the view was made (bools 0 or 1): none is skipped.
+        // Every element decodes (whole elements, any bytes): none is skipped.
         Some(
             raw.chunks_exact(T::SIZE)
                 .filter_map(move |b| T::decode(b, endian)),
@@ -367,7 +377,7 @@ impl<'a, 'h> ArrayRef<'a, 'h> {
             }
             fn string(self) -> ArrayValues {
                 let strings = self.0.strings().into_iter().flatten();
-                ArrayValues::String(strings.map(GgufString::from).collect())
+                ArrayValues::String(strings.collect())
             }
             fn array(self) -> ArrayValues {
                 let arrays = self.0.arrays().into_iter().flatten();
@@ -399,9 +409,9 @@ pub struct Strings<'a> {
 }
 
 impl<'a> Iterator for Strings<'a> {
-    type Item = &'a str;
+    type Item = TextRef<'a>;
 
-    fn next(&mut self) -> Option<&'a str> {
+    fn next(&mut self) -> Option<TextRef<'a>> {
         if self.left == 0 {
             return None;
         }
@@ -411,7 +421,7 @@ impl<'a> Iterator for Strings<'a> {
         let text = self.rest.get(w..w + len)?;
         self.rest = &self.rest[w + len..];
         self.left -= 1;
-        Some(as_str(text))
+        Some(TextRef::new(text))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

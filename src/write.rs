@@ -173,8 +173,8 @@ impl<'a> Builder<'a> {
     }
 
     /// Sets `key` to `value`, replacing an earlier value in place, else appending.
-    pub fn metadata(mut self, key: &str, value: impl Into<Value>) -> Self {
-        set_metadata(&mut self.header.metadata, key, value.into());
+    pub fn metadata(mut self, key: impl Into<GgufString>, value: impl Into<Value>) -> Self {
+        set_metadata(&mut self.header.metadata, key.into(), value.into());
         self
     }
 
@@ -192,12 +192,13 @@ impl<'a> Builder<'a> {
     /// Adds a tensor; its data must be exactly the size its type and shape call for.
     pub fn tensor(
         mut self,
-        name: &str,
+        name: impl Into<GgufString>,
         ggml_type: GgmlType,
         dimensions: &[u64],
         data: impl Into<Source<'a>>,
     ) -> Result<Self> {
         let data = data.into();
+        let name = name.into();
         let fail = |source: TensorError| Error::Tensor {
             index: self.header.tensor_infos.len(),
             name: name.to_string(),
@@ -213,7 +214,7 @@ impl<'a> Builder<'a> {
             }));
         }
         self.header.tensor_infos.push(TensorInfo {
-            name: GgufString::from(name),
+            name,
             dimensions: dimensions.to_vec(),
             ggml_type: ggml_type.id(),
             offset: 0,
@@ -278,8 +279,8 @@ impl<'a> Builder<'a> {
 }
 
 /// Sets `key` to `value` in place if present, else appends it.
-pub(crate) fn set_metadata(metadata: &mut Vec<KeyValue>, key: &str, value: Value) {
-    match metadata.iter_mut().find(|kv| kv.key == *key) {
+pub(crate) fn set_metadata(metadata: &mut Vec<KeyValue>, key: GgufString, value: Value) {
+    match metadata.iter_mut().find(|kv| kv.key == key) {
         Some(kv) => kv.value = value,
         None => metadata.push(KeyValue::new(key, value)),
     }

@@ -85,7 +85,8 @@ fn wide_from_text<T: Number>(raw: &str) -> Result<Wide, Refused> {
     let raw = raw.trim();
     let bad = |e: &dyn fmt::Display| Refused(format!("{raw:?} is not a {}: {e}", T::TYPE.name()));
     Ok(match T::KIND {
-        NumberKind::Bool => Wide::Bool(raw.parse().map_err(|e| bad(&e))?),
+        // Only `true` and `false`: a bool of another byte is for repairing, not for writing.
+        NumberKind::Bool => Wide::Bool(raw.parse::<bool>().map_err(|e| bad(&e))?.into()),
         NumberKind::Unsigned => Wide::Unsigned(raw.parse().map_err(|e| bad(&e))?),
         NumberKind::Signed => Wide::Signed(raw.parse().map_err(|e| bad(&e))?),
         NumberKind::Float => Wide::Float(float_from_text(raw).map_err(|e| bad(&e))?),
@@ -143,7 +144,7 @@ impl ValueTypeVisitor for FromJsonList<'_> {
         for (i, item) in self.0.iter().enumerate() {
             let element = |why: String| Refused(format!("element {i} ({item}): {why}"));
             let wide = match (T::KIND, item) {
-                (NumberKind::Bool, Json::Bool(b)) => Wide::Bool(*b),
+                (NumberKind::Bool, Json::Bool(b)) => Wide::Bool((*b).into()),
                 (NumberKind::Unsigned, Json::Number(n)) => match n.as_u64() {
                     Some(v) => Wide::Unsigned(v),
                     None => return Err(element(format!("not a {ty}"))),

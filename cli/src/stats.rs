@@ -37,7 +37,7 @@ pub fn run(args: Args) -> ExitCode {
             || args
                 .tensors
                 .iter()
-                .any(|g| convert::glob_matches(g, t.name()));
+                .any(|g| (t.name().as_str()).is_ok_and(|name| convert::glob_matches(g, name)));
         if !chosen {
             continue;
         }
@@ -45,7 +45,7 @@ pub fn run(args: Args) -> ExitCode {
             Ok(s) => {
                 if args.json {
                     let num = |v: f64| if v.is_finite() { json!(v) } else { json!(null) };
-                    let line = json!({"tensor": t.name(), "type": t.type_name(), "count": s.count,
+                    let line = json!({"tensor": ggufrw::dump::text_json(t.name()), "type": t.type_name(), "count": s.count,
                         "min": num(s.min), "max": num(s.max), "mean": num(s.mean), "std": num(s.std),
                         "nan": s.nan, "inf": s.inf, "zero": s.zero});
                     out.push_str(&format!("{line}\n"));

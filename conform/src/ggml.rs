@@ -11,7 +11,7 @@ use crate::Row;
 use ggufrw::quant::{type_name, GgmlType, SizeError, RETIRED_TYPES};
 use ggufrw::validate::{validate, Category, Finding, Profile, Severity};
 use ggufrw::Gguf;
-use ggufrw_schema::{ByteOrder, DecodeErrorKind};
+use ggufrw_schema::ByteOrder;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use serde_json::json;
@@ -101,10 +101,6 @@ pub struct Verdict {
 /// Where ggml accepts what it should not, and the profile says so anyway.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Exception {
-    /// ggml does not check that strings are UTF-8.
-    Utf8,
-    /// ggml reads any non-zero byte as a true bool.
-    Bool,
     /// ggml multiplies before dividing by the block size, so a huge shape's byte size wraps
     /// to something small and is accepted.
     SizeWraps,
@@ -133,21 +129,11 @@ fn size_wraps(file: &Gguf<&[u8]>) -> bool {
 /// The `ggml` profile's verdict on `bytes`.
 pub fn verdict(bytes: &[u8]) -> Verdict {
     match Gguf::from_bytes(bytes) {
-        Err(e) => {
-            let exception = match e.root() {
-                ggufrw::Error::Decode(d) => match d.kind {
-                    DecodeErrorKind::InvalidUtf8 => Some(Exception::Utf8),
-                    DecodeErrorKind::InvalidBool(_) => Some(Exception::Bool),
-                    _ => None,
-                },
-                _ => None,
-            };
-            Verdict {
-                header: Some(e.to_string()),
-                load: None,
-                exception,
-            }
-        }
+        Err(e) => Verdict {
+            header: Some(e.to_string()),
+            load: None,
+            exception: None,
+        },
         Ok(file) => {
             let findings = validate(&file, Profile::Ggml);
             let header = first(&findings, Category::Structure);

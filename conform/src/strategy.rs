@@ -8,7 +8,7 @@ use ggufrw::quant::GgmlType;
 use ggufrw_schema::limits::MAX_ARRAY_DEPTH;
 use ggufrw_schema::{
     Array, ArrayValues, ByteOrder, EncodeError, GatedFields, GgufString, Header, KeyValue, Magic,
-    Number, NumberKind, Padding, TensorInfo, Value, ValueType, ValueTypeVisitor, Wide,
+    Number, NumberKind, Padding, TensorInfo, Text, Value, ValueType, ValueTypeVisitor, Wide,
     ALIGNMENT_KEY,
 };
 use proptest::collection::vec;
@@ -78,6 +78,10 @@ pub struct Options {
     pub max_array_depth: u8,
     /// Whether strings may hold NUL (readers that hand out C strings cut them there).
     pub nul_in_strings: bool,
+    /// Whether keys, strings and tensor names may hold bytes that are not UTF-8, and bools
+    /// bytes other than 0 and 1: what ggml reads and the spec refuses (validation under
+    /// `spec` then reports each, under `ggml` warns).
+    pub raw_bytes: bool,
     /// Whether strings may start with U+FEFF (some readers strip it).
     pub leading_bom: bool,
     /// Keys never to generate (a peer cannot read them).
@@ -112,6 +116,7 @@ impl Options {
             empty_arrays: true,
             max_array_depth: MAX_ARRAY_DEPTH,
             nul_in_strings: true,
+            raw_bytes: true,
             leading_bom: true,
             excluded_keys: Vec::new(),
             tensor_types: GgmlType::iter().collect(),
@@ -131,6 +136,7 @@ impl Options {
             max_depth: self.max_array_depth.clamp(1, MAX_ARRAY_DEPTH),
             nul: self.nul_in_strings,
             bom: self.leading_bom,
+            raw: self.raw_bytes,
             types: TypeSet::of(&self.value_types),
         }
     }
@@ -167,6 +173,8 @@ pub struct ValueOptions {
     pub nul: bool,
     /// Whether strings may start with U+FEFF.
     pub bom: bool,
+    /// Whether strings may hold bytes that are not UTF-8 and bools any byte.
+    pub raw: bool,
     /// The value types to generate.
     pub types: TypeSet,
 }
@@ -179,15 +187,25 @@ impl Default for ValueOptions {
 
 /// Any value of the number type `T`, from random bytes, often an edge: all zero bits, all one
 /// bits, only the sign bit, the largest signed value, one; for floats also the infinities
-/// (random bytes give NaNs with every kind of payload).
-fn number<T: Number>() -> BoxedStrategy<T> {
-    let from_bytes = |mut bytes: Vec<u8>| {
-        if T::CHECKED {
-            // Bools: only 0 and 1 are values.
-            bytes[0] &= 1;
+/// (random bytes give NaNs with every kind of payload). Bools are 0 or 1, and with `raw` now
+/// and then any other byte.
+fn number<T: Number>(raw: bool) -> BoxedStrategy<T> {
+    if T::TYPE == ValueType::Bool {
+        let byte = |b: u8| T::decode(&[b], Endian::Little);
+        let bools = vec![0u8, 1]
+            .into_iter()
+            .filter_map(byte)
+            .collect::<Vec<T>>();
+        if !raw {
+            return select(bools).boxed();
         }
-        T::decode(&bytes, Endian::Little)
-    };
+        return prop_oneof![
+            3 => select(bools),
+            1 => (2u8..=255).prop_filter_map("a bool", byte),
+        ]
+        .boxed();
+    }
+    let from_bytes = |bytes: Vec<u8>| T::decode(&bytes, Endian::Little);
     let size = T::SIZE;
     let mut edges: Vec<T> = [
         vec![0u8; size],
@@ -219,18 +237,47 @@ fn number<T: Number>() -> BoxedStrategy<T> {
 }
 
 /// Any UTF-8 text up to 12 characters, newlines included, and NULs and a leading U+FEFF
-/// unless `o` leaves them out.
-fn text(o: ValueOptions) -> BoxedStrategy<String> {
-    "(?s).{0,12}"
-        .prop_map(move |t: String| {
-            let t = if o.nul { t } else { t.replace('\0', "") };
-            if o.bom {
-                t
-            } else {
-                t.trim_start_matches('\u{feff}').to_owned()
-            }
-        })
-        .boxed()
+/// unless `o` leaves them out; with `o.raw`, now and then [`not_utf8`] of it.
+fn text(o: ValueOptions) -> BoxedStrategy<Text> {
+    let utf8 = "(?s).{0,12}".prop_map(move |t: String| {
+        let t = if o.nul { t } else { t.replace('\0', "") };
+        if o.bom {
+            t
+        } else {
+            t.trim_start_matches('\u{feff}').to_owned()
+        }
+    });
+    if !o.raw {
+        return utf8.prop_map(Text::from).boxed();
+    }
+    prop_oneof![
+        4 => utf8.clone().prop_map(Text::from),
+        1 => (utf8, bad_bytes()).prop_map(|(t, bad)| not_utf8(t.as_bytes(), bad)),
+    ]
+    .boxed()
+}
+
+/// Bytes to spoil text with, and where (a fraction of its length): stray continuation bytes,
+/// lead bytes, bytes UTF-8 never uses, the start of an encoded surrogate.
+fn bad_bytes() -> BoxedStrategy<(Vec<u8>, prop::sample::Index)> {
+    let byte = prop_oneof![
+        1 => select(vec![0x80u8, 0xbf, 0xc0, 0xc1, 0xc3, 0xe0, 0xed, 0xf0, 0xf5, 0xfe, 0xff]),
+        1 => 0x80u8..=0xff,
+    ];
+    (vec(byte, 1..4), any::<prop::sample::Index>()).boxed()
+}
+
+/// `text` with `bad` inserted, never UTF-8 (a byte `0xff`, which UTF-8 never uses, is added
+/// when the insertion happens to form a character).
+pub fn not_utf8(text: &[u8], (bad, at): (Vec<u8>, prop::sample::Index)) -> Text {
+    let at = at.index(text.len() + 1);
+    let mut bytes = text[..at].to_vec();
+    bytes.extend_from_slice(&bad);
+    bytes.extend_from_slice(&text[at..]);
+    if std::str::from_utf8(&bytes).is_ok() {
+        bytes.push(0xff);
+    }
+    Text::from_bytes(bytes)
 }
 
 /// The value types of `o` that are not arrays.
@@ -246,10 +293,10 @@ fn scalar(o: ValueOptions) -> BoxedStrategy<Value> {
     impl ValueTypeVisitor for Scalar {
         type Out = BoxedStrategy<Value>;
         fn number<T: Number>(self) -> Self::Out {
-            number::<T>().prop_map(T::into_value).boxed()
+            number::<T>(self.0.raw).prop_map(T::into_value).boxed()
         }
         fn string(self) -> Self::Out {
-            text(self.0).prop_map(Value::from).boxed()
+            text(self.0).prop_map(|t| Value::String(t.into())).boxed()
         }
         fn array(self) -> Self::Out {
             unreachable!("scalar_types() has no array")
@@ -267,11 +314,13 @@ fn array_values(o: ValueOptions) -> BoxedStrategy<ArrayValues> {
     impl ValueTypeVisitor for Leaf {
         type Out = BoxedStrategy<ArrayValues>;
         fn number<T: Number>(self) -> Self::Out {
-            vec(number::<T>(), self.0).prop_map(T::into_array).boxed()
+            vec(number::<T>(self.1.raw), self.0)
+                .prop_map(T::into_array)
+                .boxed()
         }
         fn string(self) -> Self::Out {
             vec(text(self.1), self.0)
-                .prop_map(|v| ArrayValues::String(v.iter().collect()))
+                .prop_map(|v| ArrayValues::String(v.iter().map(Text::text_ref).collect()))
                 .boxed()
         }
         fn array(self) -> Self::Out {
@@ -337,18 +386,24 @@ fn metadata(
     excluded: Vec<String>,
     adapt: Option<Adapt>,
 ) -> BoxedStrategy<Vec<KeyValue>> {
+    let spoil = proptest::option::weighted(if values.raw { 0.1 } else { 0.0 }, bad_bytes());
     (
-        vec((key(), value(values)), 0..7),
+        vec((key(), value(values), spoil), 0..7),
         any::<prop::sample::Index>(),
     )
         .prop_map(move |(pairs, at)| {
             let mut seen = std::collections::HashSet::new();
             let mut kvs: Vec<KeyValue> = (pairs.into_iter())
                 // Standard keys carry meaning that arbitrary values would contradict.
-                .filter(|(k, _)| ggufrw::keys::standard_key(k, None).is_none())
-                .filter(|(k, _)| !excluded.contains(k))
-                .filter(|(k, _)| seen.insert(k.clone()))
-                .map(|(k, v)| {
+                .filter(|(k, _, _)| ggufrw::keys::standard_key(k, None).is_none())
+                .filter(|(k, _, _)| !excluded.contains(k))
+                .filter(|(k, _, _)| seen.insert(k.clone()))
+                .map(|(k, v, spoil)| {
+                    // A spoilt key is unique too: the others are UTF-8.
+                    let k = match spoil {
+                        Some(bad) => GgufString::from(not_utf8(k.as_bytes(), bad)),
+                        None => GgufString::from(k),
+                    };
                     KeyValue::new(
                         k,
                         match &adapt {
@@ -426,10 +481,12 @@ pub fn file_with(options: Options) -> BoxedStrategy<Sample> {
         adapt_value,
         ..
     } = options;
+    let spoil = proptest::option::weighted(if values.raw { 0.1 } else { 0.0 }, bad_bytes());
     let tensors = vec(
         (
             tensor_shape(tensor_types, scalar_types, trailing_small_dimensions),
             0u64..=2,
+            spoil,
         ),
         0..5,
     );
@@ -459,7 +516,9 @@ pub fn file_with(options: Options) -> BoxedStrategy<Sample> {
             move |((_, metadata, tensors), order, seed, trailing, pad_byte, cut, fugg, gated)| {
                 let mut sample = if ggml_layout {
                     let n = tensors.len();
-                    let tensors = tensors.into_iter().map(|(shape, _)| (shape, 0)).collect();
+                    let tensors = (tensors.into_iter())
+                        .map(|(shape, _, spoil)| (shape, 0, spoil))
+                        .collect();
                     let order = (0..n).collect();
                     let mut sample = assemble(
                         version, byte_order, metadata, tensors, order, seed, 0, None, None, false,
@@ -501,13 +560,21 @@ fn set_gated(header: &mut Header, values: &[u64]) {
     }
 }
 
+/// A tensor to lay out: type and shape, the gap before it (in alignments), and the bytes that
+/// spoil its name (which is then not UTF-8).
+type TensorPlan = (
+    (GgmlType, Vec<u64>),
+    u64,
+    Option<(Vec<u8>, prop::sample::Index)>,
+);
+
 /// Lays the tensors out in `order` with gaps, fills the data and pads the header.
 #[allow(clippy::too_many_arguments)]
 fn assemble(
     version: u32,
     byte_order: ByteOrder,
     metadata: Vec<KeyValue>,
-    tensors: Vec<((GgmlType, Vec<u64>), u64)>,
+    tensors: Vec<TensorPlan>,
     order: Vec<usize>,
     seed: u64,
     trailing: usize,
@@ -524,7 +591,7 @@ fn assemble(
     }
     let alignment = u64::from(header.alignment());
     let sizes: Vec<u64> = (tensors.iter())
-        .map(|((ty, dims), _)| ty.byte_size(dims).expect("shapes are small"))
+        .map(|((ty, dims), _, _)| ty.byte_size(dims).expect("shapes are small"))
         .collect();
     let mut offsets = vec![0u64; tensors.len()];
     let mut end = 0u64;
@@ -533,8 +600,12 @@ fn assemble(
         end = (offsets[i] + sizes[i]).next_multiple_of(alignment);
     }
     header.tensor_infos = (tensors.iter().enumerate())
-        .map(|(i, ((ty, dims), _))| TensorInfo {
-            name: GgufString::from(format!("blk.{i}.weight")),
+        .map(|(i, ((ty, dims), _, spoil))| TensorInfo {
+            // Unique: a spoilt name is not UTF-8, the others are.
+            name: match spoil {
+                Some(bad) => not_utf8(format!("blk.{i}.weight").as_bytes(), bad.clone()).into(),
+                None => GgufString::from(format!("blk.{i}.weight")),
+            },
             dimensions: dims.clone(),
             ggml_type: ty.id(),
             offset: offsets[i],

@@ -28,10 +28,6 @@ pub enum DecodeErrorKind {
         /// Bytes left in the input after the count.
         left: u64,
     },
-    /// A string that is not UTF-8; the offset points at the first bad byte.
-    InvalidUtf8,
-    /// A bool stored as something other than 0 or 1.
-    InvalidBool(u8),
     /// A value type id that is not a [`crate::ValueType`].
     InvalidValueType(u32),
     /// Arrays nested deeper than [`crate::limits::MAX_ARRAY_DEPTH`].
@@ -70,8 +66,6 @@ impl fmt::Display for DecodeErrorKind {
                 f,
                 "count {count} needs more bytes than the {left} left in the file (each item takes at least {item_size})"
             ),
-            InvalidUtf8 => write!(f, "string is not valid UTF-8"),
-            InvalidBool(b) => write!(f, "bool must be 0 or 1, found {b}"),
             InvalidValueType(t) => {
                 let ids: Vec<u32> = crate::ValueType::iter().map(|t| t as u32).collect();
                 let (first, last) = (ids.first().copied(), ids.last().copied());

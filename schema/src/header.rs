@@ -445,7 +445,8 @@ pub fn alignment_at<H: Repr>(
 /// The alignment in force, 32 if none or a bad one (for spans, whose keys are not held here:
 /// 32; they cannot be written anyway).
 fn alignment_or_default<H: Repr>(metadata: &[KeyValueOf<H>]) -> u32 {
-    let first = (metadata.iter()).position(|kv| H::as_text(&kv.key.string) == Some(ALIGNMENT_KEY));
+    let first = (metadata.iter())
+        .position(|kv| H::held_bytes(&kv.key.string) == Some(ALIGNMENT_KEY.as_bytes()));
     alignment_at(metadata, first).unwrap_or(DEFAULT_ALIGNMENT)
 }
 

@@ -53,10 +53,10 @@ pub use io::Tracked;
 pub use padding::Padding;
 pub use repr::{Dims, Element, NumSpan, Owned, Repr, Span, Spans, StrsSpan};
 pub use size::fixed_header_size;
-pub use string::{GgufString, GgufStringOf, StrList, StrListIter};
+pub use string::{GgufString, GgufStringOf, NotUtf8, StrList, StrListIter, Text, TextRef};
 pub use tensor::{TensorFields, TensorInfo, TensorInfoOf};
 pub use value::{
-    Array, ArrayOf, ArrayValues, ArrayValuesOf, Number, NumberKind, Value, ValueOf, ValueType,
-    ValueTypeVisitor, Wide,
+    Array, ArrayOf, ArrayValues, ArrayValuesOf, GgufBool, Number, NumberKind, Value, ValueOf,
+    ValueType, ValueTypeVisitor, Wide,
 };
 pub use version::{VersionSpec, VERSIONS};

@@ -6,7 +6,7 @@
 use crate::ctx::{read_dims_into, Ctx, Width, Word};
 use crate::error::{custom, DecodeErrorKind};
 use crate::limits::MAX_DIMS;
-use crate::string::StrList;
+use crate::string::{StrList, Text};
 use binrw::error::ContextExt;
 use binrw::io::{Read, Seek, SeekFrom, Write};
 use binrw::{BinResult, Endian};
@@ -44,7 +44,7 @@ pub trait Repr:
         ctx: Ctx,
     ) -> BinResult<Self::Dims>;
 
-    /// Reads `len` bytes of strict UTF-8 (present: the caller checked).
+    /// Reads a string of `len` bytes, UTF-8 or not (present: the caller checked).
     fn read_str<R: Read + Seek>(reader: &mut R, len: u64) -> BinResult<Self::Str>;
     /// Reads `count` elements (present: the caller checked).
     fn read_nums<T: Element, R: Read + Seek>(
@@ -62,8 +62,8 @@ pub trait Repr:
 
     /// Bytes of a string.
     fn str_len(s: &Self::Str) -> u64;
-    /// A string's text, when it is held.
-    fn as_text(s: &Self::Str) -> Option<&str>;
+    /// A string's bytes, when they are held.
+    fn held_bytes(s: &Self::Str) -> Option<&[u8]>;
     /// Whether a string is `text`; spans look in the input, and leave the reader where it was.
     fn str_eq<R: Read + Seek>(s: &Self::Str, text: &str, reader: &mut R) -> BinResult<bool>;
     /// Elements of an array of numbers.
@@ -90,7 +90,7 @@ pub trait Repr:
     ) -> BinResult<()>;
 }
 
-/// Everything copied out of the input: `String`, `Vec<T>`.
+/// Everything copied out of the input: [`Text`], `Vec<T>`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Owned;
 
@@ -98,7 +98,7 @@ pub struct Owned;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Spans;
 
-/// Where a string's bytes lie in the input; they were checked to be UTF-8 when decoded.
+/// Where a string's bytes lie in the input (UTF-8 or not: the view says when they are read).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Span {
     /// Offset of the first byte.
@@ -107,8 +107,7 @@ pub struct Span {
     pub len: u64,
 }
 
-/// Where an array of numbers lies in the input, in the file's byte order; bools were checked
-/// to be 0 or 1 when decoded.
+/// Where an array of numbers or bools lies in the input, in the file's byte order.
 #[derive(Debug, PartialEq, Eq)]
 pub struct NumSpan<T> {
     /// Offset of the first element.
@@ -127,7 +126,7 @@ impl<T> Clone for NumSpan<T> {
 impl<T> Copy for NumSpan<T> {}
 
 /// Where an array of strings lies in the input: `count` length-prefixed strings in `bytes`
-/// bytes from `offset`, every one checked to be UTF-8 when decoded.
+/// bytes from `offset`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StrsSpan {
     /// Offset of the first string's length.
@@ -157,9 +156,7 @@ impl Deref for Dims {
 pub trait Element: Copy + Debug + PartialEq + 'static {
     /// Bytes per element.
     const SIZE: usize;
-    /// Whether some byte patterns are not elements (bools), so that arrays must be read.
-    const CHECKED: bool = false;
-    /// Decodes one element from exactly `SIZE` bytes; `None` for a bool that is not 0 or 1.
+    /// Decodes one element from exactly `SIZE` bytes (`None` for another length).
     fn decode(bytes: &[u8], endian: Endian) -> Option<Self>;
     /// Appends the element's bytes.
     fn encode(self, out: &mut Vec<u8>, endian: Endian);
@@ -190,56 +187,30 @@ macro_rules! numeric_elements {
 
 numeric_elements!(u8, i8, u16, i16, u32, i32, f32, u64, i64, f64);
 
-impl Element for bool {
-    const SIZE: usize = 1;
-    const CHECKED: bool = true;
-    #[inline]
-    fn decode(bytes: &[u8], _: Endian) -> Option<Self> {
-        match bytes {
-            [0] => Some(false),
-            [1] => Some(true),
-            _ => None,
-        }
-    }
-    #[inline]
-    fn encode(self, out: &mut Vec<u8>, _: Endian) {
-        out.push(u8::from(self));
-    }
-}
-
 /// Bytes read at once from the input for arrays.
 const CHUNK: usize = 64 << 10;
 
-/// Reads `count` elements in chunks, handing each chunk's decoded elements to `each`; refuses a
-/// bool that is not 0 or 1 at its offset.
+/// Reads `count` elements in chunks, handing each chunk's bytes to `each`.
 fn each_num_chunk<T: Element, R: Read + Seek>(
     reader: &mut R,
-    endian: Endian,
     count: u64,
     mut each: impl FnMut(&[u8]),
 ) -> BinResult<()> {
-    let mut pos = reader.stream_position()?;
     let total = count.saturating_mul(T::SIZE as u64);
     let mut buf = vec![0u8; (total.min(CHUNK as u64) as usize / T::SIZE) * T::SIZE];
     let mut left = total;
     while left > 0 {
         let n = (left.min(buf.len() as u64)) as usize;
         reader.read_exact(&mut buf[..n])?;
-        if let Some(bad) =
-            (buf[..n].chunks_exact(T::SIZE)).position(|b| T::decode(b, endian).is_none())
-        {
-            let at = pos + (bad * T::SIZE) as u64;
-            return Err(custom(at, DecodeErrorKind::InvalidBool(buf[bad * T::SIZE])));
-        }
         each(&buf[..n]);
-        pos += n as u64;
         left -= n as u64;
     }
     Ok(())
 }
 
 /// Walks `count` length-prefixed strings from the reader, checking each length against the
-/// input and each string's UTF-8, and hands each string's offset and bytes (UTF-8) to `each`.
+/// input, and hands each string's bytes to `each` (UTF-8 or not: that is for the reader of
+/// the string to know, and for validation to judge).
 ///
 /// Reads in chunks, but never past the array: it reads ahead only up to the array's least
 /// possible end (what it has learnt so far plus a length prefix for each string still to come),
@@ -250,7 +221,7 @@ fn walk_strs<R: Read + Seek>(
     endian: Endian,
     count: u64,
     ctx: Ctx,
-    mut each: impl FnMut(u64, &[u8]) -> BinResult<()>,
+    mut each: impl FnMut(&[u8]),
 ) -> BinResult<()> {
     let width = ctx.width().bytes() as usize;
     // `buf[..filled]` holds the input from `pos`; strings before `at` are walked, those from
@@ -261,9 +232,7 @@ fn walk_strs<R: Read + Seek>(
         .min(ctx.end);
     let mut buf = vec![0u8; (least_end - pos).min(CHUNK as u64) as usize];
     let (mut filled, mut at) = (0usize, 0usize);
-    let mut first = 0u64;
     let mut found: Vec<(usize, usize)> = Vec::new();
-    let mut ascii_lengths = true;
 
     // Makes `buf[..n]` hold input, reading at most up to `least_end`; false if the input ends.
     let fill = |reader: &mut R,
@@ -302,7 +271,6 @@ fn walk_strs<R: Read + Seek>(
         }
         let len_bytes = &buf[at..at + width];
         let len = ctx.width().decode(len_bytes, endian).unwrap_or_default();
-        ascii_lengths &= len_bytes.iter().all(|&b| b < 0x80);
         let start = at + width;
         let left = ctx.end.saturating_sub(pos + start as u64);
         if len > left {
@@ -323,39 +291,22 @@ fn walk_strs<R: Read + Seek>(
         found.push((start, len as usize));
         at = end;
         if at >= CHUNK || i + 1 == count {
-            let run = &buf[..at];
-            // Lengths of ASCII bytes can neither finish nor start a multi-byte sequence, so the
-            // run of lengths and strings is UTF-8 exactly when every string is: one check.
-            let whole_run = ascii_lengths && simdutf8::basic::from_utf8(run).is_ok();
-            for (k, &(start, len)) in found.iter().enumerate() {
-                let bytes = &run[start..start + len];
-                if !whole_run {
-                    simdutf8::compat::from_utf8(bytes).map_err(|e| {
-                        custom(
-                            pos + (start + e.valid_up_to()) as u64,
-                            DecodeErrorKind::InvalidUtf8,
-                        )
-                        .with_message("string")
-                        .with_message(format!("[{}]", first + k as u64))
-                    })?;
-                }
-                each(pos + start as u64, bytes)?;
+            for &(start, len) in &found {
+                each(&buf[start..start + len]);
             }
             // Keep what was read past the run (at most up to the array's least end).
             buf.copy_within(at..filled, 0);
             filled -= at;
             pos += at as u64;
             at = 0;
-            first = i + 1;
             found.clear();
-            ascii_lengths = true;
         }
     }
     Ok(())
 }
 
 impl Repr for Owned {
-    type Str = String;
+    type Str = Text;
     type Nums<T: Element> = Vec<T>;
     type Strs = StrList;
     type Dims = Vec<u64>;
@@ -371,16 +322,11 @@ impl Repr for Owned {
         Ok(dims[..n].to_vec())
     }
 
-    fn read_str<R: Read + Seek>(reader: &mut R, len: u64) -> BinResult<String> {
+    fn read_str<R: Read + Seek>(reader: &mut R, len: u64) -> BinResult<Text> {
         let pos = reader.stream_position()?;
         let mut bytes = vec![0u8; checked_len(len, pos)?];
         reader.read_exact(&mut bytes)?;
-        String::from_utf8(bytes).map_err(|e| {
-            custom(
-                pos + e.utf8_error().valid_up_to() as u64,
-                DecodeErrorKind::InvalidUtf8,
-            )
-        })
+        Ok(Text::from_bytes(bytes))
     }
 
     fn read_nums<T: Element, R: Read + Seek>(
@@ -390,7 +336,8 @@ impl Repr for Owned {
     ) -> BinResult<Vec<T>> {
         let pos = reader.stream_position()?;
         let mut out = Vec::with_capacity(checked_len(count, pos)?);
-        each_num_chunk::<T, R>(reader, endian, count, |chunk| {
+        each_num_chunk::<T, R>(reader, count, |chunk| {
+            // Every element decodes: the chunk holds whole elements.
             out.extend(
                 chunk
                     .chunks_exact(T::SIZE)
@@ -412,23 +359,19 @@ impl Repr for Owned {
         let room =
             (ctx.end.saturating_sub(pos)).saturating_sub(count.saturating_mul(ctx.width().bytes()));
         let mut out = StrList::with_capacity(checked_len(count, pos)?, room.min(1 << 20) as usize);
-        // `walk_strs` hands out only bytes it has checked to be UTF-8.
-        walk_strs(reader, endian, count, ctx, |_, bytes| {
-            out.push_checked(bytes);
-            Ok(())
-        })?;
+        walk_strs(reader, endian, count, ctx, |bytes| out.push_bytes(bytes))?;
         Ok(out)
     }
 
-    fn str_len(s: &String) -> u64 {
+    fn str_len(s: &Text) -> u64 {
         s.len() as u64
     }
 
-    fn as_text(s: &String) -> Option<&str> {
-        Some(s)
+    fn held_bytes(s: &Text) -> Option<&[u8]> {
+        Some(s.as_bytes())
     }
 
-    fn str_eq<R: Read + Seek>(s: &String, text: &str, _: &mut R) -> BinResult<bool> {
+    fn str_eq<R: Read + Seek>(s: &Text, text: &str, _: &mut R) -> BinResult<bool> {
         Ok(s == text)
     }
 
@@ -444,7 +387,7 @@ impl Repr for Owned {
         a.len() as u64 * crate::ValueType::String.min_size(width) + a.text_len() as u64
     }
 
-    fn write_str<W: Write + Seek>(s: &String, w: &mut W) -> BinResult<()> {
+    fn write_str<W: Write + Seek>(s: &Text, w: &mut W) -> BinResult<()> {
         Ok(w.write_all(s.as_bytes())?)
     }
 
@@ -505,53 +448,17 @@ impl Repr for Spans {
 
     fn read_str<R: Read + Seek>(reader: &mut R, len: u64) -> BinResult<Span> {
         let offset = reader.stream_position()?;
-        // Checked here, piece by piece, so that nothing of the input is held. Names and keys
-        // are short and mostly ASCII: a small buffer and an ASCII test cover them.
-        let mut chunk = [0u8; 256];
-        let mut done = 0u64;
-        let mut carry = 0usize;
-        while done < len {
-            let n = (chunk.len() - carry).min((len - done) as usize);
-            reader.read_exact(&mut chunk[carry..carry + n])?;
-            let have = carry + n;
-            let last = done + n as u64 == len;
-            if chunk[..have].is_ascii() {
-                carry = 0;
-                done += n as u64;
-                continue;
-            }
-            match simdutf8::compat::from_utf8(&chunk[..have]) {
-                Ok(_) => carry = 0,
-                // A sequence cut by the piece's end is finished by the next piece.
-                Err(e) if e.error_len().is_none() && !last => {
-                    let valid = e.valid_up_to();
-                    chunk.copy_within(valid..have, 0);
-                    carry = have - valid;
-                }
-                Err(e) => {
-                    // The piece starts `have - n` bytes (the carry) before `done`.
-                    let piece_start = offset + done - (have - n) as u64;
-                    let at = piece_start + e.valid_up_to() as u64;
-                    return Err(custom(at, DecodeErrorKind::InvalidUtf8));
-                }
-            }
-            done += n as u64;
-        }
+        reader.seek(SeekFrom::Start(offset + len))?;
         Ok(Span { offset, len })
     }
 
     fn read_nums<T: Element, R: Read + Seek>(
         reader: &mut R,
-        endian: Endian,
+        _: Endian,
         count: u64,
     ) -> BinResult<NumSpan<T>> {
         let offset = reader.stream_position()?;
-        if T::CHECKED {
-            // Bools: each byte must be 0 or 1, which only reading them shows.
-            each_num_chunk::<T, R>(reader, endian, count, |_| {})?;
-        } else {
-            reader.seek(SeekFrom::Start(offset + count * T::SIZE as u64))?;
-        }
+        reader.seek(SeekFrom::Start(offset + count * T::SIZE as u64))?;
         Ok(NumSpan {
             offset,
             count,
@@ -566,7 +473,7 @@ impl Repr for Spans {
         ctx: Ctx,
     ) -> BinResult<StrsSpan> {
         let offset = reader.stream_position()?;
-        walk_strs(reader, endian, count, ctx, |_, _| Ok(()))?;
+        walk_strs(reader, endian, count, ctx, |_| ())?;
         let end = reader.stream_position()?;
         Ok(StrsSpan {
             offset,
@@ -579,7 +486,7 @@ impl Repr for Spans {
         s.len
     }
 
-    fn as_text(_: &Span) -> Option<&str> {
+    fn held_bytes(_: &Span) -> Option<&[u8]> {
         None
     }
 

@@ -8,6 +8,7 @@ use crate::string::{GgufStringOf, StrList};
 use binrw::error::ContextExt;
 use binrw::io::{Read, Seek, Write};
 use binrw::{BinRead, BinResult, BinWrite, Endian};
+use std::fmt;
 
 /// The 13 value types, with their ids and the spec's names (lower case: `uint32`, `string`…).
 #[derive(
@@ -106,7 +107,7 @@ macro_rules! value_types {
         #[allow(missing_docs)]
         pub enum ValueOf<H: Repr> {
             $($variant($ty),)*
-            Bool(bool),
+            Bool(GgufBool),
             String(GgufStringOf<H>),
             Array(ArrayOf<H>),
         }
@@ -119,7 +120,7 @@ macro_rules! value_types {
         #[allow(missing_docs)]
         pub enum ArrayValuesOf<H: Repr> {
             $($variant(H::Nums<$ty>),)*
-            Bool(H::Nums<bool>),
+            Bool(H::Nums<GgufBool>),
             String(H::Strs),
             Array(Vec<ArrayOf<H>>),
         }
@@ -157,7 +158,7 @@ macro_rules! value_types {
             ) -> BinResult<Self> {
                 Ok(match ty {
                     $(ValueType::$variant => ValueOf::$variant(read_element::<$ty, _>(reader, endian)?),)*
-                    ValueType::Bool => ValueOf::Bool(read_bool(reader)?),
+                    ValueType::Bool => ValueOf::Bool(read_element::<GgufBool, _>(reader, endian)?),
                     ValueType::String => ValueOf::String(GgufStringOf::read_options(reader, endian, ctx)?),
                     ValueType::Array => {
                         let pos = reader.stream_position()?;
@@ -170,7 +171,7 @@ macro_rules! value_types {
             fn write_payload<W: Write + Seek>(&self, w: &mut W, endian: Endian, ctx: Ctx) -> BinResult<()> {
                 match self {
                     $(ValueOf::$variant(v) => write_element(*v, w, endian),)*
-                    ValueOf::Bool(b) => u8::from(*b).write_options(w, endian, ()),
+                    ValueOf::Bool(b) => write_element(*b, w, endian),
                     ValueOf::String(s) => s.write_options(w, endian, ctx),
                     ValueOf::Array(a) => {
                         let inner = ctx.deeper().ok_or_else(|| EncodeError::NestingTooDeep.into_binrw(w))?;
@@ -253,7 +254,7 @@ macro_rules! value_types {
             let pos = reader.stream_position()?;
             Ok(match ty {
                 $(ValueType::$variant => ArrayValuesOf::$variant(H::read_nums::<$ty, _>(reader, endian, count)?),)*
-                ValueType::Bool => ArrayValuesOf::Bool(H::read_nums::<bool, _>(reader, endian, count)?),
+                ValueType::Bool => ArrayValuesOf::Bool(H::read_nums::<GgufBool, _>(reader, endian, count)?),
                 ValueType::String => ArrayValuesOf::String(H::read_strs(reader, endian, count, ctx)?),
                 ValueType::Array => {
                     let inner = ctx.deeper().ok_or_else(|| custom(pos, DecodeErrorKind::NestingTooDeep))?;
@@ -328,7 +329,7 @@ macro_rules! value_types {
             pub fn visit<V: ValueTypeVisitor>(self, visitor: V) -> V::Out {
                 match self {
                     $(ValueType::$variant => visitor.number::<$ty>(),)*
-                    ValueType::Bool => visitor.number::<bool>(),
+                    ValueType::Bool => visitor.number::<GgufBool>(),
                     ValueType::String => visitor.string(),
                     ValueType::Array => visitor.array(),
                 }
@@ -432,7 +433,90 @@ impl FromF64 for f64 {
     }
 }
 
-impl Number for bool {
+/// A GGUF bool as stored: one byte. The spec allows 0 (false) and 1 (true); ggml reads any
+/// other byte as true. The byte is kept, so that a file is written back as it was read, and
+/// the checked reading ([`GgufBool::as_bool`]) is the one that has to be asked for by name.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GgufBool(u8);
+
+impl GgufBool {
+    /// `false`: 0.
+    pub const FALSE: GgufBool = GgufBool(0);
+    /// `true`: 1.
+    pub const TRUE: GgufBool = GgufBool(1);
+
+    /// The bool stored as this byte.
+    pub const fn from_byte(byte: u8) -> GgufBool {
+        GgufBool(byte)
+    }
+
+    /// The byte as stored.
+    pub const fn byte(self) -> u8 {
+        self.0
+    }
+
+    /// The bool the spec reads: `Some` for 0 and 1, `None` for any other byte.
+    pub const fn as_bool(self) -> Option<bool> {
+        match self.0 {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+
+    /// The bool ggml reads: true for any byte but 0.
+    pub const fn is_nonzero(self) -> bool {
+        self.0 != 0
+    }
+
+    /// Whether the byte is 0 or 1.
+    pub const fn is_valid(self) -> bool {
+        self.0 <= 1
+    }
+}
+
+impl From<bool> for GgufBool {
+    fn from(b: bool) -> Self {
+        GgufBool(u8::from(b))
+    }
+}
+
+/// `true`, `false`, or the byte (`bool(0x2a)`).
+impl fmt::Debug for GgufBool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.as_bool() {
+            Some(b) => write!(f, "{b}"),
+            None => write!(f, "bool({:#04x})", self.0),
+        }
+    }
+}
+
+/// `true`, `false`, or the byte as a number (`42`: what no reader can take for a bool).
+impl fmt::Display for GgufBool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.as_bool() {
+            Some(b) => write!(f, "{b}"),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+impl Element for GgufBool {
+    const SIZE: usize = 1;
+    #[inline]
+    fn decode(bytes: &[u8], _: Endian) -> Option<Self> {
+        match bytes {
+            [b] => Some(GgufBool(*b)),
+            _ => None,
+        }
+    }
+    #[inline]
+    fn encode(self, out: &mut Vec<u8>, _: Endian) {
+        out.push(self.0);
+    }
+}
+
+impl Number for GgufBool {
     const TYPE: ValueType = ValueType::Bool;
     const KIND: NumberKind = NumberKind::Bool;
 
@@ -490,8 +574,8 @@ pub enum Wide {
     Signed(i64),
     /// A float (a float32 widened exactly).
     Float(f64),
-    /// A bool.
-    Bool(bool),
+    /// A bool, as stored.
+    Bool(GgufBool),
 }
 
 /// The Rust type of a value type that is a number or a bool: one implementation per row of
@@ -628,27 +712,6 @@ impl<H: Repr> BinWrite for ArrayOf<H> {
     }
 }
 
-/// Reads one bool: 0 or 1, nothing else.
-fn read_bool<R: Read + Seek>(reader: &mut R) -> BinResult<bool> {
-    let pos = reader.stream_position()?;
-    let mut b = [0u8];
-    reader.read_exact(&mut b)?;
-    bools(&b, pos).map(|v| v[0])
-}
-
-/// Bytes as bools, refusing anything but 0 and 1 (`pos` is where the first byte sits).
-fn bools(bytes: &[u8], pos: u64) -> BinResult<Vec<bool>> {
-    bytes
-        .iter()
-        .zip(pos..)
-        .map(|(&b, at)| match b {
-            0 => Ok(false),
-            1 => Ok(true),
-            _ => Err(custom(at, DecodeErrorKind::InvalidBool(b))),
-        })
-        .collect()
-}
-
 /// Reads `count` items, naming the failing one `[i]` in the error path.
 pub(crate) fn read_each<R, T>(
     reader: &mut R,
@@ -662,7 +725,7 @@ pub(crate) fn read_each<R, T>(
     Ok(items)
 }
 
-value_from! { bool => Bool }
+value_from! { bool => Bool, GgufBool => Bool }
 
 impl From<String> for Value {
     fn from(v: String) -> Self {

@@ -1,6 +1,6 @@
 //! The value types standard keys have, as types that read and write them.
 
-use ggufrw_schema::{Array, ArrayValues, StrList, Value};
+use ggufrw_schema::{Array, ArrayValues, GgufBool, StrList, Value, ValueType};
 use std::marker::PhantomData;
 
 /// A standard key's value type: how to read it from a [`Value`] and write it back.
@@ -15,7 +15,8 @@ pub trait KeyKind {
     fn get(value: &Value) -> Option<Self::Out<'_>>;
     /// The value to store.
     fn to_value(value: Self::In<'_>) -> Value;
-    /// Whether a value has this type.
+    /// Whether a value has this type (a bool byte or string bytes that [`KeyKind::get`]
+    /// does not hand out still have the type: validation judges them apart).
     fn matches(value: &Value) -> bool {
         Self::get(value).is_some()
     }
@@ -79,13 +80,37 @@ scalar_kinds! {
     u32 => Uint32, "uint32";
     i32 => Int32, "int32";
     f32 => Float32, "float32";
-    bool => Bool, "bool";
+    GgufBool => Bool, "bool";
     u64 => Uint64, "uint64";
     i64 => Int64, "int64";
     f64 => Float64, "float64";
 }
 
-/// A string, borrowed from the file.
+/// A bool stored as 0 or 1 (another byte is a bool all the same, which `get` does not hand
+/// out: `Meta::value` has the byte).
+#[derive(Debug)]
+pub struct Bool;
+
+impl KeyKind for Bool {
+    type Out<'a> = bool;
+    type In<'x> = bool;
+    const EXPECTED: &'static str = "bool";
+    fn get(value: &Value) -> Option<bool> {
+        match value {
+            Value::Bool(b) => b.as_bool(),
+            _ => None,
+        }
+    }
+    fn to_value(value: bool) -> Value {
+        Value::from(value)
+    }
+    fn matches(value: &Value) -> bool {
+        value.value_type() == ValueType::Bool
+    }
+}
+
+/// A string of UTF-8, borrowed from the file (a string of other bytes is a string all the
+/// same, which `get` does not hand out).
 #[derive(Debug)]
 pub struct Str;
 
@@ -95,12 +120,15 @@ impl KeyKind for Str {
     const EXPECTED: &'static str = "string";
     fn get(value: &Value) -> Option<&str> {
         match value {
-            Value::String(s) => Some(s.as_str()),
+            Value::String(s) => s.as_str().ok(),
             _ => None,
         }
     }
     fn to_value(value: &str) -> Value {
         Value::from(value)
+    }
+    fn matches(value: &Value) -> bool {
+        value.value_type() == ValueType::String
     }
 }
 
@@ -224,8 +252,8 @@ impl KeyKind for PerLayer {
 pub enum WindowPattern<'a> {
     /// Every n-th layer uses full attention.
     Every(u32),
-    /// Per layer: true for sliding-window attention.
-    Each(&'a [bool]),
+    /// Per layer: true (any byte but 0, as llama.cpp reads it) for sliding-window attention.
+    Each(&'a [GgufBool]),
 }
 
 /// `uint32` or `array[bool]`.

@@ -19,11 +19,11 @@ mod kinds;
 
 pub use enums::{FileType, PoolingType, RopeScalingType, TokenType, TokenizerModel};
 pub use kinds::{
-    describe, ArrayElement, KeyKind, Layers, List, PerLayer, PerLayerBool, ScoreList, Scores, Str,
-    Strs, WindowPattern,
+    describe, ArrayElement, Bool, KeyKind, Layers, List, PerLayer, PerLayerBool, ScoreList, Scores,
+    Str, Strs, WindowPattern,
 };
 
-use ggufrw_schema::{KeyValue, Value};
+use ggufrw_schema::{GgufBool, KeyValue, Value};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::OnceLock;
@@ -196,7 +196,7 @@ impl<'a> Meta<'a> {
     /// The architecture (`general.architecture`), if it is a string.
     pub fn architecture(&self) -> Option<&'a str> {
         match self.value("general.architecture") {
-            Some(Value::String(s)) => Some(s.as_str()),
+            Some(Value::String(s)) => s.as_str().ok(),
             _ => None,
         }
     }
@@ -251,7 +251,7 @@ impl<'a> MetaMut<'a> {
         value: K::In<'_>,
     ) -> Result<(), KeyError> {
         let key = fill(pattern, Meta::new(self.metadata).architecture(), part)?;
-        crate::write::set_metadata(self.metadata, &key, K::to_value(value));
+        crate::write::set_metadata(self.metadata, key.into(), K::to_value(value));
         Ok(())
     }
 }
@@ -384,7 +384,7 @@ standard_keys! {
         activation_sparsity_scale: "{arch}.activation_sparsity_scale" => List<f32>;
         altup_active_idx: "{arch}.altup.active_idx" => u32;
         altup_num_inputs: "{arch}.altup.num_inputs" => u32;
-        attention_causal: "{arch}.attention.causal" => bool;
+        attention_causal: "{arch}.attention.causal" => Bool;
         attention_clamp_kqv: "{arch}.attention.clamp_kqv" => f32;
         attention_decay_lora_rank: "{arch}.attention.decay_lora_rank" => u32;
         attention_gate_lora_rank: "{arch}.attention.gate_lora_rank" => u32;
@@ -437,7 +437,7 @@ standard_keys! {
         expert_shared_count: "{arch}.expert_shared_count" => u32;
         expert_shared_feed_forward_length: "{arch}.expert_shared_feed_forward_length" => u32;
         expert_used_count: "{arch}.expert_used_count" => u32;
-        expert_weights_norm: "{arch}.expert_weights_norm" => bool;
+        expert_weights_norm: "{arch}.expert_weights_norm" => Bool;
         expert_weights_scale: "{arch}.expert_weights_scale" => f32;
         experts_per_group: "{arch}.experts_per_group" => u32;
         features_length: "{arch}.features_length" => u32;
@@ -465,7 +465,7 @@ standard_keys! {
         rope_scaling_alpha: "{arch}.rope.scaling.alpha" => f32;
         rope_scaling_attn_factor: "{arch}.rope.scaling.attn_factor" => f32;
         rope_scaling_factor: "{arch}.rope.scaling.factor" => f32;
-        rope_scaling_finetuned: "{arch}.rope.scaling.finetuned" => bool;
+        rope_scaling_finetuned: "{arch}.rope.scaling.finetuned" => Bool;
         rope_scaling_original_context_length: "{arch}.rope.scaling.original_context_length" => u32;
         rope_scaling_type: "{arch}.rope.scaling.type" => Str;
         rope_scaling_yarn_attn_factor: "{arch}.rope.scaling.yarn_attn_factor" => f32;
@@ -476,27 +476,27 @@ standard_keys! {
         router_logit_softcapping: "{arch}.router_logit_softcapping" => f32;
         shortconv_l_cache: "{arch}.shortconv.l_cache" => u32;
         ssm_conv_kernel: "{arch}.ssm.conv_kernel" => u32;
-        ssm_dt_b_c_rms: "{arch}.ssm.dt_b_c_rms" => bool;
+        ssm_dt_b_c_rms: "{arch}.ssm.dt_b_c_rms" => Bool;
         ssm_group_count: "{arch}.ssm.group_count" => u32;
         ssm_inner_size: "{arch}.ssm.inner_size" => u32;
         ssm_state_size: "{arch}.ssm.state_size" => u32;
         ssm_time_step_rank: "{arch}.ssm.time_step_rank" => u32;
         swiglu_clamp_exp: "{arch}.swiglu_clamp_exp" => List<f32>;
         swiglu_clamp_shexp: "{arch}.swiglu_clamp_shexp" => List<f32>;
-        swin_norm: "{arch}.swin_norm" => bool;
+        swin_norm: "{arch}.swin_norm" => Bool;
         tensor_data_layout: "{arch}.tensor_data_layout" => Str;
         time_decay_extra_dim: "{arch}.time_decay_extra_dim" => u32;
         time_mix_extra_dim: "{arch}.time_mix_extra_dim" => u32;
         token_shift_count: "{arch}.token_shift_count" => u32;
-        use_parallel_residual: "{arch}.use_parallel_residual" => bool;
+        use_parallel_residual: "{arch}.use_parallel_residual" => Bool;
         vocab_size: "{arch}.vocab_size" => u32;
         wkv_head_size: "{arch}.wkv.head_size" => u32;
     }
     Tokenizer, TokenizerMut, tokenizer {
-        add_bos_token: "tokenizer.ggml.add_bos_token" => bool;
-        add_eos_token: "tokenizer.ggml.add_eos_token" => bool;
-        add_sep_token: "tokenizer.ggml.add_sep_token" => bool;
-        add_space_prefix: "tokenizer.ggml.add_space_prefix" => bool;
+        add_bos_token: "tokenizer.ggml.add_bos_token" => Bool;
+        add_eos_token: "tokenizer.ggml.add_eos_token" => Bool;
+        add_sep_token: "tokenizer.ggml.add_sep_token" => Bool;
+        add_space_prefix: "tokenizer.ggml.add_space_prefix" => Bool;
         bos_token_id: "tokenizer.ggml.bos_token_id" => u32;
         chat_template: "tokenizer.chat_template" => Str;
         chat_template_named(name): "tokenizer.chat_template.{name}" => Str;
@@ -519,7 +519,7 @@ standard_keys! {
         pre: "tokenizer.ggml.pre" => Str;
         precompiled_charsmap: "tokenizer.ggml.precompiled_charsmap" => List<u8>;
         prefix_token_id: "tokenizer.ggml.prefix_token_id" => u32;
-        remove_extra_whitespaces: "tokenizer.ggml.remove_extra_whitespaces" => bool;
+        remove_extra_whitespaces: "tokenizer.ggml.remove_extra_whitespaces" => Bool;
         rwkv_world: "tokenizer.rwkv.world" => Str;
         scores: "tokenizer.ggml.scores" => Scores;
         seperator_token_id: "tokenizer.ggml.seperator_token_id" => u32;
@@ -551,12 +551,12 @@ standard_keys! {
         audio_num_mel_bins: "clip.audio.num_mel_bins" => u32;
         audio_projection_dim: "clip.audio.projection_dim" => u32;
         audio_projector_type: "clip.audio.projector_type" => Str;
-        has_audio_encoder: "clip.has_audio_encoder" => bool;
-        has_llava_projector: "clip.has_llava_projector" => bool;
-        has_vision_encoder: "clip.has_vision_encoder" => bool;
+        has_audio_encoder: "clip.has_audio_encoder" => Bool;
+        has_llava_projector: "clip.has_llava_projector" => Bool;
+        has_vision_encoder: "clip.has_vision_encoder" => Bool;
         projector_type: "clip.projector_type" => Str;
-        use_gelu: "clip.use_gelu" => bool;
-        use_silu: "clip.use_silu" => bool;
+        use_gelu: "clip.use_gelu" => Bool;
+        use_silu: "clip.use_silu" => Bool;
         vision_block_count: "clip.vision.block_count" => u32;
         vision_embedding_length: "clip.vision.embedding_length" => u32;
         vision_feed_forward_length: "clip.vision.feed_forward_length" => u32;
@@ -565,7 +565,7 @@ standard_keys! {
         vision_image_min_pixels: "clip.vision.image_min_pixels" => u32;
         vision_image_size: "clip.vision.image_size" => u32;
         vision_image_std: "clip.vision.image_std" => List<f32>;
-        vision_is_deepstack_layers: "clip.vision.is_deepstack_layers" => List<bool>;
+        vision_is_deepstack_layers: "clip.vision.is_deepstack_layers" => List<GgufBool>;
         vision_n_wa_pattern: "clip.vision.n_wa_pattern" => u32;
         vision_patch_size: "clip.vision.patch_size" => u32;
         vision_preproc_image_size: "clip.vision.preproc_image_size" => u32;
@@ -589,6 +589,6 @@ standard_keys! {
         eps: "xielu.eps" => List<f32>;
     }
     Diffusion, DiffusionMut, diffusion {
-        shift_logits: "diffusion.shift_logits" => bool;
+        shift_logits: "diffusion.shift_logits" => Bool;
     }
 }

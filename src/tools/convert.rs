@@ -120,7 +120,7 @@ pub fn convert(
     let mut report = ConvertReport::default();
     let mut builder = Builder::new().like(header);
     for kv in &header.metadata {
-        builder = builder.metadata(kv.key.as_str(), kv.value.clone());
+        builder = builder.metadata(&kv.key, kv.value.clone());
     }
     let mut types = Vec::new();
     for (i, info) in header.tensor_infos.iter().enumerate() {
@@ -128,7 +128,8 @@ pub fn convert(
         let chosen = if globs.is_empty() {
             info.dimensions.len() == 2 && info.dimensions[0] % to.block_size() == 0
         } else {
-            globs.iter().any(|g| glob_matches(g, &info.name))
+            // A name that is not UTF-8 matches no pattern.
+            (info.name.as_str()).is_ok_and(|name| globs.iter().any(|g| glob_matches(g, name)))
         };
         let data = file.tensor_data(i).map_err(|e| e.in_file(input))?;
         let why_not = chosen

@@ -132,7 +132,7 @@ pub fn diff<A: AsRef<[u8]>, B: AsRef<[u8]>>(a: &Gguf<A>, b: &Gguf<B>, data: bool
             changes.push(Change::Header { field, a: x, b: y });
         }
     }
-    let find = |list: &[ggufrw_schema::KeyValue], key: &str| {
+    let find = |list: &[ggufrw_schema::KeyValue], key: &ggufrw_schema::GgufString| {
         list.iter()
             .find(|kv| kv.key == *key)
             .map(|kv| kv.value.clone())
@@ -165,19 +165,16 @@ pub fn diff<A: AsRef<[u8]>, B: AsRef<[u8]>>(a: &Gguf<A>, b: &Gguf<B>, data: bool
             });
         }
     }
-    let keys = |h: &ggufrw_schema::Header| {
-        h.metadata
-            .iter()
-            .map(|kv| kv.key.to_string())
-            .collect::<Vec<_>>()
-    };
+    fn keys(h: &ggufrw_schema::Header) -> Vec<&[u8]> {
+        h.metadata.iter().map(|kv| kv.key.as_bytes()).collect()
+    }
     if changes.iter().all(|c| matches!(c, Change::Header { .. })) && keys(ha) != keys(hb) {
         changes.push(Change::KeyOrder);
     }
     for t in a.tensors() {
         match b.tensor(t.name()) {
             None => changes.push(Change::TensorRemoved {
-                name: t.name().into(),
+                name: t.name().to_string(),
             }),
             Some(u) => {
                 let mut fields = Vec::new();
@@ -204,7 +201,7 @@ pub fn diff<A: AsRef<[u8]>, B: AsRef<[u8]>>(a: &Gguf<A>, b: &Gguf<B>, data: bool
                 }
                 if !fields.is_empty() {
                     changes.push(Change::TensorChanged {
-                        name: t.name().into(),
+                        name: t.name().to_string(),
                         fields,
                     });
                 }
@@ -217,7 +214,7 @@ pub fn diff<A: AsRef<[u8]>, B: AsRef<[u8]>>(a: &Gguf<A>, b: &Gguf<B>, data: bool
                     let at = at.or((x.len() != y.len()).then(|| x.len().min(y.len())));
                     if let Some(at) = at {
                         changes.push(Change::TensorData {
-                            name: t.name().into(),
+                            name: t.name().to_string(),
                             at: at as u64,
                         });
                     }
@@ -228,7 +225,7 @@ pub fn diff<A: AsRef<[u8]>, B: AsRef<[u8]>>(a: &Gguf<A>, b: &Gguf<B>, data: bool
     for u in b.tensors() {
         if a.tensor(u.name()).is_none() {
             changes.push(Change::TensorAdded {
-                name: u.name().into(),
+                name: u.name().to_string(),
             });
         }
     }

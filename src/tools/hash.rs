@@ -137,7 +137,7 @@ pub fn hash_file(
     kinds.sort();
     kinds.dedup();
     let tensors: Vec<(String, &[u8])> = (file.tensors())
-        .map(|t| Ok((t.name().to_owned(), file.tensor_data(t.index)?)))
+        .map(|t| Ok((t.name().to_string(), file.tensor_data(t.index)?)))
         .collect::<Result<_>>()
         .map_err(|e: crate::Error| e.in_file(path))?;
     let layer_kinds: Vec<HashKind> = (kinds.iter().copied())

@@ -18,7 +18,7 @@
 //! array as `{"element_type", "value"}`; a tensor of an unknown type as `"type_id": N`;
 //! padding as its length, or `"hex"` when it holds non-zero bytes.
 
-use crate::dump::metadata_json;
+use crate::dump::{bool_from_json, metadata_json, text_from_json, text_json};
 use crate::error::{Error, Result, TensorError};
 use crate::file::Gguf;
 use crate::fsutil::{write_atomic_file, Mode, Progress};
@@ -26,7 +26,7 @@ use crate::quant::{type_name, GgmlType};
 use crate::write::{Builder, Source};
 use ggufrw_schema::{
     Array, ArrayValues, ByteOrder, GatedFields, GgufString, Header, KeyValue, Magic, Number,
-    NumberKind, Padding, TensorInfo, Value, ValueType, ValueTypeVisitor, Wide,
+    NumberKind, Padding, StrList, TensorInfo, Value, ValueType, ValueTypeVisitor, Wide,
 };
 use serde_json::{json, Value as Json};
 use std::io::Write;
@@ -108,7 +108,7 @@ pub fn to_json<B: AsRef<[u8]>>(file: &Gguf<B>) -> Json {
     let tensors: Vec<Json> = (h.tensor_infos.iter())
         .map(|t| {
             let mut entry =
-                json!({"name": t.name.as_str(), "shape": t.dimensions, "offset": t.offset});
+                json!({"name": text_json(t.name.text_ref()), "shape": t.dimensions, "offset": t.offset});
             match GgmlType::from_id(t.ggml_type) {
                 Some(ty) => entry["type"] = json!(ty.name()),
                 None => entry["type_id"] = json!(t.ggml_type),
@@ -195,7 +195,9 @@ fn float_from(j: &Json) -> Result<Wide> {
 /// A number or bool of type `T` from lossless JSON, exactly.
 fn number_from<T: Number>(j: &Json) -> Result<T> {
     let wide = match (T::KIND, j) {
-        (NumberKind::Bool, Json::Bool(b)) => Wide::Bool(*b),
+        (NumberKind::Bool, j) => {
+            Wide::Bool(bool_from_json(j).ok_or_else(|| bad(format!("{j} is not a bool")))?)
+        }
         (NumberKind::Unsigned, Json::Number(n)) => Wide::Unsigned(
             n.as_u64()
                 .ok_or_else(|| bad(format!("{n} is not a {}", T::TYPE.name())))?,
@@ -229,9 +231,8 @@ impl ValueTypeVisitor for FromJson<'_> {
         number_from::<T>(self.0).map(T::into_value)
     }
     fn string(self) -> Self::Out {
-        self.0
-            .as_str()
-            .map(Value::from)
+        text_from_json(self.0)
+            .map(|t| Value::String(t.into()))
             .ok_or_else(|| bad(format!("{} is not a string", self.0)))
     }
     fn array(self) -> Self::Out {
@@ -253,13 +254,12 @@ fn array_from(ty: ValueType, list: &Json) -> Result<ArrayValues> {
             Ok(T::into_array(v))
         }
         fn string(self) -> Self::Out {
-            let strings = (self.0.iter())
-                .map(|s| {
-                    s.as_str()
-                        .ok_or_else(|| bad(format!("{s} is not a string")))
-                })
-                .collect::<Result<Vec<&str>>>()?;
-            Ok(ArrayValues::String(strings.into_iter().collect()))
+            let mut strings = StrList::with_capacity(self.0.len(), 0);
+            for s in self.0 {
+                let text = text_from_json(s).ok_or_else(|| bad(format!("{s} is not a string")))?;
+                strings.push_bytes(text.as_bytes());
+            }
+            Ok(ArrayValues::String(strings))
         }
         fn array(self) -> Self::Out {
             let arrays = (self.0.iter())
@@ -322,9 +322,7 @@ pub fn header_from_json(j: &Json) -> Result<Header> {
         .as_array()
         .ok_or_else(|| bad("metadata is not a list"))?
     {
-        let key = field(kv, "key")?
-            .as_str()
-            .ok_or_else(|| bad("a key is not a string"))?;
+        let key = text_from_json(field(kv, "key")?).ok_or_else(|| bad("a key is not a string"))?;
         let ty = value_type(field(kv, "type")?)?;
         let raw = field(kv, "value")?;
         let value = match ty {
@@ -340,8 +338,7 @@ pub fn header_from_json(j: &Json) -> Result<Header> {
         .as_array()
         .ok_or_else(|| bad("tensors is not a list"))?
     {
-        let name = field(t, "name")?
-            .as_str()
+        let name = text_from_json(field(t, "name")?)
             .ok_or_else(|| bad("a tensor name is not a string"))?;
         let ggml_type = match (t.get("type"), t.get("type_id")) {
             (Some(Json::String(n)), _) => GgmlType::from_str(n)
