@@ -49,7 +49,7 @@ impl Seen {
             self.values.insert(kv.value.value_type().name().to_owned());
             match &kv.value {
                 Value::Array(a) => self.array(&a.values, 1),
-                Value::String(s) if s.is_empty() => {
+                Value::String(s) if s.as_bytes().is_empty() => {
                     self.parts.insert("empty string");
                 }
                 _ => {}
@@ -111,7 +111,7 @@ fn generated_files_hold_every_type_version_and_part() {
         seen.sample(&sample);
     }
     let names = |types: &mut dyn Iterator<Item = ValueType>| -> BTreeSet<String> {
-        types.map(|t| t.name().to_owned()).collect()
+        types.map(|t| t.name().to_string()).collect()
     };
     assert_eq!(seen.values, names(&mut ValueType::iter()), "value types");
     assert_eq!(

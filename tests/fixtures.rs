@@ -40,7 +40,7 @@ fn check_small(version: u32, big: bool) {
         Some(Value::Array(a)) => assert_eq!(a.values, ArrayValues::Float32(vec![0.5, -1.0])),
         other => panic!("scores: {other:?}"),
     }
-    let names: Vec<_> = file.tensors().map(|t| t.name().to_owned()).collect();
+    let names: Vec<_> = file.tensors().map(|t| t.name().to_string()).collect();
     assert_eq!(names, ["a", "b"]);
     assert_eq!(file.tensor("b").unwrap().info.dimensions, [2, 2]);
     assert_eq!(file.tensor_data(0).unwrap(), &[1; 16]);
@@ -170,7 +170,7 @@ fn every_value_type() {
             Value::Float32(f) => assert_eq!(f.to_bits(), 0x7fc0_0001),
             other => panic!("{other:?}"),
         }
-        assert_eq!(get("bool"), Value::Bool(true));
+        assert_eq!(get("bool"), Value::from(true));
         assert_eq!(get("str"), Value::from("héllo\0"));
         assert_eq!(get("u64"), Value::Uint64(u64::MAX));
         assert_eq!(get("i64"), Value::Int64(i64::MIN));
@@ -195,7 +195,7 @@ fn every_value_type() {
         match get("arr.nested") {
             Value::Array(a) => match &a.values {
                 ArrayValues::Array(inner) => {
-                    assert_eq!(inner[0].values, ArrayValues::Bool(vec![false]));
+                    assert_eq!(inner[0].values, ArrayValues::from(vec![false]));
                     assert_eq!(inner[1].values, ArrayValues::Int16(vec![]));
                 }
                 other => panic!("{other:?}"),

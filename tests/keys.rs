@@ -99,7 +99,7 @@ fn typed_getters() {
         meta.arch().attention_head_count().unwrap(),
         Some(Layers::EachI32(&[8, 8, 4]))
     );
-    let tokens: Vec<&str> = meta.tokenizer().tokens().unwrap().unwrap().iter().collect();
+    let tokens: Vec<_> = meta.tokenizer().tokens().unwrap().unwrap().iter().collect();
     assert_eq!(tokens, ["<s>", "</s>", "a", "b"]);
     assert_eq!(
         meta.tokenizer().scores().unwrap().unwrap(),

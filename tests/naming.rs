@@ -1369,7 +1369,7 @@ fn conventional_name_matches_gguf_py() {
             let mut b = Builder::new();
             for (key, value) in keys.iter().zip(&meta) {
                 if let Some(v) = value {
-                    b = b.metadata(key, v.as_str());
+                    b = b.metadata(*key, v.as_str());
                 }
             }
             let mut seen = std::collections::HashSet::new();
@@ -1529,7 +1529,7 @@ fn real_model_name() {
 
     // The count and the label gguf-py computes from the same tensors.
     let tensors: Vec<(String, Vec<u64>)> = (file.tensors())
-        .map(|t| (t.name().to_owned(), t.info.dimensions.clone()))
+        .map(|t| (t.name().to_string(), t.info.dimensions.clone()))
         .collect();
     let ours = count(&file.header().tensor_infos).unwrap();
     assert_eq!(ours.total, 268_098_176);

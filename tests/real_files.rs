@@ -193,7 +193,7 @@ fn big_endian_files_from_gguf_py_and_its_converter() {
         );
         assert_eq!(metadata_json(&file.header().metadata), metadata());
         for (i, t) in file.tensors().enumerate() {
-            let expected = swapped(t.name(), &little_data[i]);
+            let expected = swapped(t.name().as_str().unwrap(), &little_data[i]);
             assert_eq!(
                 file.tensor_data(i).unwrap(),
                 &expected[..],

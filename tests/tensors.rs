@@ -99,7 +99,7 @@ fn typed_views_in_both_byte_orders() {
         assert_eq!(&file.elements::<i64>(7).unwrap()[..], [i64::MAX, -5]);
         let wrong = file.elements::<f32>(1).unwrap_err().to_string();
         assert!(wrong.contains("is f16, not f32"), "{wrong}");
-        let names: Vec<_> = file.tensors().map(|t| t.name().to_owned()).collect();
+        let names: Vec<_> = file.tensors().map(|t| t.name().to_string()).collect();
         assert_eq!(
             names,
             ["f32", "f16", "bf16", "f64", "i8", "i16", "i32", "i64"]
@@ -456,7 +456,7 @@ fn edit_command_and_failures_that_leave_the_input_untouched() {
     assert_eq!(new.get("general.name"), Some(&Value::from("Gemma")));
     assert_eq!(
         new.tensors()
-            .map(|t| t.name().to_owned())
+            .map(|t| t.name().to_string())
             .collect::<Vec<_>>(),
         ["first", "b"]
     );

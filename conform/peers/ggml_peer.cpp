@@ -127,9 +127,11 @@ json error_response(const std::string & msg) {
 }
 
 // ---------------------------------------------------------------------------
-// UTF-8: ggml does not check it. Invalid sequences are replaced by U+FFFD
-// using the "maximal subpart" rule (as Rust's String::from_utf8_lossy and
-// Python's errors="replace" do).
+// UTF-8: ggml does not check it. A string that is not UTF-8 is reported as
+// {"hex": "..."} of its bytes, as ggufrw's dump JSON writes it, so that the
+// bytes ggml read are compared exactly. utf8_sanitize decides validity (it
+// also makes the text with U+FFFD for each maximal bad subpart, which only
+// its validity is used of here).
 
 bool utf8_sanitize(const std::string & in, std::string & out) {
     const auto * s = reinterpret_cast<const unsigned char *>(in.data());
@@ -174,11 +176,22 @@ bool utf8_sanitize(const std::string & in, std::string & out) {
     return valid;
 }
 
-// sets j to the (sanitised) string; sets `invalid` if it was not valid UTF-8
-void put_string(json & j, const std::string & s, bool & invalid) {
+// sets j to the string, or to {"hex": bytes} if it is not valid UTF-8
+void put_string(json & j, const std::string & s) {
     std::string clean;
-    if (!utf8_sanitize(s, clean)) invalid = true;
-    j = clean;
+    if (utf8_sanitize(s, clean)) {
+        j = s;
+        return;
+    }
+    static const char digits[] = "0123456789abcdef";
+    std::string hex;
+    hex.reserve(2 * s.size());
+    for (unsigned char c : s) {
+        hex.push_back(digits[c >> 4]);
+        hex.push_back(digits[c & 15]);
+    }
+    j = json::object();
+    j["hex"] = hex;
 }
 
 // ---------------------------------------------------------------------------
@@ -324,7 +337,7 @@ void write_file(const std::string & path, const void * data, size_t n) {
 // ---------------------------------------------------------------------------
 // read: the file as ggml's gguf_init_from_file sees it
 
-json kv_value(const struct gguf_context * g, int64_t i, bool & invalid_utf8) {
+json kv_value(const struct gguf_context * g, int64_t i) {
     const enum gguf_type t = gguf_get_kv_type(g, i);
     switch (t) {
         case GGUF_TYPE_UINT8:   return gguf_get_val_u8(g, i);
@@ -340,7 +353,7 @@ json kv_value(const struct gguf_context * g, int64_t i, bool & invalid_utf8) {
         case GGUF_TYPE_FLOAT64: return json_float(gguf_get_val_f64(g, i));
         case GGUF_TYPE_STRING: {
             json j;
-            put_string(j, gguf_get_val_str(g, i), invalid_utf8);
+            put_string(j, gguf_get_val_str(g, i));
             return j;
         }
         case GGUF_TYPE_ARRAY: {
@@ -350,7 +363,7 @@ json kv_value(const struct gguf_context * g, int64_t i, bool & invalid_utf8) {
             if (et == GGUF_TYPE_STRING) {
                 for (size_t k = 0; k < n; ++k) {
                     json s;
-                    put_string(s, gguf_get_arr_str(g, i, k), invalid_utf8);
+                    put_string(s, gguf_get_arr_str(g, i, k));
                     arr.push_back(std::move(s));
                 }
                 return arr;
@@ -401,15 +414,13 @@ json dump_context(const struct gguf_context * g, const struct ggml_context * tct
     const int64_t n_kv = gguf_get_n_kv(g);
     for (int64_t i = 0; i < n_kv; ++i) {
         json e;
-        bool bad = false;
         json key;
-        put_string(key, gguf_get_key(g, i), bad);
+        put_string(key, gguf_get_key(g, i));
         e["key"] = key;
         const enum gguf_type t = gguf_get_kv_type(g, i);
         e["type"] = VALUE_TYPE_NAMES[t];
         if (t == GGUF_TYPE_ARRAY) e["element_type"] = VALUE_TYPE_NAMES[gguf_get_arr_type(g, i)];
-        e["value"] = kv_value(g, i, bad);
-        if (bad) e["invalid_utf8"] = true;
+        e["value"] = kv_value(g, i);
         md.push_back(std::move(e));
     }
     f["metadata"] = std::move(md);
@@ -429,9 +440,8 @@ json dump_context(const struct gguf_context * g, const struct ggml_context * tct
     }
     for (int64_t i = 0; i < n_t; ++i) {
         json e;
-        bool bad = false;
         json name;
-        put_string(name, gguf_get_tensor_name(g, i), bad);
+        put_string(name, gguf_get_tensor_name(g, i));
         e["name"] = name;
         const enum ggml_type type = gguf_get_tensor_type(g, i);
         e["type"] = ggml_type_name(type);
@@ -450,7 +460,6 @@ json dump_context(const struct gguf_context * g, const struct ggml_context * tct
         e["shape"] = std::move(shape);
         e["offset"] = (uint64_t) gguf_get_tensor_offset(g, i);
         e["size"] = (uint64_t) gguf_get_tensor_size(g, i);
-        if (bad) e["invalid_utf8"] = true;
         ts.push_back(std::move(e));
     }
     f["tensors"] = std::move(ts);
@@ -1098,7 +1107,8 @@ json op_capabilities(const json & req) {
     rd["versions"] = json::array({2, 3});              // v1: "GGUFv1 is no longer supported"; > 3 refused
     rd["byte_orders"] = json::array({"little"});       // a byte-swapped version is refused
     rd["max_array_depth"] = 1;                         // "has invalid GGUF type 9" for arrays of arrays
-    rd["strict_utf8"] = false;                         // not checked (the adapter flags "invalid_utf8")
+    rd["strict_utf8"] = false;                         // not checked
+    rd["invalid_utf8_as"] = "hex";                     // reported exactly: {"hex": bytes}
     rd["strict_bools"] = false;                        // any non-zero byte is true
     rd["keeps_dimension_count"] = false;               // four ne padded with 1: compare "ne"
     rd["alignment"] = "power_of_two";                  // "is not a power of 2" otherwise; must be u32

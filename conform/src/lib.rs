@@ -1,16 +1,17 @@
 //! The conformance harness behind `ggufrw conform`: generate valid files with
 //! [`strategy`], and check that each encodes, decodes to the same content, re-encodes
-//! to the same bytes, hands out the right tensor bytes, validates clean under `spec`, and that
-//! the zero-copy view of it holds the same header.
+//! to the same bytes, hands out the right tensor bytes, validates clean under `spec` but for
+//! the bytes ggml reads and the spec refuses (each reported at its byte), and that the
+//! zero-copy view of it holds the same header.
 
 pub mod ggml;
 pub mod peer;
 pub mod strategy;
 
-use ggufrw::validate::{validate, Profile, Severity};
+use ggufrw::validate::{validate, Finding, Profile, Severity};
 use ggufrw::view::GgufView;
 use ggufrw::Gguf;
-use ggufrw_schema::ByteOrder;
+use ggufrw_schema::{ArrayValues, ByteOrder, Header, Value};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 use std::cell::Cell;
 use strategy::{combinations, file_with, Options, Sample};
@@ -40,14 +41,57 @@ pub fn check_sample(sample: &Sample) -> Result<usize, String> {
             return Err(format!("tensor {i}: data differs"));
         }
     }
-    if let Some(f) = validate(&file, Profile::Spec)
-        .into_iter()
-        .find(|f| f.severity == Severity::Error)
-    {
-        return Err(format!("a valid file fails validation: {f}"));
+    let errors: Vec<Finding> = (validate(&file, Profile::Spec).into_iter())
+        .filter(|f| f.severity == Severity::Error)
+        .collect();
+    for f in &errors {
+        // The byte a finding names must be one the spec refuses: past ASCII for text (every
+        // ASCII byte is UTF-8), neither 0 nor 1 for a bool.
+        let byte = bytes.get(f.offset as usize).copied();
+        let bad_text = f.message.contains("is not UTF-8") && byte.is_some_and(|b| b >= 0x80);
+        let bad_bool = f.message.starts_with("bool stored as") && byte.is_some_and(|b| b > 1);
+        if !bad_text && !bad_bool {
+            return Err(format!(
+                "a valid file fails validation: {f} (byte {byte:?})"
+            ));
+        }
+    }
+    let refused = spec_refusals(&sample.header);
+    if errors.len() != refused {
+        return Err(format!(
+            "the spec refuses {refused} keys, values and names of the file, validation reports {}",
+            errors.len()
+        ));
     }
     view_agrees(&file, &bytes)?;
     Ok(bytes.len())
+}
+
+/// How many findings validation under `spec` makes of the bytes the spec refuses in `header`,
+/// counted from the model: each key, string value, bool and tensor name, and each array (at
+/// any depth) holding such strings or bools, once.
+pub fn spec_refusals(header: &Header) -> usize {
+    fn array(values: &ArrayValues) -> usize {
+        match values {
+            ArrayValues::Bool(v) => usize::from(v.iter().any(|b| b.as_bool().is_none())),
+            ArrayValues::String(v) => usize::from(v.iter().any(|s| s.as_str().is_err())),
+            ArrayValues::Array(inner) => inner.iter().map(|a| array(&a.values)).sum(),
+            _ => 0,
+        }
+    }
+    let value = |v: &Value| match v {
+        Value::String(s) => usize::from(s.as_str().is_err()),
+        Value::Bool(b) => usize::from(b.as_bool().is_none()),
+        Value::Array(a) => array(&a.values),
+        _ => 0,
+    };
+    let metadata: usize = (header.metadata.iter())
+        .map(|kv| usize::from(kv.key.as_str().is_err()) + value(&kv.value))
+        .sum();
+    let names = (header.tensor_infos.iter())
+        .filter(|t| t.name.as_str().is_err())
+        .count();
+    metadata + names
 }
 
 /// The zero-copy view of `bytes` holds the same header as `file`, decoded from them: rebuilt

@@ -155,6 +155,18 @@ pub enum AlignmentRule {
     PowerOfTwo,
 }
 
+/// What a reader does with bytes that are not UTF-8 (`strict_utf8`, `invalid_utf8_as`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InvalidUtf8 {
+    /// Refuses the file (`strict_utf8: true`).
+    Refused,
+    /// Reports the bytes exactly, as `{"hex": "…"}` (`invalid_utf8_as: "hex"`).
+    Hex,
+    /// Reports the text with each maximal bad sequence replaced by U+FFFD
+    /// (`invalid_utf8_as: "replacement"`, the default of `strict_utf8: false`).
+    Replaced,
+}
+
 /// What a peer reads.
 #[derive(Clone, Debug)]
 pub struct ReadCaps {
@@ -184,6 +196,11 @@ pub struct ReadCaps {
     pub nested_element_types: bool,
     /// Whether strings may hold NUL.
     pub strings_with_nul: bool,
+    /// What it does with a key, string or tensor name that is not UTF-8.
+    pub invalid_utf8: InvalidUtf8,
+    /// Whether it refuses a bool stored as a byte other than 0 or 1 (else it reads any byte
+    /// but 0 as true, as ggml does).
+    pub strict_bools: bool,
     /// Whether a leading U+FEFF is kept.
     pub leading_bom_kept: bool,
     /// Whether a file without tensors has its data offset padded to the alignment.
@@ -334,6 +351,15 @@ impl Capabilities {
                 tensor_size: flag(r, "tensor_size")?,
                 nested_element_types: flag(r, "nested_element_types")?,
                 strings_with_nul: flag(r, "strings_with_nul")?,
+                invalid_utf8: match (flag(r, "strict_utf8")?, r["invalid_utf8_as"].as_str()) {
+                    (true, _) => InvalidUtf8::Refused,
+                    (false, Some("hex")) => InvalidUtf8::Hex,
+                    (false, None | Some("replacement")) => InvalidUtf8::Replaced,
+                    (false, Some(other)) => {
+                        return Err(format!("capabilities: invalid_utf8_as {other:?}"))
+                    }
+                },
+                strict_bools: flag(r, "strict_bools")?,
                 leading_bom_kept: flag(r, "leading_bom_kept")?,
                 padded_data_offset_without_tensors: flag(r, "padded_data_offset_without_tensors")?,
                 unreadable_keys: strings(r, "unreadable_keys")?,
@@ -385,6 +411,8 @@ impl Capabilities {
         Some(Options {
             max_array_depth: max_depth.min(ggufrw_schema::limits::MAX_ARRAY_DEPTH),
             nul_in_strings: r.strings_with_nul,
+            raw_strings: r.invalid_utf8 != InvalidUtf8::Refused,
+            raw_bools: !r.strict_bools,
             leading_bom: r.leading_bom_kept,
             excluded_keys: r.unreadable_keys.clone(),
             tensor_types: r.tensor_types.clone(),
@@ -416,6 +444,9 @@ impl Capabilities {
             empty_arrays: w.empty_arrays,
             max_array_depth: max_depth.min(ggufrw_schema::limits::MAX_ARRAY_DEPTH),
             nul_in_strings: w.strings_with_nul,
+            // Descriptions are JSON text: writers are given UTF-8 and bools.
+            raw_strings: false,
+            raw_bools: false,
             tensor_types: w.tensor_types.clone(),
             ggml_layout: w.ggml_layout,
             byte_reversed_magic: false,
@@ -792,6 +823,52 @@ fn untyped_inner(value: &mut Json) {
     }
 }
 
+/// Our report's strings and bools as a reader of `caps` reads them: bytes that are not UTF-8
+/// with U+FFFD for each maximal bad sequence (what `String::from_utf8_lossy` does too) where
+/// it replaces them, bools of other bytes than 0 and 1 as `true` where it reads them as ggml
+/// does.
+fn as_read(report: &mut Json, caps: &ReadCaps) {
+    fn strings(j: &mut Json) {
+        match j {
+            Json::Object(o) if o.len() == 1 && o.contains_key("hex") => {
+                if let Some(text) = ggufrw::dump::text_from_json(j) {
+                    *j = json!(String::from_utf8_lossy(text.as_bytes()));
+                }
+            }
+            Json::Object(o) => o.values_mut().for_each(strings),
+            Json::Array(list) => list.iter_mut().for_each(strings),
+            _ => {}
+        }
+    }
+    /// `value` of type `ty` (`element_type` for arrays' elements).
+    fn bools(ty: &Json, value: &mut Json) {
+        match (ty.as_str(), value) {
+            (Some("bool"), v @ Json::Number(_)) => *v = json!(true),
+            (_, Json::Array(list)) => list.iter_mut().for_each(|v| bools(ty, v)),
+            (_, Json::Object(inner)) => {
+                let ty = inner.get("element_type").cloned().unwrap_or_default();
+                if let Some(v) = inner.get_mut("value") {
+                    bools(&ty, v);
+                }
+            }
+            _ => {}
+        }
+    }
+    if caps.invalid_utf8 == InvalidUtf8::Replaced {
+        strings(&mut report["metadata"]);
+        strings(&mut report["tensors"]);
+    }
+    if !caps.strict_bools {
+        for kv in report["metadata"].as_array_mut().into_iter().flatten() {
+            let ty = match kv["type"].as_str() {
+                Some("array") => kv["element_type"].clone(),
+                _ => kv["type"].clone(),
+            };
+            bools(&ty, &mut kv["value"]);
+        }
+    }
+}
+
 /// Both reports in the form `caps` lets them be compared: what the reader does not report
 /// dropped, what it reports differently (explicitly, one rule per capability) brought to one
 /// form. `layout_end` is where ggufrw's tensor infos end (a reader without padded data
@@ -823,6 +900,9 @@ pub fn comparable(report: &Json, caps: &ReadCaps, ours: bool, layout_end: u64) -
                 }
             }
         }
+    }
+    if ours {
+        as_read(&mut report, caps);
     }
     if !caps.nested_element_types {
         if let Some(metadata) = report["metadata"].as_array_mut() {

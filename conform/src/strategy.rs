@@ -78,10 +78,11 @@ pub struct Options {
     pub max_array_depth: u8,
     /// Whether strings may hold NUL (readers that hand out C strings cut them there).
     pub nul_in_strings: bool,
-    /// Whether keys, strings and tensor names may hold bytes that are not UTF-8, and bools
-    /// bytes other than 0 and 1: what ggml reads and the spec refuses (validation under
-    /// `spec` then reports each, under `ggml` warns).
-    pub raw_bytes: bool,
+    /// Whether keys, strings and tensor names may hold bytes that are not UTF-8: what ggml
+    /// reads and the spec refuses (validation under `spec` reports each, under `ggml` warns).
+    pub raw_strings: bool,
+    /// Whether bools may be stored as bytes other than 0 and 1 (the same: ggml reads them).
+    pub raw_bools: bool,
     /// Whether strings may start with U+FEFF (some readers strip it).
     pub leading_bom: bool,
     /// Keys never to generate (a peer cannot read them).
@@ -116,7 +117,8 @@ impl Options {
             empty_arrays: true,
             max_array_depth: MAX_ARRAY_DEPTH,
             nul_in_strings: true,
-            raw_bytes: true,
+            raw_strings: true,
+            raw_bools: true,
             leading_bom: true,
             excluded_keys: Vec::new(),
             tensor_types: GgmlType::iter().collect(),
@@ -136,7 +138,8 @@ impl Options {
             max_depth: self.max_array_depth.clamp(1, MAX_ARRAY_DEPTH),
             nul: self.nul_in_strings,
             bom: self.leading_bom,
-            raw: self.raw_bytes,
+            raw_strings: self.raw_strings,
+            raw_bools: self.raw_bools,
             types: TypeSet::of(&self.value_types),
         }
     }
@@ -173,8 +176,10 @@ pub struct ValueOptions {
     pub nul: bool,
     /// Whether strings may start with U+FEFF.
     pub bom: bool,
-    /// Whether strings may hold bytes that are not UTF-8 and bools any byte.
-    pub raw: bool,
+    /// Whether strings may hold bytes that are not UTF-8.
+    pub raw_strings: bool,
+    /// Whether bools may be any byte.
+    pub raw_bools: bool,
     /// The value types to generate.
     pub types: TypeSet,
 }
@@ -237,7 +242,7 @@ fn number<T: Number>(raw: bool) -> BoxedStrategy<T> {
 }
 
 /// Any UTF-8 text up to 12 characters, newlines included, and NULs and a leading U+FEFF
-/// unless `o` leaves them out; with `o.raw`, now and then [`not_utf8`] of it.
+/// unless `o` leaves them out; with `o.raw_strings`, now and then [`not_utf8`] of it.
 fn text(o: ValueOptions) -> BoxedStrategy<Text> {
     let utf8 = "(?s).{0,12}".prop_map(move |t: String| {
         let t = if o.nul { t } else { t.replace('\0', "") };
@@ -247,7 +252,7 @@ fn text(o: ValueOptions) -> BoxedStrategy<Text> {
             t.trim_start_matches('\u{feff}').to_owned()
         }
     });
-    if !o.raw {
+    if !o.raw_strings {
         return utf8.prop_map(Text::from).boxed();
     }
     prop_oneof![
@@ -293,7 +298,9 @@ fn scalar(o: ValueOptions) -> BoxedStrategy<Value> {
     impl ValueTypeVisitor for Scalar {
         type Out = BoxedStrategy<Value>;
         fn number<T: Number>(self) -> Self::Out {
-            number::<T>(self.0.raw).prop_map(T::into_value).boxed()
+            number::<T>(self.0.raw_bools)
+                .prop_map(T::into_value)
+                .boxed()
         }
         fn string(self) -> Self::Out {
             text(self.0).prop_map(|t| Value::String(t.into())).boxed()
@@ -314,7 +321,7 @@ fn array_values(o: ValueOptions) -> BoxedStrategy<ArrayValues> {
     impl ValueTypeVisitor for Leaf {
         type Out = BoxedStrategy<ArrayValues>;
         fn number<T: Number>(self) -> Self::Out {
-            vec(number::<T>(self.1.raw), self.0)
+            vec(number::<T>(self.1.raw_bools), self.0)
                 .prop_map(T::into_array)
                 .boxed()
         }
@@ -386,7 +393,7 @@ fn metadata(
     excluded: Vec<String>,
     adapt: Option<Adapt>,
 ) -> BoxedStrategy<Vec<KeyValue>> {
-    let spoil = proptest::option::weighted(if values.raw { 0.1 } else { 0.0 }, bad_bytes());
+    let spoil = proptest::option::weighted(if values.raw_strings { 0.1 } else { 0.0 }, bad_bytes());
     (
         vec((key(), value(values), spoil), 0..7),
         any::<prop::sample::Index>(),
@@ -481,7 +488,7 @@ pub fn file_with(options: Options) -> BoxedStrategy<Sample> {
         adapt_value,
         ..
     } = options;
-    let spoil = proptest::option::weighted(if values.raw { 0.1 } else { 0.0 }, bad_bytes());
+    let spoil = proptest::option::weighted(if values.raw_strings { 0.1 } else { 0.0 }, bad_bytes());
     let tensors = vec(
         (
             tensor_shape(tensor_types, scalar_types, trailing_small_dimensions),

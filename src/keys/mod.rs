@@ -10,7 +10,7 @@
 //! let meta = Meta::new(&metadata);
 //! assert_eq!(meta.general().architecture()?, Some("llama"));
 //! assert_eq!(meta.arch().context_length()?, Some(8192));
-//! assert_eq!(metadata[1].key.as_str(), "llama.context_length");
+//! assert_eq!(metadata[1].key, "llama.context_length");
 //! # Ok::<(), ggufrw::keys::KeyError>(())
 //! ```
 
