@@ -8,22 +8,23 @@ use crate::file::{tensor_byte_size, Gguf};
 use crate::fsutil::{critical, same_file, write_atomic_file, Mode, Progress};
 use crate::keys::standard_key;
 use crate::write::{set_metadata, write_parts, Part, Source};
-use ggufrw_schema::{Header, Layout, TensorInfo, Value, ALIGNMENT_KEY};
+use ggufrw_schema::{GgufString, Header, Layout, TensorInfo, Value, ALIGNMENT_KEY};
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 
-/// The changes to make.
+/// The changes to make. Keys and names are byte strings, as files hold them: a key or tensor
+/// name that is not UTF-8 can be deleted or renamed too (`GgufString::from_bytes`).
 #[derive(Clone, Debug, Default)]
 pub struct Edit {
     /// Keys to set: replaced where they are, appended where new.
-    pub set: Vec<(String, Value)>,
+    pub set: Vec<(GgufString, Value)>,
     /// Keys to delete (every occurrence); each must exist.
-    pub delete: Vec<String>,
+    pub delete: Vec<GgufString>,
     /// Tensors to rename, `(old, new)`.
-    pub rename_tensors: Vec<(String, String)>,
+    pub rename_tensors: Vec<(GgufString, GgufString)>,
     /// Tensors to delete; the others' data is laid out again, contiguous and aligned.
-    pub delete_tensors: Vec<String>,
+    pub delete_tensors: Vec<GgufString>,
     /// Set standard keys to values of another type than their standard one.
     pub force: bool,
 }
@@ -146,13 +147,13 @@ impl Edit {
         let mut origin: Vec<usize> = (0..new.tensor_infos.len()).collect();
         for key in &self.delete {
             let before = new.metadata.len();
-            new.metadata.retain(|kv| kv.key != **key);
+            new.metadata.retain(|kv| kv.key != *key);
             if new.metadata.len() == before {
-                return Err(EditError::NoSuchKey(key.clone()).into());
+                return Err(EditError::NoSuchKey(key.to_string()).into());
             }
         }
         for (key, value) in &self.set {
-            set_metadata(&mut new.metadata, key.as_str().into(), value.clone());
+            set_metadata(&mut new.metadata, key.clone(), value.clone());
         }
         if !self.force {
             self.check_standard_types(&new)?;
@@ -165,20 +166,20 @@ impl Edit {
             .into());
         }
         // A name several tensors share (a file validation rejects) says not which one is meant.
-        let only = |infos: &[TensorInfo], name: &str| {
+        let only = |infos: &[TensorInfo], name: &GgufString| {
             let mut found = infos.iter().enumerate().filter(|(_, t)| t.name == *name);
             match (found.next(), found.next()) {
                 (Some((at, _)), None) => Ok(at),
-                (None, _) => Err(EditError::NoSuchTensor(name.to_owned())),
-                (Some(_), Some(_)) => Err(EditError::AmbiguousTensor(name.to_owned())),
+                (None, _) => Err(EditError::NoSuchTensor(name.to_string())),
+                (Some(_), Some(_)) => Err(EditError::AmbiguousTensor(name.to_string())),
             }
         };
         for (old, renamed) in &self.rename_tensors {
             let at = only(&new.tensor_infos, old)?;
-            if old != renamed && new.tensor_infos.iter().any(|t| t.name == **renamed) {
-                return Err(EditError::TensorExists(renamed.clone()).into());
+            if old != renamed && new.tensor_infos.iter().any(|t| t.name == *renamed) {
+                return Err(EditError::TensorExists(renamed.to_string()).into());
             }
-            new.tensor_infos[at].name = renamed.as_str().into();
+            new.tensor_infos[at].name = renamed.clone();
         }
         for name in &self.delete_tensors {
             let at = only(&new.tensor_infos, name)?;
@@ -193,10 +194,14 @@ impl Edit {
     fn check_standard_types(&self, new: &Header) -> Result<(), EditError> {
         let arch = crate::keys::Meta::new(&new.metadata).architecture();
         for (key, value) in &self.set {
+            // Standard keys are ASCII: a key that is not UTF-8 is none of them.
+            let Ok(key) = key.as_str() else {
+                continue;
+            };
             if let Some(standard) = standard_key(key, arch) {
                 if !(standard.matches)(value) {
                     return Err(EditError::NotStandardType {
-                        key: key.clone(),
+                        key: key.to_owned(),
                         expected: standard.expected,
                         found: crate::keys::describe(value),
                     });

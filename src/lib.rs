@@ -77,8 +77,9 @@ pub use ggufrw_quant as quant;
 pub use ggufrw_quant::GgmlType;
 pub use ggufrw_schema as schema;
 pub use ggufrw_schema::{
-    Array, ArrayValues, ByteOrder, DecodeError, DecodeErrorKind, EncodeError, GgufString, Header,
-    KeyValue, Layout, Magic, TensorInfo, Value, ValueType, ALIGNMENT_KEY,
+    Array, ArrayValues, ByteOrder, DecodeError, DecodeErrorKind, EncodeError, GgufBool, GgufString,
+    Header, KeyValue, Layout, Magic, NotUtf8, TensorInfo, Text, TextRef, Value, ValueType,
+    ALIGNMENT_KEY,
 };
 pub use write::{Builder, Source};
 

@@ -71,8 +71,7 @@ pub fn check(
                 format!("kv[{i}].value"),
                 offset,
                 format!(
-                    "{:?} holds {}, the standard type is {}",
-                    kv.key.as_str(),
+                    "{key:?} holds {}, the standard type is {}",
                     describe(&kv.value),
                     standard.expected
                 ),

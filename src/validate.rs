@@ -310,7 +310,7 @@ impl Validator {
                     at,
                     format!("key is {} bytes, at most {SPEC_MAX_KEY}", key.len()),
                 );
-            } else if !key.is_empty() && !is_conventional_key(key.as_bytes()) {
+            } else if !key.is_empty() && key.is_utf8() && !is_conventional_key(key.as_bytes()) {
                 self.report(
                     &[Spec, Ggml],
                     Severity::Warning,

@@ -7,6 +7,7 @@ mod common;
 mod cli;
 mod coverage;
 mod fixtures;
+mod ggml_bytes;
 mod keys;
 mod llama_tools;
 mod naming;

@@ -78,14 +78,14 @@ fn pair(text: &str, flag: &str) -> Result<(String, String), ExitCode> {
 
 pub fn run(args: Args) -> ExitCode {
     let mut edit = Edit {
-        delete: args.delete,
-        delete_tensors: args.delete_tensor,
+        delete: args.delete.into_iter().map(Into::into).collect(),
+        delete_tensors: args.delete_tensor.into_iter().map(Into::into).collect(),
         force: args.force,
         ..Edit::default()
     };
     for text in &args.set {
         let parsed = pair(text, "--set").and_then(|(key, value)| match parse_value(&value) {
-            Ok(v) => Ok((key, v)),
+            Ok(v) => Ok((key.into(), v)),
             Err(e) => {
                 eprintln!("ggufrw edit: --set {key}: {e}");
                 Err(ExitCode::from(USAGE_OR_IO))
@@ -98,7 +98,7 @@ pub fn run(args: Args) -> ExitCode {
     }
     for text in &args.rename_tensor {
         match pair(text, "--rename-tensor") {
-            Ok(names) => edit.rename_tensors.push(names),
+            Ok((old, new)) => edit.rename_tensors.push((old.into(), new.into())),
             Err(code) => return code,
         }
     }

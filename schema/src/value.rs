@@ -4,7 +4,7 @@
 use crate::ctx::{read_count, Ctx, Width, Word};
 use crate::error::{custom, DecodeErrorKind, EncodeError};
 use crate::repr::{Element, Owned, Repr, Spans};
-use crate::string::{GgufStringOf, StrList};
+use crate::string::{GgufString, GgufStringOf, StrList};
 use binrw::error::ContextExt;
 use binrw::io::{Read, Seek, Write};
 use binrw::{BinRead, BinResult, BinWrite, Endian};
@@ -730,6 +730,12 @@ value_from! { bool => Bool, GgufBool => Bool }
 impl From<String> for Value {
     fn from(v: String) -> Self {
         Value::String(v.into())
+    }
+}
+
+impl From<GgufString> for Value {
+    fn from(v: GgufString) -> Self {
+        Value::String(v)
     }
 }
 
