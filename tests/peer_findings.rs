@@ -87,8 +87,11 @@ fn findings() -> Vec<Finding> {
     all.push(Finding {
         name: "string-not-utf8",
         bytes: one_value("k", ty::STRING, &string_bytes(&[0xff, b'a'])),
-        ours: Ours::Refuses,
-        ggml: Does::Reads("/metadata/0/invalid_utf8", json!(true)),
+        ours: Ours::Decodes {
+            spec_error: true,
+            ggml_error: false,
+        },
+        ggml: Does::Reads("/metadata/0/value", json!({"hex": "ff61"})),
         gguf_py: Does::Refuses("UTF-8"),
         hf_gguf: Does::Reads("/metadata/0/value", json!("\u{fffd}a")),
     });
@@ -96,7 +99,10 @@ fn findings() -> Vec<Finding> {
     all.push(Finding {
         name: "bool-2",
         bytes: one_value("k", ty::BOOL, &[2]),
-        ours: Ours::Refuses,
+        ours: Ours::Decodes {
+            spec_error: true,
+            ggml_error: false,
+        },
         ggml: Does::Reads("/metadata/0/value", json!(true)),
         gguf_py: Does::Reads("/metadata/0/value", json!(true)),
         hf_gguf: Does::Reads("/metadata/0/value", json!(true)),

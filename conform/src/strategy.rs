@@ -272,6 +272,14 @@ fn bad_bytes() -> BoxedStrategy<(Vec<u8>, prop::sample::Index)> {
     (vec(byte, 1..4), any::<prop::sample::Index>()).boxed()
 }
 
+/// Now and then bytes to spoil a key or name with (with `raw`), else never.
+fn spoil(raw: bool) -> BoxedStrategy<Option<(Vec<u8>, prop::sample::Index)>> {
+    match raw {
+        true => proptest::option::weighted(0.1, bad_bytes()).boxed(),
+        false => Just(None).boxed(),
+    }
+}
+
 /// `text` with `bad` inserted, never UTF-8 (a byte `0xff`, which UTF-8 never uses, is added
 /// when the insertion happens to form a character).
 pub fn not_utf8(text: &[u8], (bad, at): (Vec<u8>, prop::sample::Index)) -> Text {
@@ -393,7 +401,7 @@ fn metadata(
     excluded: Vec<String>,
     adapt: Option<Adapt>,
 ) -> BoxedStrategy<Vec<KeyValue>> {
-    let spoil = proptest::option::weighted(if values.raw_strings { 0.1 } else { 0.0 }, bad_bytes());
+    let spoil = spoil(values.raw_strings);
     (
         vec((key(), value(values), spoil), 0..7),
         any::<prop::sample::Index>(),
@@ -488,7 +496,7 @@ pub fn file_with(options: Options) -> BoxedStrategy<Sample> {
         adapt_value,
         ..
     } = options;
-    let spoil = proptest::option::weighted(if values.raw_strings { 0.1 } else { 0.0 }, bad_bytes());
+    let spoil = spoil(values.raw_strings);
     let tensors = vec(
         (
             tensor_shape(tensor_types, scalar_types, trailing_small_dimensions),
