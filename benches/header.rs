@@ -24,7 +24,7 @@ fn vocabulary_header() -> Vec<u8> {
     for i in 0..1000 {
         b = b
             .tensor(
-                &format!("blk.{i}.weight"),
+                format!("blk.{i}.weight"),
                 GgmlType::F32,
                 &[4],
                 vec![0u8; 16],

@@ -18,7 +18,7 @@ use std::time::Instant;
 fn many_tensors() -> Vec<u8> {
     let mut b = Builder::new().metadata("general.architecture", "llama");
     for i in 0..21u32 {
-        b = b.metadata(&format!("llama.extra_{i}"), i);
+        b = b.metadata(format!("llama.extra_{i}"), i);
     }
     for i in 0..20_000 {
         let name = format!("blk.{}.t{}.weight", i / 10, i % 10);
@@ -30,7 +30,7 @@ fn many_tensors() -> Vec<u8> {
 fn vocabulary() -> Vec<u8> {
     let mut b = Builder::new().metadata("general.architecture", "llama");
     for i in 0..30u32 {
-        b = b.metadata(&format!("llama.extra_{i}"), i);
+        b = b.metadata(format!("llama.extra_{i}"), i);
     }
     let tokens: Vec<String> = (0..256_000).map(|i| format!("t{i:05}")).collect();
     let merges: Vec<String> = (0..250_000).map(|i| format!("a{i} b{i}")).collect();
@@ -46,7 +46,7 @@ fn vocabulary() -> Vec<u8> {
     for i in 0..1000 {
         b = b
             .tensor(
-                &format!("blk.{i}.weight"),
+                format!("blk.{i}.weight"),
                 GgmlType::F32,
                 &[4],
                 vec![0u8; 16],

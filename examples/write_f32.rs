@@ -22,7 +22,7 @@ fn main() -> ggufrw::Result<()> {
             memory = vec![0x3fu8; total as usize];
             for (i, chunk) in memory.chunks(TENSOR as usize).enumerate() {
                 let n = chunk.len() as u64 / 4;
-                builder = builder.tensor(&format!("blk.{i}.weight"), GgmlType::F32, &[n], chunk)?;
+                builder = builder.tensor(format!("blk.{i}.weight"), GgmlType::F32, &[n], chunk)?;
             }
         }
         "file" => {
@@ -35,12 +35,8 @@ fn main() -> ggufrw::Result<()> {
                     offset,
                     len,
                 };
-                builder = builder.tensor(
-                    &format!("blk.{i}.weight"),
-                    GgmlType::F32,
-                    &[len / 4],
-                    source,
-                )?;
+                builder =
+                    builder.tensor(format!("blk.{i}.weight"), GgmlType::F32, &[len / 4], source)?;
             }
         }
         "raw" => {

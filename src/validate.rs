@@ -837,7 +837,7 @@ mod tests {
             let mut builder = Builder::new().with_metadata(metadata);
             for i in 0..tensors {
                 builder = builder
-                    .tensor(&format!("t.{i}"), GgmlType::F32, &[1], vec![0u8; 4])
+                    .tensor(format!("t.{i}"), GgmlType::F32, &[1], vec![0u8; 4])
                     .unwrap();
             }
             let file = builder.build().unwrap();

@@ -36,7 +36,7 @@ fn server() -> &'static Server {
 fn many_tensors() -> Vec<u8> {
     let mut b = Builder::new().metadata("general.architecture", "llama");
     for i in 0..21u32 {
-        b = b.metadata(&format!("llama.extra_{i}"), i);
+        b = b.metadata(format!("llama.extra_{i}"), i);
     }
     for i in 0..20_000 {
         let name = format!("blk.{}.t{}.weight", i / 10, i % 10);

@@ -136,12 +136,14 @@ fn array_agrees(
             };
             assert_eq!(o.len() as u64, s.count);
             let mut bytes = Vec::new();
-            o.iter().for_each(|v| v.encode(&mut bytes, self.ctx.byte_order.endian()));
+            o.iter()
+                .for_each(|v| v.encode(&mut bytes, self.ctx.byte_order.endian()));
             let start = s.offset as usize;
             assert_eq!(&bytes[..], &self.data[start..start + bytes.len()]);
         }
         fn string(self) {
-            let (ArrayValues::String(o), ArrayValuesOf::String(s)) = (self.owned, self.spans) else {
+            let (ArrayValues::String(o), ArrayValuesOf::String(s)) = (self.owned, self.spans)
+            else {
                 unreachable!("the element types are equal");
             };
             assert_eq!(o.len() as u64, s.count);
@@ -156,7 +158,10 @@ fn array_agrees(
                 bytes.extend_from_slice(string.as_bytes());
             }
             assert_eq!(bytes.len() as u64, s.bytes);
-            assert_eq!(&bytes[..], &self.data[s.offset as usize..(s.offset + s.bytes) as usize]);
+            assert_eq!(
+                &bytes[..],
+                &self.data[s.offset as usize..(s.offset + s.bytes) as usize]
+            );
         }
         fn array(self) {
             let (ArrayValues::Array(o), ArrayValuesOf::Array(s)) = (self.owned, self.spans) else {
@@ -168,5 +173,10 @@ fn array_agrees(
             }
         }
     }
-    owned.element_type().visit(Agree { owned, spans, data, ctx });
+    owned.element_type().visit(Agree {
+        owned,
+        spans,
+        data,
+        ctx,
+    });
 }

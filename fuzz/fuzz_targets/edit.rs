@@ -34,11 +34,11 @@ fn run(data: &[u8]) {
         .first()
         .filter(|kv| kv.key != *ALIGNMENT_KEY)
     {
-        edit.delete.push(kv.key.to_string());
+        edit.delete.push(kv.key.clone());
     }
     if let Some(t) = header.tensor_infos.first() {
         edit.rename_tensors
-            .push((t.name.to_string(), "fuzz.renamed".into()));
+            .push((t.name.clone(), "fuzz.renamed".into()));
     }
     match edit_file(&input, &out, &edit) {
         Ok(_) => {
@@ -58,7 +58,7 @@ fn run(data: &[u8]) {
     if let Some(last) = header.tensor_infos.last() {
         let out = dir.path().join("fewer.gguf");
         let edit = Edit {
-            delete_tensors: vec![last.name.to_string()],
+            delete_tensors: vec![last.name.clone()],
             ..Edit::default()
         };
         if edit_file(&input, &out, &edit).is_ok() {
@@ -93,7 +93,7 @@ fn run(data: &[u8]) {
         let copy = dir.path().join("copy.gguf");
         std::fs::write(&copy, data).expect("the copy is written");
         let edit = Edit {
-            set: vec![(kv.key.to_string(), kv.value.clone())],
+            set: vec![(kv.key.clone(), kv.value.clone())],
             ..Edit::default()
         };
         if edit_in_place(&copy, &edit).is_ok() {

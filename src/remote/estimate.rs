@@ -212,7 +212,7 @@ mod tests {
             .metadata("tokenizer.ggml.scores", vec![0.5f32; 5000]);
         for i in 0..300 {
             b = b
-                .tensor(&format!("blk.{i}.w"), GgmlType::F32, &[4], vec![0u8; 16])
+                .tensor(format!("blk.{i}.w"), GgmlType::F32, &[4], vec![0u8; 16])
                 .unwrap();
         }
         b.build().unwrap().to_bytes().unwrap()
