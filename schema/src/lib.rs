@@ -14,9 +14,10 @@
 //! and 3 as `u64` ([`Width`]). The byte order is the one under which the version field reads as
 //! a known version ([`ByteOrder`]).
 //!
-//! Decoding is strict about structure only (lengths, type ids, UTF-8, bools, nesting depth,
-//! `general.alignment`): meaning is checked by a separate validation pass in `ggufrw`. Every
-//! header that decodes encodes back to the same bytes.
+//! Decoding is strict about structure only (lengths, type ids, nesting depth,
+//! `general.alignment`): meaning is checked by a separate validation pass in `ggufrw`. Strings
+//! are kept as their bytes ([`Text`], which says whether they are UTF-8) and bools as their byte
+//! ([`GgufBool`]), as ggml reads them. Every header that decodes encodes back to the same bytes.
 //!
 //! ```
 //! use ggufrw_schema::{decode_header, Header};
