@@ -260,30 +260,20 @@ fn set_refuses_a_bool_byte() {
     let dir = tempfile::tempdir().unwrap();
     let (input, output) = (dir.path().join("in.gguf"), dir.path().join("out.gguf"));
     std::fs::write(&input, encode(&spoilt(3, ByteOrder::Little, false))).unwrap();
-    for value in ["bool:42", "bool:2", "array[bool]:[true,3]"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-            .args([
-                "edit",
-                input.to_str().unwrap(),
-                "-o",
-                output.to_str().unwrap(),
-            ])
-            .args(["--set", &format!("x.flag={value}"), "--force"])
+    let set = |value: &str| {
+        let (input, output) = (input.to_str().unwrap(), output.to_str().unwrap());
+        Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+            .args(["edit", input, "-o", output, "--force", "--set"])
+            .arg(format!("x.flag={value}"))
             .output()
-            .unwrap();
+            .unwrap()
+    };
+    for value in ["bool:42", "bool:2", "array[bool]:[true,3]"] {
+        let out = set(value);
         assert_eq!(out.status.code(), Some(2), "{value}: {out:?}");
         assert!(!output.exists(), "{value}");
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-        .args([
-            "edit",
-            input.to_str().unwrap(),
-            "-o",
-            output.to_str().unwrap(),
-        ])
-        .args(["--set", "x.flag=bool:true"])
-        .output()
-        .unwrap();
+    let out = set("bool:true");
     assert!(out.status.success(), "{out:?}");
     let file = Gguf::open(&output).unwrap();
     assert_eq!(file.get("x.flag"), Some(&Value::from(true)));
