@@ -152,6 +152,30 @@ fn every_such_byte_is_read_written_back_and_judged_where_it_is() {
     }
 }
 
+/// The typed getters hand out what the spec allows, and say what they do not hand out.
+#[test]
+fn typed_getters_refuse_such_bytes_by_name() {
+    let metadata = vec![
+        KeyValue::new("general.architecture", "llama"),
+        KeyValue::new("tokenizer.ggml.add_bos_token", GgufBool::from_byte(7)),
+        KeyValue::new("general.name", GgufString::from_bytes(b"m\xff".to_vec())),
+        KeyValue::new("tokenizer.ggml.add_eos_token", true),
+    ];
+    let meta = ggufrw::keys::Meta::new(&metadata);
+    let bos = meta.tokenizer().add_bos_token().unwrap_err().to_string();
+    assert_eq!(
+        bos,
+        "tokenizer.ggml.add_bos_token holds a bool stored as 7, which the spec does not allow"
+    );
+    let name = meta.general().name().unwrap_err().to_string();
+    assert!(name.contains("not UTF-8"), "{name}");
+    assert_eq!(meta.tokenizer().add_eos_token(), Ok(Some(true)));
+    assert_eq!(
+        meta.value("tokenizer.ggml.add_bos_token"),
+        Some(&Value::from(GgufBool::from_byte(7)))
+    );
+}
+
 #[test]
 fn dump_and_lossless_json_rebuild_every_byte() {
     let dir = tempfile::tempdir().unwrap();

@@ -42,6 +42,15 @@ pub enum KeyError {
     },
     /// An architecture key was asked for, but `general.architecture` is missing or not a string.
     NoArchitecture,
+    /// The key holds its standard type, stored as bytes the spec does not allow (a bool of
+    /// another byte than 0 or 1, a string that is not UTF-8): ggml reads it, the getter does not
+    /// hand it out (`Meta::value` has it as stored).
+    NotSpec {
+        /// The key.
+        key: String,
+        /// What it holds.
+        found: String,
+    },
 }
 
 impl fmt::Display for KeyError {
@@ -54,6 +63,9 @@ impl fmt::Display for KeyError {
             } => write!(f, "{key} holds {found}, the standard type is {expected}"),
             KeyError::NoArchitecture => {
                 f.write_str("general.architecture is missing, so architecture keys have no name")
+            }
+            KeyError::NotSpec { key, found } => {
+                write!(f, "{key} holds {found}, which the spec does not allow")
             }
         }
     }
@@ -211,11 +223,21 @@ impl<'a> Meta<'a> {
         let Some(value) = self.value(&key) else {
             return Ok(None);
         };
-        K::get(value).map(Some).ok_or_else(|| KeyError::WrongType {
-            key,
-            expected: K::EXPECTED,
-            found: kinds::describe(value),
-        })
+        match K::get(value) {
+            Some(v) => Ok(Some(v)),
+            None if K::matches(value) => Err(KeyError::NotSpec {
+                key,
+                found: match value {
+                    Value::Bool(b) => format!("a bool stored as {}", b.byte()),
+                    _ => "a string that is not UTF-8".to_owned(),
+                },
+            }),
+            None => Err(KeyError::WrongType {
+                key,
+                expected: K::EXPECTED,
+                found: kinds::describe(value),
+            }),
+        }
     }
 }
 
