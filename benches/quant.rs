@@ -1,24 +1,28 @@
-//! Dequantization and quantization throughput per type, single thread, against ggml's
-//! reference C (the ggml peer's `bench` op: the same work timed inside the adapter) and
-//! gguf-py's numpy (`quants.py`, timed inside its adapter), on the same blocks and rows, in one
-//! run. Medians of `GGUFRW_BENCH_RUNS` (default 9) runs; 1 MiB of blocks (256 Ki values to
-//! quantize) per run. Needs `GGUFRW_GGML` and `GGUFRW_PYTHON` (scripts/bench.sh sets them).
+//! Dequantization and quantization speed per type against ggml's reference C, single thread,
+//! in a form a noisy machine cannot fake: ours and ggml's (the ggml peer's `bench` op, the same
+//! work timed inside the adapter, one run per request) alternate A B A B… on the same input,
+//! 16 MiB of f32 a run (dequantize's output, quantize's input: past the caches), and the ratio
+//! ggml's time / ours is taken pair by pair (above 1: ggufrw faster). Each direction prints the
+//! median ratio with its spread (the lowest and the highest pair), then the geometric mean of the
+//! medians over the types and the types below 1.
 //!
-//! `cargo bench --bench quant [-- TYPE…]`
+//! `cargo bench --bench quant [-- TYPE…]`; `GGUFRW_BENCH_PAIRS` pairs (default 9, at least 3),
+//! `GGUFRW_BENCH_MIB` MiB of f32 a run (default 16). Needs `GGUFRW_GGML` (scripts/ggml.sh).
 
 use ggufrw::{quant, ByteOrder, GgmlType};
-use ggufrw_conform::peer::{ggml_from_env, python_from_env, Peer};
+use ggufrw_conform::peer::{ggml_from_env, Peer};
 use serde_json::json;
 use std::hint::black_box;
 use std::time::Instant;
 use strum::IntoEnumIterator;
 
-fn median(mut v: Vec<f64>) -> f64 {
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
-/// Pseudo-random bytes, and half scales kept finite and small so no path is the NaN path.
+/// Pseudo-random blocks, their half scales finite and small so that no path is the NaN path.
 fn blocks(ty: GgmlType, bytes: usize) -> Vec<u8> {
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let mut out: Vec<u8> = (0..bytes)
@@ -41,119 +45,160 @@ fn blocks(ty: GgmlType, bytes: usize) -> Vec<u8> {
     out
 }
 
+/// Values in [-1, 1) of uneven magnitudes, as weights are.
 fn rows(n: usize) -> Vec<f32> {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
     (0..n)
-        .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let u = (x >> 40) as f32 / (1u64 << 24) as f32;
+            (2.0 * u - 1.0).powi(3)
+        })
         .collect()
 }
 
-/// A peer's median nanoseconds for `request` (bench op), its first (cold) run dropped.
-fn peer_ns(peer: &mut Peer, mut request: serde_json::Value, runs: usize) -> Option<f64> {
-    request["reps"] = json!(runs + 1);
+/// ggml's nanoseconds for one run of `request` (bench op).
+fn ggml_ns(peer: &mut Peer, request: &serde_json::Value) -> Option<f64> {
+    let mut request = request.clone();
+    request["reps"] = json!(1);
     let answer = peer.ask(&request).ok()?.ok()?;
-    let ns: Vec<f64> = answer["ns"]
-        .as_array()?
-        .iter()
-        .skip(1)
-        .filter_map(|v| v.as_f64())
-        .collect();
-    (!ns.is_empty()).then(|| median(ns))
+    answer["ns"].as_array()?.first()?.as_f64()
+}
+
+/// `pairs` alternating runs of ours (`run`, timed here) and ggml's (`request`), after one
+/// untimed run of each: the per-pair ratios ggml / ours, and our median nanoseconds.
+fn pairs(
+    peer: &mut Peer,
+    request: &serde_json::Value,
+    pairs: usize,
+    mut run: impl FnMut(),
+) -> Option<(Vec<f64>, f64, f64)> {
+    run();
+    ggml_ns(peer, request)?;
+    let (mut ratios, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..pairs {
+        let t = Instant::now();
+        run();
+        let a = t.elapsed().as_nanos() as f64;
+        let b = ggml_ns(peer, request)?;
+        ratios.push(b / a);
+        ours.push(a);
+        theirs.push(b);
+    }
+    Some((ratios, median(&ours), median(&theirs)))
+}
+
+/// One direction's cells: our MB/s, ggml's, and the median ratio [lowest–highest].
+fn cells(result: &Option<(Vec<f64>, f64, f64)>, bytes: usize) -> String {
+    match result {
+        None => format!("{:>8} {:>8} {:>20}", "–", "–", "–"),
+        Some((ratios, ours, theirs)) => {
+            let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = ratios.iter().copied().fold(0.0, f64::max);
+            let mb = |ns: f64| bytes as f64 / ns * 1e3;
+            let spread = format!("{:.2} [{lo:.2}–{hi:.2}]", median(ratios));
+            format!("{:>8.0} {:>8.0} {spread:>20}", mb(*ours), mb(*theirs))
+        }
+    }
 }
 
 fn main() {
-    let runs: usize = std::env::var("GGUFRW_BENCH_RUNS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(9);
-    let only: Vec<String> = std::env::args()
-        .skip(1)
+    let env = |name: &str, default: usize| {
+        (std::env::var(name).ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let n_pairs = env("GGUFRW_BENCH_PAIRS", 9).max(3);
+    let values = env("GGUFRW_BENCH_MIB", 16) << 18;
+    let only: Vec<String> = (std::env::args().skip(1))
         .filter(|a| !a.starts_with('-'))
         .collect();
-    let mut ggml = ggml_from_env().ok().and_then(|a| Peer::ggml(&a).ok());
-    let mut py = python_from_env().ok().and_then(|p| Peer::gguf_py(&p).ok());
+    let Some(mut ggml) = ggml_from_env().ok().and_then(|a| Peer::ggml(&a).ok()) else {
+        eprintln!("quant bench: GGUFRW_GGML names no ggml peer (scripts/ggml.sh prints it)");
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     println!(
-        "{:<8} {:>10} {:>10} {:>8} {:>10} {:>8} | {:>10} {:>10} {:>8}",
-        "type", "deq MB/s", "ggml", "× ggml", "gguf-py", "× py", "q MB/s", "ggml", "× ggml"
+        "{n_pairs} pairs a type and direction, {} MiB of f32 a run, single thread",
+        values >> 18
     );
+    println!(
+        "{:<8} {:>8} {:>8} {:>20} | {:>8} {:>8} {:>20}",
+        "type", "deq MB/s", "ggml", "ggml/ours [spread]", "q MB/s", "ggml", "ggml/ours [spread]"
+    );
+    let (mut deq_medians, mut q_medians) = (Vec::new(), Vec::new());
+    let (mut deq_slow, mut q_slow) = (Vec::new(), Vec::new());
+    let x = rows(values);
+    let floats = dir.path().join("rows.bin");
+    let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(&floats, bytes).unwrap();
     for ty in GgmlType::iter() {
         if !only.is_empty() && !only.iter().any(|o| o.eq_ignore_ascii_case(ty.name())) {
             continue;
         }
-        let data = blocks(ty, 1 << 20);
+        // Dequantize: blocks for `values` outputs.
+        let n_blocks = values / ty.block_size() as usize;
+        let data = blocks(ty, n_blocks * ty.type_size() as usize);
         let n = data.len() / ty.type_size() as usize * ty.block_size() as usize;
         let mut out = vec![0f32; n];
-        if quant::dequantize(ty, &data, ByteOrder::Little, &mut out).is_err() {
-            continue;
-        }
-        let ours = median(
-            (0..runs)
-                .map(|_| {
-                    let t = Instant::now();
-                    quant::dequantize(ty, black_box(&data), ByteOrder::Little, &mut out).unwrap();
-                    black_box(&out);
-                    t.elapsed().as_nanos() as f64
-                })
-                .collect(),
-        );
-        let input = dir.path().join("blocks.bin");
-        std::fs::write(&input, &data).unwrap();
-        let request = json!({"op": "bench", "what": "dequantize", "type": ty.id(),
-            "input": input, "n": n});
-        let theirs = ggml
-            .as_mut()
-            .and_then(|p| peer_ns(p, request.clone(), runs));
-        let python = py
-            .as_mut()
-            .and_then(|p| peer_ns(p, request.clone(), runs.min(3)));
-        let mb = |ns: f64| data.len() as f64 / ns * 1e3;
-        let cell = |v: Option<f64>| v.map_or("–".to_owned(), |ns| format!("{:.0}", mb(ns)));
-        let ratio = |v: Option<f64>| v.map_or("–".to_owned(), |ns| format!("{:.2}", ns / ours));
-
-        // Quantize rows of 4096 (a multiple of every block size).
-        let x = rows(1 << 18);
-        let (q, q_theirs) = match quant::quantize(ty, &x, 4096) {
-            Ok(mut out) => {
-                // Into one buffer, as ggml's adapter quantizes into one.
-                let q = median(
-                    (0..runs)
-                        .map(|_| {
-                            let t = Instant::now();
-                            quant::quantize_into(ty, black_box(&x), 4096, &mut out).unwrap();
-                            black_box(&out);
-                            t.elapsed().as_nanos() as f64
-                        })
-                        .collect(),
-                );
-                let floats = dir.path().join("rows.bin");
-                let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
-                std::fs::write(&floats, bytes).unwrap();
+        let deq = if quant::dequantize(ty, &data, ByteOrder::Little, &mut out).is_ok() {
+            let input = dir.path().join("blocks.bin");
+            std::fs::write(&input, &data).unwrap();
+            let request = json!({"op": "bench", "what": "dequantize", "type": ty.id(),
+                "input": input, "n": n});
+            pairs(&mut ggml, &request, n_pairs, || {
+                quant::dequantize(ty, black_box(&data), ByteOrder::Little, &mut out).unwrap();
+                black_box(&out);
+            })
+        } else {
+            None
+        };
+        // Quantize rows of 4096 (a multiple of every block size), into one buffer as ggml's
+        // adapter quantizes into one.
+        let q = match quant::quantize(ty, &x[..4096], 4096) {
+            Ok(_) => {
+                let mut qout =
+                    vec![0u8; ty.byte_size(&[4096, (x.len() / 4096) as u64]).unwrap() as usize];
                 let request = json!({"op": "bench", "what": "quantize", "type": ty.id(),
                     "input": floats, "nrows": x.len() / 4096, "n_per_row": 4096,
                     "ref": matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K)});
-                (
-                    Some(q),
-                    ggml.as_mut().and_then(|p| peer_ns(p, request, runs)),
-                )
+                pairs(&mut ggml, &request, n_pairs, || {
+                    quant::quantize_into(ty, black_box(&x), 4096, &mut qout).unwrap();
+                    black_box(&qout);
+                })
             }
-            Err(_) => (None, None),
+            Err(_) => None,
         };
-        let qmb = |ns: f64| (x.len() * 4) as f64 / ns * 1e3;
+        for (result, medians, slow) in [
+            (&deq, &mut deq_medians, &mut deq_slow),
+            (&q, &mut q_medians, &mut q_slow),
+        ] {
+            if let Some((ratios, _, _)) = result {
+                let m = median(ratios);
+                medians.push(m);
+                if m < 1.0 {
+                    slow.push(format!("{} {m:.2}", ty.name()));
+                }
+            }
+        }
         println!(
-            "{:<8} {:>10.0} {:>10} {:>8} {:>10} {:>8} | {:>10} {:>10} {:>8}",
+            "{:<8} {} | {}",
             ty.name(),
-            mb(ours),
-            cell(theirs),
-            ratio(theirs),
-            cell(python),
-            ratio(python),
-            q.map_or("–".to_owned(), |ns| format!("{:.0}", qmb(ns))),
-            q_theirs.map_or("–".to_owned(), |ns| format!("{:.0}", qmb(ns))),
-            match (q, q_theirs) {
-                (Some(a), Some(b)) => format!("{:.2}", b / a),
-                _ => "–".to_owned(),
-            },
+            cells(&deq, data.len()),
+            cells(&q, x.len() * 4)
         );
     }
-    println!("MB/s of block bytes read (dequantize) or f32 read (quantize); × = their time / ours (above 1: ggufrw faster).");
+    let geomean = |v: &[f64]| (v.iter().map(|r| r.ln()).sum::<f64>() / v.len().max(1) as f64).exp();
+    println!(
+        "geometric mean of the median ratios: dequantize {:.2} ({} types), quantize {:.2} ({} types)",
+        geomean(&deq_medians),
+        deq_medians.len(),
+        geomean(&q_medians),
+        q_medians.len()
+    );
+    println!("below 1 (ggml faster): dequantize: {}", deq_slow.join(", "));
+    println!("below 1 (ggml faster): quantize: {}", q_slow.join(", "));
+    println!("MB/s of block bytes read (dequantize) or of f32 read (quantize).");
 }

@@ -3,7 +3,7 @@
 //! ggml's `dequantize_row_*` and `quantize_row_*_ref` compute it (`ggml_quantize_chunk` takes
 //! the reference quantizer for all of them when it has no importance matrix).
 
-use super::c::{fp16_to_fp32, fp32_to_fp16, lround, to_i32, to_i8, to_u8};
+use super::c::{fp16_to_fp32, fp32_to_fp16, lround, to_i32, to_i32_each, to_i8, to_u8};
 use super::{Dequantize, Quantize};
 use ggufrw_schema::blocks::bits::{Crumbs, Nibbles};
 use ggufrw_schema::blocks::scalar::{Half, U32};
@@ -61,9 +61,21 @@ fn inverse(d: f32) -> f32 {
     }
 }
 
-/// `MIN(limit, (int8_t)f)` stored in a `uint8_t`.
-fn clamp_u8(f: f32, limit: i32) -> u8 {
-    i32::from(to_i8(f)).min(limit) as u8
+/// `(int)f(x[j])` for the 32 elements of a block: the floats first, then converted four at a
+/// time (`to_i32_each`), which is what lets the loop vectorise.
+#[inline(always)]
+fn quants(x: &[f32], f: impl Fn(f32) -> f32) -> [i32; 32] {
+    let mut v = [0f32; 32];
+    for (v, &x) in v.iter_mut().zip(x) {
+        *v = f(x);
+    }
+    to_i32_each(&v)
+}
+
+/// `MIN(limit, (int8_t)q)` stored in a `uint8_t`, of an `int` conversion already made.
+#[inline(always)]
+fn clamp_i32(q: i32, limit: i32) -> u8 {
+    i32::from(q as i8).min(limit) as u8
 }
 
 impl Dequantize for Q4_0 {
@@ -84,10 +96,9 @@ impl Quantize for Q4_0 {
             let d = max / -8.0;
             let id = inverse(d);
             y.d = to_half(d);
+            let q = quants(x, |v| v * id + 8.5);
             for j in 0..16 {
-                let lo = clamp_u8(x[j] * id + 8.5, 15);
-                let hi = clamp_u8(x[j + 16] * id + 8.5, 15);
-                y.qs[j] = lo | (hi << 4);
+                y.qs[j] = clamp_i32(q[j], 15) | (clamp_i32(q[j + 16], 15) << 4);
             }
         }
     }
@@ -112,10 +123,9 @@ impl Quantize for Q4_1 {
             let id = inverse(d);
             y.d = to_half(d);
             y.m = to_half(min);
+            let q = quants(x, |v| (v - min) * id + 0.5);
             for j in 0..16 {
-                let lo = clamp_u8((x[j] - min) * id + 0.5, 15);
-                let hi = clamp_u8((x[j + 16] - min) * id + 0.5, 15);
-                y.qs[j] = lo | (hi << 4);
+                y.qs[j] = clamp_i32(q[j], 15) | (clamp_i32(q[j + 16], 15) << 4);
             }
         }
     }
@@ -146,9 +156,9 @@ impl Quantize for Q5_0 {
             let id = inverse(d);
             y.d = to_half(d);
             let mut qh = 0u32;
+            let q = quants(x, |v| v * id + 16.5);
             for j in 0..16 {
-                let lo = clamp_u8(x[j] * id + 16.5, 31);
-                let hi = clamp_u8(x[j + 16] * id + 16.5, 31);
+                let (lo, hi) = (clamp_i32(q[j], 31), clamp_i32(q[j + 16], 31));
                 y.qs[j] = (lo & 0x0f) | ((hi & 0x0f) << 4);
                 qh |= u32::from((lo & 0x10) >> 4) << j;
                 qh |= u32::from((hi & 0x10) >> 4) << (j + 16);
@@ -179,9 +189,9 @@ impl Quantize for Q5_1 {
             y.d = to_half(d);
             y.m = to_half(min);
             let mut qh = 0u32;
+            let q = quants(x, |v| (v - min) * id + 0.5);
             for j in 0..16 {
-                let lo = to_u8((x[j] - min) * id + 0.5);
-                let hi = to_u8((x[j + 16] - min) * id + 0.5);
+                let (lo, hi) = (q[j] as u8, q[j + 16] as u8);
                 y.qs[j] = (lo & 0x0f) | ((hi & 0x0f) << 4);
                 qh |= u32::from((lo & 0x10) >> 4) << j;
                 qh |= u32::from((hi & 0x10) >> 4) << (j + 16);
@@ -523,6 +533,128 @@ impl Quantize for Tq2_0 {
                     y.qs[32 * c + m] = q;
                 }
             }
+        }
+    }
+}
+
+/// The quantizers as they were written element by element (each conversion through the scalar
+/// `to_i32`), kept to hold the four-at-a-time ones to them on arbitrary rows.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::c::to_i8;
+    use ggufrw_schema::blocks::Block;
+    use proptest::prelude::*;
+
+    /// `MIN(limit, (int8_t)f)` stored in a `uint8_t`.
+    fn clamp_u8(f: f32, limit: i32) -> u8 {
+        i32::from(to_i8(f)).min(limit) as u8
+    }
+
+    fn q4_0(x: &[f32], y: &mut Q4_0) {
+        let (_, max) = signed_max(x);
+        let d = max / -8.0;
+        let id = inverse(d);
+        y.d = to_half(d);
+        for j in 0..16 {
+            let lo = clamp_u8(x[j] * id + 8.5, 15);
+            let hi = clamp_u8(x[j + 16] * id + 8.5, 15);
+            y.qs[j] = lo | (hi << 4);
+        }
+    }
+
+    fn q4_1(x: &[f32], y: &mut Q4_1) {
+        let (min, max) = min_max(x);
+        let d = (max - min) / 15.0;
+        let id = inverse(d);
+        y.d = to_half(d);
+        y.m = to_half(min);
+        for j in 0..16 {
+            let lo = clamp_u8((x[j] - min) * id + 0.5, 15);
+            let hi = clamp_u8((x[j + 16] - min) * id + 0.5, 15);
+            y.qs[j] = lo | (hi << 4);
+        }
+    }
+
+    fn q5_0(x: &[f32], y: &mut Q5_0) {
+        let (_, max) = signed_max(x);
+        let d = max / -16.0;
+        let id = inverse(d);
+        y.d = to_half(d);
+        let mut qh = 0u32;
+        for j in 0..16 {
+            let lo = clamp_u8(x[j] * id + 16.5, 31);
+            let hi = clamp_u8(x[j + 16] * id + 16.5, 31);
+            y.qs[j] = (lo & 0x0f) | ((hi & 0x0f) << 4);
+            qh |= u32::from((lo & 0x10) >> 4) << j;
+            qh |= u32::from((hi & 0x10) >> 4) << (j + 16);
+        }
+        y.qh = U32::new(qh);
+    }
+
+    fn q5_1(x: &[f32], y: &mut Q5_1) {
+        let (min, max) = min_max(x);
+        let d = (max - min) / 31.0;
+        let id = inverse(d);
+        y.d = to_half(d);
+        y.m = to_half(min);
+        let mut qh = 0u32;
+        for j in 0..16 {
+            let lo = to_u8((x[j] - min) * id + 0.5);
+            let hi = to_u8((x[j + 16] - min) * id + 0.5);
+            y.qs[j] = (lo & 0x0f) | ((hi & 0x0f) << 4);
+            qh |= u32::from((lo & 0x10) >> 4) << j;
+            qh |= u32::from((hi & 0x10) >> 4) << (j + 16);
+        }
+        y.qh = U32::new(qh);
+    }
+
+    /// Elements of every kind: ordinary weights, huge and tiny magnitudes, subnormals, zeros of
+    /// both signs, infinities and NaNs, any bits.
+    fn element() -> impl Strategy<Value = f32> {
+        prop_oneof![
+            4 => -2.0f32..2.0,
+            1 => any::<u32>().prop_map(f32::from_bits),
+            1 => proptest::sample::select(vec![
+                0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY, f32::NAN, -f32::NAN, 1e30, -1e30,
+                3e38, f32::MIN_POSITIVE / 4.0, 65504.0, 65520.0, 1e-8,
+            ]),
+        ]
+    }
+
+    fn same<B: Block + Quantize + bytemuck::Zeroable + PartialEq + std::fmt::Debug>(
+        x: &[f32],
+        reference: fn(&[f32], &mut B),
+    ) -> Result<(), TestCaseError> {
+        let mut fast = vec![B::zeroed(); x.len() / 32];
+        B::quantize_row(x, &mut fast);
+        for (x, fast) in x.chunks_exact(32).zip(&fast) {
+            let mut slow = B::zeroed();
+            reference(x, &mut slow);
+            prop_assert_eq!(fast, &slow, "{:?}", x);
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #[test]
+        fn four_at_a_time_quantizers_are_the_element_by_element_ones(
+            x in proptest::collection::vec(element(), 64),
+            // Scales per block: tiny ones make the inverse scale infinite, and so the
+            // conversions out of range, where C's semantics matter.
+            scales in proptest::collection::vec(
+                proptest::sample::select(vec![1.0f32, 1e-30, 1e-38, 1e-41, 1e-45, 1e20, 1e38]),
+                2,
+            ),
+        ) {
+            let x: Vec<f32> = (x.chunks_exact(32).zip(&scales))
+                .flat_map(|(block, &s)| block.iter().map(move |v| v * s))
+                .collect();
+            same::<Q4_0>(&x, q4_0)?;
+            same::<Q4_1>(&x, q4_1)?;
+            same::<Q5_0>(&x, q5_0)?;
+            same::<Q5_1>(&x, q5_1)?;
         }
     }
 }
