@@ -4,7 +4,8 @@
 //! 16 MiB of f32 a run (dequantize's output, quantize's input: past the caches), and the ratio
 //! ggml's time / ours is taken pair by pair (above 1: ggufrw faster). Each direction prints the
 //! median ratio with its spread (the lowest and the highest pair), then the geometric mean of the
-//! medians over the types and the types below 1.
+//! medians over the types and the types below 1. Then our own speed-up on every processor
+//! (`dequantize_threads` / `quantize_into_threads`), one thread against all, in pairs too.
 //!
 //! `cargo bench --bench quant [-- TYPE…]`; `GGUFRW_BENCH_PAIRS` pairs (default 9, at least 3),
 //! `GGUFRW_BENCH_MIB` MiB of f32 a run (default 16). Needs `GGUFRW_GGML` (scripts/ggml.sh).
@@ -90,6 +91,24 @@ fn pairs(
     Some((ratios, median(&ours), median(&theirs)))
 }
 
+/// The median of `pairs` ratios one thread's time / `threads` threads' time, `one` and `many`
+/// run in turn.
+fn speedup(pairs: usize, mut one: impl FnMut(), mut many: impl FnMut()) -> f64 {
+    one();
+    many();
+    let ratios: Vec<f64> = (0..pairs)
+        .map(|_| {
+            let t = Instant::now();
+            one();
+            let a = t.elapsed().as_nanos() as f64;
+            let t = Instant::now();
+            many();
+            a / t.elapsed().as_nanos() as f64
+        })
+        .collect();
+    median(&ratios)
+}
+
 /// One direction's cells: our MB/s, ggml's, and the median ratio [lowest–highest].
 fn cells(result: &Option<(Vec<f64>, f64, f64)>, bytes: usize) -> String {
     match result {
@@ -120,13 +139,22 @@ fn main() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
+    let threads = quant::thread_count(0);
     println!(
-        "{n_pairs} pairs a type and direction, {} MiB of f32 a run, single thread",
+        "{n_pairs} pairs a type and direction, {} MiB of f32 a run, single thread; ×{threads}: ours on {threads} threads against ours on one",
         values >> 18
     );
     println!(
-        "{:<8} {:>8} {:>8} {:>20} | {:>8} {:>8} {:>20}",
-        "type", "deq MB/s", "ggml", "ggml/ours [spread]", "q MB/s", "ggml", "ggml/ours [spread]"
+        "{:<8} {:>8} {:>8} {:>20} {:>5} | {:>8} {:>8} {:>20} {:>5}",
+        "type",
+        "deq MB/s",
+        "ggml",
+        "ggml/ours [spread]",
+        format!("×{threads}"),
+        "q MB/s",
+        "ggml",
+        "ggml/ours [spread]",
+        format!("×{threads}")
     );
     let (mut deq_medians, mut q_medians) = (Vec::new(), Vec::new());
     let (mut deq_slow, mut q_slow) = (Vec::new(), Vec::new());
@@ -148,10 +176,21 @@ fn main() {
             std::fs::write(&input, &data).unwrap();
             let request = json!({"op": "bench", "what": "dequantize", "type": ty.id(),
                 "input": input, "n": n});
-            pairs(&mut ggml, &request, n_pairs, || {
+            let result = pairs(&mut ggml, &request, n_pairs, || {
                 quant::dequantize(ty, black_box(&data), ByteOrder::Little, &mut out).unwrap();
                 black_box(&out);
-            })
+            });
+            let mut other = vec![0f32; n];
+            let scale = speedup(
+                n_pairs,
+                || quant::dequantize(ty, black_box(&data), ByteOrder::Little, &mut out).unwrap(),
+                || {
+                    let order = ByteOrder::Little;
+                    quant::dequantize_threads(ty, black_box(&data), order, &mut other, threads)
+                        .unwrap()
+                },
+            );
+            result.map(|r| (r, scale))
         } else {
             None
         };
@@ -164,10 +203,20 @@ fn main() {
                 let request = json!({"op": "bench", "what": "quantize", "type": ty.id(),
                     "input": floats, "nrows": x.len() / 4096, "n_per_row": 4096,
                     "ref": matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K)});
-                pairs(&mut ggml, &request, n_pairs, || {
+                let result = pairs(&mut ggml, &request, n_pairs, || {
                     quant::quantize_into(ty, black_box(&x), 4096, &mut qout).unwrap();
                     black_box(&qout);
-                })
+                });
+                let mut other = qout.clone();
+                let scale = speedup(
+                    n_pairs,
+                    || quant::quantize_into(ty, black_box(&x), 4096, &mut qout).unwrap(),
+                    || {
+                        quant::quantize_into_threads(ty, black_box(&x), 4096, &mut other, threads)
+                            .unwrap()
+                    },
+                );
+                result.map(|r| (r, scale))
             }
             Err(_) => None,
         };
@@ -175,7 +224,7 @@ fn main() {
             (&deq, &mut deq_medians, &mut deq_slow),
             (&q, &mut q_medians, &mut q_slow),
         ] {
-            if let Some((ratios, _, _)) = result {
+            if let Some(((ratios, _, _), _)) = result {
                 let m = median(ratios);
                 medians.push(m);
                 if m < 1.0 {
@@ -183,11 +232,15 @@ fn main() {
                 }
             }
         }
+        let scale =
+            |r: &Option<(_, f64)>| r.as_ref().map_or("–".into(), |(_, s)| format!("{s:.2}"));
         println!(
-            "{:<8} {} | {}",
+            "{:<8} {} {:>5} | {} {:>5}",
             ty.name(),
-            cells(&deq, data.len()),
-            cells(&q, x.len() * 4)
+            cells(&deq.as_ref().map(|(r, _)| r.clone()), data.len()),
+            scale(&deq),
+            cells(&q.as_ref().map(|(r, _)| r.clone()), x.len() * 4),
+            scale(&q)
         );
     }
     let geomean = |v: &[f64]| (v.iter().map(|r| r.ln()).sum::<f64>() / v.len().max(1) as f64).exp();

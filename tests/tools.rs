@@ -342,3 +342,47 @@ fn merge_names_the_shard_and_key_that_do_not_fit() {
     assert!(err.contains("m-00002-of-00002.gguf"), "{err}");
     assert!(!dir.path().join("out.gguf").exists());
 }
+
+/// `convert` writes the same bytes on every thread count: the pieces are whole rows, each
+/// quantized by the single-threaded function, for tensors of several rows in both byte orders.
+#[test]
+fn convert_is_the_same_on_every_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut value = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        ((x >> 40) as f32 / (1u64 << 23) as f32 - 1.0).powi(3)
+    };
+    for order in [ByteOrder::Little, ByteOrder::Big] {
+        let mut b = Builder::new().byte_order(order);
+        for (i, rows) in [(0, 37u64), (1, 300), (2, 1)] {
+            let data: Vec<u8> = (0..rows * 512)
+                .flat_map(|_| match order {
+                    ByteOrder::Little => value().to_le_bytes(),
+                    ByteOrder::Big => value().to_be_bytes(),
+                })
+                .collect();
+            let name = format!("blk.{i}.weight");
+            b = b
+                .tensor(name, ggufrw::GgmlType::F32, &[512, rows], data)
+                .unwrap();
+        }
+        let input = dir.path().join("in.gguf");
+        b.write_file(&input).unwrap();
+        for to in [ggufrw::GgmlType::Q4_K, ggufrw::GgmlType::Q8_0] {
+            let outputs: Vec<Vec<u8>> = [1usize, 2, 3, 7]
+                .iter()
+                .map(|&threads| {
+                    let out = dir.path().join(format!("out{threads}.gguf"));
+                    ggufrw::tools::convert::convert(&input, &out, to, &[], threads, &()).unwrap();
+                    std::fs::read(&out).unwrap()
+                })
+                .collect();
+            for (k, o) in outputs.iter().enumerate().skip(1) {
+                assert!(o == &outputs[0], "{order:?} {to}: output {k} differs");
+            }
+        }
+    }
+}

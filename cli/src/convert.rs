@@ -22,6 +22,9 @@ pub struct Args {
     /// blocks of TYPE).
     #[arg(long = "tensor", value_name = "GLOB")]
     tensors: Vec<String>,
+    /// Threads to re-quantize on (0: every processor); the output is the same for every count.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    threads: usize,
 }
 
 /// ggml types by name, the valid ones listed when another is given.
@@ -41,6 +44,7 @@ pub fn run(args: Args) -> ExitCode {
         &args.output,
         args.ty,
         &args.tensors,
+        args.threads,
         &Bar::new(),
     ) {
         Ok(r) => {

@@ -21,6 +21,7 @@ mod iq;
 mod k;
 mod legacy;
 mod plain;
+mod threads;
 
 mod ggml_type;
 pub use ggml_type::{type_name, GgmlType, SizeError, RETIRED_TYPES};
@@ -29,6 +30,7 @@ use ggufrw_schema::ByteOrder;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
+pub use threads::{dequantize_threads, quantize_into_threads, thread_count};
 
 /// Dequantization of one block, as ggml's `to_float` (or `dequantize_row_*`) computes it.
 pub trait Dequantize: Block {

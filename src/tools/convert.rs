@@ -75,27 +75,37 @@ fn refusal(from: Option<GgmlType>, dims: &[u64], to: GgmlType) -> Option<String>
 }
 
 /// Rows of a tensor dequantized from one type and quantized to another as they are written,
-/// about a MiB of source at a time, in the file's byte order.
+/// about a MiB of source a thread at a time, in the file's byte order.
 struct Requantize<'a> {
     src: &'a [u8],
     from: GgmlType,
     to: GgmlType,
     byte_order: ByteOrder,
     row_elements: usize,
+    threads: usize,
 }
 
 impl Requantize<'_> {
     fn chunk(&mut self) -> std::result::Result<Vec<u8>, QuantError> {
         let row_bytes =
             self.row_elements / self.from.block_size() as usize * self.from.type_size() as usize;
-        let rows = ((1 << 20) / row_bytes.max(1)).max(1);
+        let rows = ((1 << 20) * self.threads / row_bytes.max(1)).max(1);
         let take = (rows * row_bytes.max(1)).min(self.src.len());
         let (chunk, rest) = self.src.split_at(take);
         self.src = rest;
         let n = chunk.len() / self.from.type_size() as usize * self.from.block_size() as usize;
         let mut values = vec![0f32; n];
-        crate::quant::dequantize(self.from, chunk, self.byte_order, &mut values)?;
-        let mut out = crate::quant::quantize(self.to, &values, self.row_elements)?;
+        let threads = self.threads;
+        crate::quant::dequantize_threads(self.from, chunk, self.byte_order, &mut values, threads)?;
+        let len = n / self.to.block_size() as usize * self.to.type_size() as usize;
+        let mut out = vec![0u8; len];
+        crate::quant::quantize_into_threads(
+            self.to,
+            &values,
+            self.row_elements,
+            &mut out,
+            threads,
+        )?;
         if self.byte_order == ByteOrder::Big {
             crate::quant::swap_in_place(self.to, &mut out)?;
         }
@@ -107,13 +117,17 @@ impl Requantize<'_> {
 /// of `globs`, or with no globs every 2-D tensor whose rows are whole blocks of `to`. Other
 /// tensors and the metadata are copied (but `general.file_type`, set to `to`'s file type when
 /// every quantized tensor now has type `to`). The data is laid out as ggml lays it out.
+/// Re-quantization runs on `threads` threads (0: every processor); the bytes are the same for
+/// every count.
 pub fn convert(
     input: &Path,
     output: &Path,
     to: GgmlType,
     globs: &[String],
+    threads: usize,
     progress: &dyn Progress,
 ) -> Result<ConvertReport> {
+    let threads = crate::quant::thread_count(threads);
     let file = Gguf::open(input)?;
     let handle = std::fs::File::open(input).map_err(|e| Error::from(e).in_file(input))?;
     let header = file.header();
@@ -157,6 +171,7 @@ pub fn convert(
                     to,
                     byte_order: header.byte_order,
                     row_elements: info.dimensions.first().copied().unwrap_or(1) as usize,
+                    threads,
                 };
                 let chunks = std::iter::from_fn(move || {
                     (!rows.src.is_empty()).then(|| rows.chunk().map_err(|e| fail(e.into())))
