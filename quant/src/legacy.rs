@@ -366,18 +366,28 @@ fn to_ue4m3(x: f32) -> u8 {
     ((exp << 3) | man) as u8
 }
 
-/// The FP4 value nearest `x` at scale `e` (the first of equals).
+/// The FP4 value nearest `x` at scale `e` (the first of equals), as ggml's `best_index_mxfp4`
+/// finds it by a running minimum, here without its chain of 15 dependent compares: the 16
+/// errors at once, their minimum (a tree of lanes), the first that has it. The same answer,
+/// because an error is NaN only when `x` is (`e` is finite, so `k * e - x` is a number or an
+/// infinity), and then ggml keeps index 0; otherwise the running minimum under `<` ends on the
+/// first index of the least error.
+#[inline(always)]
 fn best_fp4(x: f32, e: f32) -> u8 {
-    let mut best = 0;
-    let mut best_err = (f32::from(FP4_VALUES[0]) * e - x).abs();
-    for (i, &v) in FP4_VALUES.iter().enumerate().skip(1) {
-        let err = (f32::from(v) * e - x).abs();
-        if err < best_err {
-            best = i as u8;
-            best_err = err;
+    if x.is_nan() {
+        return 0;
+    }
+    let err: [f32; 16] = std::array::from_fn(|i| (f32::from(FP4_VALUES[i]) * e - x).abs());
+    let mut lanes = [f32::INFINITY; 4];
+    for c in 0..4 {
+        for (l, lane) in lanes.iter_mut().enumerate() {
+            *lane = lane.min(err[4 * c + l]);
         }
     }
-    best
+    let least = lanes[0].min(lanes[1]).min(lanes[2].min(lanes[3]));
+    let hits = (0..16).fold(0u32, |m, i| m | (u32::from(err[i] == least) << i));
+    // `least` is one of the errors, so a bit is set (but an all-infinite row: index 0 too).
+    (hits.trailing_zeros() % 16) as u8
 }
 
 impl Dequantize for Mxfp4 {
@@ -633,6 +643,41 @@ mod tests {
             prop_assert_eq!(fast, &slow, "{:?}", x);
         }
         Ok(())
+    }
+
+    /// `best_index_mxfp4` as ggml writes it: a running minimum.
+    fn best_fp4_running(x: f32, e: f32) -> u8 {
+        let mut best = 0;
+        let mut best_err = (f32::from(FP4_VALUES[0]) * e - x).abs();
+        for (i, &v) in FP4_VALUES.iter().enumerate().skip(1) {
+            let err = (f32::from(v) * e - x).abs();
+            if err < best_err {
+                best = i as u8;
+                best_err = err;
+            }
+        }
+        best
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(5000))]
+        #[test]
+        fn the_nearest_fp4_value_is_the_running_minimums(
+            x in element(),
+            scale in prop_oneof![
+                3 => (0u8..=255).prop_map(e8m0_half),
+                1 => (0u8..=255).prop_map(ue4m3),
+                1 => element().prop_filter("finite", |e| e.is_finite()),
+            ],
+            // Halfway points between two values, where the first of equals must win.
+            tie in proptest::option::of(0usize..15),
+        ) {
+            let x = match tie {
+                Some(i) => (f32::from(FP4_VALUES[i]) + f32::from(FP4_VALUES[i + 1])) * scale / 2.0,
+                None => x,
+            };
+            prop_assert_eq!(best_fp4(x, scale), best_fp4_running(x, scale), "{} at {}", x, scale);
+        }
     }
 
     /// Trit `n` of a byte, in byte arithmetic as ggml writes it.
