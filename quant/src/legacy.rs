@@ -324,18 +324,39 @@ fn e8m0_half(e: u8) -> f32 {
 
 /// UE4M3 (4-bit exponent, 3-bit mantissa, no sign) to f32, halved (`ggml_ue4m3_to_fp32`).
 fn ue4m3(x: u8) -> f32 {
+    UE4M3_HALF[usize::from(x)]
+}
+
+/// 2^k as f32, for the normal exponents `k` UE4M3 needs (exactly: a power of two's bits).
+const fn pow2(k: i32) -> f32 {
+    f32::from_bits(((k + 127) as u32) << 23)
+}
+
+/// [`ue4m3`] computed (every product exact: a small fraction times a power of two).
+const fn ue4m3_computed(x: u8) -> f32 {
     if x == 0 || x == 0x7f {
         return 0.0;
     }
-    let exp = i32::from((x >> 3) & 0xf);
-    let man = f32::from(x & 7);
+    let exp = ((x >> 3) & 0xf) as i32;
+    let man = (x & 7) as f32;
     let raw = if exp == 0 {
-        man * 2f32.powi(-9)
+        man * pow2(-9)
     } else {
-        (1.0 + man / 8.0) * 2f32.powi(exp - 7)
+        (1.0 + man / 8.0) * pow2(exp - 7)
     };
     raw * 0.5
 }
+
+/// Every byte's [`ue4m3`], so that a scale costs a load, not two `powi` calls.
+const UE4M3_HALF: [f32; 256] = {
+    let mut table = [0f32; 256];
+    let mut x = 0;
+    while x < 256 {
+        table[x] = ue4m3_computed(x as u8);
+        x += 1;
+    }
+    table
+};
 
 /// f32 to UE4M3 (`ggml_fp32_to_ue4m3`).
 fn to_ue4m3(x: f32) -> u8 {
@@ -643,6 +664,28 @@ mod tests {
             prop_assert_eq!(fast, &slow, "{:?}", x);
         }
         Ok(())
+    }
+
+    /// UE4M3 as first written, with `powi`.
+    fn ue4m3_powi(x: u8) -> f32 {
+        if x == 0 || x == 0x7f {
+            return 0.0;
+        }
+        let exp = i32::from((x >> 3) & 0xf);
+        let man = f32::from(x & 7);
+        let raw = if exp == 0 {
+            man * 2f32.powi(-9)
+        } else {
+            (1.0 + man / 8.0) * 2f32.powi(exp - 7)
+        };
+        raw * 0.5
+    }
+
+    #[test]
+    fn the_ue4m3_table_is_the_conversion() {
+        for x in 0..=255u8 {
+            assert_eq!(ue4m3(x).to_bits(), ue4m3_powi(x).to_bits(), "{x:#x}");
+        }
     }
 
     /// `best_index_mxfp4` as ggml writes it: a running minimum.
