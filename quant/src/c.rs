@@ -46,6 +46,24 @@ pub fn to_i32_each<const N: usize>(f: &[f32; N]) -> [i32; N] {
     out
 }
 
+/// `(int)roundf(f)` of every float of `f` (round half away from zero, then [`to_i32`]'s
+/// conversion), four at a time: `roundf` is a library call on x86-64's baseline (no SSE4.1),
+/// so the rounding is made from the truncation: `t = (int)f`, and one more step away from zero
+/// when `f - t` is at least a half. Exact: for |f| < 2^31 the truncation is representable and
+/// `f - t` is computed without rounding; out of range, NaN (and -2^31 itself) give `INT_MIN`
+/// both ways.
+#[inline(always)]
+pub fn round_to_i32_each<const N: usize>(f: &[f32; N]) -> [i32; N] {
+    let t = to_i32_each(f);
+    let mut out = [0i32; N];
+    for ((o, &t), &f) in out.iter_mut().zip(&t).zip(f) {
+        let frac = f - t as f32;
+        let step = i32::from(frac >= 0.5) - i32::from(frac <= -0.5);
+        *o = if t == i32::MIN { t } else { t + step };
+    }
+    out
+}
+
 /// `lroundf(f)`: round half away from zero to a `long`, and `LONG_MIN` for NaN and
 /// out-of-range values.
 #[inline]
@@ -191,6 +209,38 @@ mod tests {
             let ours = to_i32_each(&all);
             for (o, x) in ours.iter().zip(all) {
                 prop_assert_eq!(*o, to_i32(x), "{:?} ({:#x})", x, x.to_bits());
+            }
+        });
+    }
+
+    /// The rounding made from the truncation is `roundf`'s, converted, on every kind of float,
+    /// halves of both signs included.
+    #[test]
+    fn rounding_from_the_truncation_is_roundf() {
+        use proptest::prelude::*;
+        let float = prop_oneof![
+            any::<u32>().prop_map(f32::from_bits),
+            (-3e9f32..3e9),
+            (-20i32..20).prop_map(|k| k as f32 + 0.5),
+            (-20i32..20).prop_map(|k| k as f32 + 0.49999997),
+            proptest::sample::select(vec![
+                f32::NAN,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                2_147_483_648.0,
+                -2_147_483_648.0,
+                2_147_483_520.0,
+                8_388_607.5,
+                -8_388_607.5,
+                0.5,
+                -0.5,
+                -0.0,
+            ]),
+        ];
+        proptest!(|(f in proptest::array::uniform6(float))| {
+            let all: [f32; 6] = f;
+            for (o, x) in round_to_i32_each(&all).iter().zip(all) {
+                prop_assert_eq!(*o, to_i32(x.round()), "{:?} ({:#x})", x, x.to_bits());
             }
         });
     }

@@ -3,7 +3,9 @@
 //! ggml's `dequantize_row_*` and `quantize_row_*_ref` compute it (`ggml_quantize_chunk` takes
 //! the reference quantizer for all of them when it has no importance matrix).
 
-use super::c::{fp16_to_fp32, fp32_to_fp16, lround, to_i32, to_i32_each, to_i8, to_u8};
+use super::c::{
+    fp16_to_fp32, fp32_to_fp16, lround, round_to_i32_each, to_i32, to_i32_each, to_i8, to_u8,
+};
 use super::{Dequantize, Quantize};
 use ggufrw_schema::blocks::bits::{Crumbs, Nibbles};
 use ggufrw_schema::blocks::scalar::{Half, U32};
@@ -304,8 +306,12 @@ impl Quantize for Q2_0 {
             let id = if d > 0.0 { 1.0 / d } else { 0.0 };
             y.d = to_half(d);
             y.qs = [0; 16];
-            for (j, &v) in x.iter().enumerate() {
-                let q = to_i32((v * id).round()).wrapping_add(1).clamp(0, 3);
+            let mut v = [0f32; 64];
+            for (v, &x) in v.iter_mut().zip(x) {
+                *v = x * id;
+            }
+            for (j, q) in round_to_i32_each(&v).into_iter().enumerate() {
+                let q = q.wrapping_add(1).clamp(0, 3);
                 y.qs[j / 4] |= (q as u8) << ((j % 4) * 2);
             }
         }
@@ -639,6 +645,23 @@ mod tests {
         y.qh = U32::new(qh);
     }
 
+    fn q2_0(x: &[f32], y: &mut Q2_0) {
+        let mut amax = 0f32;
+        for &v in x {
+            if v.abs() > amax {
+                amax = v.abs();
+            }
+        }
+        let d = amax;
+        let id = if d > 0.0 { 1.0 / d } else { 0.0 };
+        y.d = to_half(d);
+        y.qs = [0; 16];
+        for (j, &v) in x.iter().enumerate() {
+            let q = to_i32((v * id).round()).wrapping_add(1).clamp(0, 3);
+            y.qs[j / 4] |= (q as u8) << ((j % 4) * 2);
+        }
+    }
+
     /// Elements of every kind: ordinary weights, huge and tiny magnitudes, subnormals, zeros of
     /// both signs, infinities and NaNs, any bits.
     fn element() -> impl Strategy<Value = f32> {
@@ -656,9 +679,9 @@ mod tests {
         x: &[f32],
         reference: fn(&[f32], &mut B),
     ) -> Result<(), TestCaseError> {
-        let mut fast = vec![B::zeroed(); x.len() / 32];
+        let mut fast = vec![B::zeroed(); x.len() / B::ELEMENTS];
         B::quantize_row(x, &mut fast);
-        for (x, fast) in x.chunks_exact(32).zip(&fast) {
+        for (x, fast) in x.chunks_exact(B::ELEMENTS).zip(&fast) {
             let mut slow = B::zeroed();
             reference(x, &mut slow);
             prop_assert_eq!(fast, &slow, "{:?}", x);
@@ -777,6 +800,7 @@ mod tests {
             same::<Q4_1>(&x, q4_1)?;
             same::<Q5_0>(&x, q5_0)?;
             same::<Q5_1>(&x, q5_1)?;
+            same::<Q2_0>(&x, q2_0)?;
         }
     }
 }
