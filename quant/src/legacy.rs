@@ -3,9 +3,7 @@
 //! ggml's `dequantize_row_*` and `quantize_row_*_ref` compute it (`ggml_quantize_chunk` takes
 //! the reference quantizer for all of them when it has no importance matrix).
 
-use super::c::{
-    fp16_to_fp32, fp32_to_fp16, lround, round_to_i32_each, to_i32, to_i32_each, to_i8, to_u8,
-};
+use super::c::{fp16_to_fp32, fp32_to_fp16, lround, round_to_i32_each, to_i32, to_i32_each, to_u8};
 use super::{Dequantize, Quantize};
 use ggufrw_schema::blocks::bits::{Crumbs, Nibbles};
 use ggufrw_schema::blocks::scalar::{Half, U32};
@@ -72,6 +70,16 @@ fn quants(x: &[f32], f: impl Fn(f32) -> f32) -> [i32; 32] {
         *v = f(x);
     }
     to_i32_each(&v)
+}
+
+/// The 32 elements of a block times `id`.
+#[inline(always)]
+fn scaled(x: &[f32], id: f32) -> [f32; 32] {
+    let mut v = [0f32; 32];
+    for (v, &x) in v.iter_mut().zip(x) {
+        *v = x * id;
+    }
+    v
 }
 
 /// `MIN(limit, (int8_t)q)` stored in a `uint8_t`, of an `int` conversion already made.
@@ -218,8 +226,9 @@ impl Quantize for Q8_0 {
             let d = abs_max(x) / 127.0;
             let id = inverse(d);
             y.d = to_half(d);
-            for (q, &v) in y.qs.iter_mut().zip(x) {
-                *q = to_i8((v * id).round());
+            let q = round_to_i32_each(&scaled(x, id));
+            for (y, q) in y.qs.iter_mut().zip(q) {
+                *y = q as i8;
             }
         }
     }
@@ -243,9 +252,10 @@ impl Quantize for Q8_1 {
             let id = inverse(d);
             y.d = to_half(d);
             let mut sum = 0i32;
+            let q = round_to_i32_each(&scaled(x, id));
             for j in 0..16 {
-                y.qs[j] = to_i8((x[j] * id).round());
-                y.qs[j + 16] = to_i8((x[j + 16] * id).round());
+                y.qs[j] = q[j] as i8;
+                y.qs[j + 16] = q[j + 16] as i8;
                 sum += i32::from(y.qs[j]) + i32::from(y.qs[j + 16]);
             }
             y.s = to_half(sum as f32 * d);
@@ -645,6 +655,28 @@ mod tests {
         y.qh = U32::new(qh);
     }
 
+    fn q8_0(x: &[f32], y: &mut Q8_0) {
+        let d = abs_max(x) / 127.0;
+        let id = inverse(d);
+        y.d = to_half(d);
+        for (q, &v) in y.qs.iter_mut().zip(x) {
+            *q = to_i8((v * id).round());
+        }
+    }
+
+    fn q8_1(x: &[f32], y: &mut Q8_1) {
+        let d = abs_max(x) / 127.0;
+        let id = inverse(d);
+        y.d = to_half(d);
+        let mut sum = 0i32;
+        for j in 0..16 {
+            y.qs[j] = to_i8((x[j] * id).round());
+            y.qs[j + 16] = to_i8((x[j + 16] * id).round());
+            sum += i32::from(y.qs[j]) + i32::from(y.qs[j + 16]);
+        }
+        y.s = to_half(sum as f32 * d);
+    }
+
     fn q2_0(x: &[f32], y: &mut Q2_0) {
         let mut amax = 0f32;
         for &v in x {
@@ -801,6 +833,8 @@ mod tests {
             same::<Q5_0>(&x, q5_0)?;
             same::<Q5_1>(&x, q5_1)?;
             same::<Q2_0>(&x, q2_0)?;
+            same::<Q8_0>(&x, q8_0)?;
+            same::<Q8_1>(&x, q8_1)?;
         }
     }
 }
