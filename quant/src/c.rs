@@ -65,7 +65,8 @@ pub fn round_to_i32_each<const N: usize>(f: &[f32; N]) -> [i32; N] {
 }
 
 /// `lroundf(f)`: round half away from zero to a `long`, and `LONG_MIN` for NaN and
-/// out-of-range values.
+/// out-of-range values (the ternary types' element-by-element form, which their tests keep).
+#[cfg(test)]
 #[inline]
 pub fn lround(f: f32) -> i64 {
     let r = f.round();

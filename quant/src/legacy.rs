@@ -3,7 +3,7 @@
 //! ggml's `dequantize_row_*` and `quantize_row_*_ref` compute it (`ggml_quantize_chunk` takes
 //! the reference quantizer for all of them when it has no importance matrix).
 
-use super::c::{fp16_to_fp32, fp32_to_fp16, lround, round_to_i32_each, to_i32, to_i32_each, to_u8};
+use super::c::{fp16_to_fp32, fp32_to_fp16, round_to_i32_each, to_i32, to_i32_each, to_u8};
 use super::{Dequantize, Quantize};
 use ggufrw_schema::blocks::bits::{Crumbs, Nibbles};
 use ggufrw_schema::blocks::scalar::{Half, U32};
@@ -515,9 +515,25 @@ impl Dequantize for Tq1_0 {
     }
 }
 
-/// -1, 0, 1 → 0, 1, 2.
+/// -1, 0, 1 → 0, 1, 2, element by element as ggml writes it (the quantizers use
+/// [`ternaries`]; their tests hold it to this).
+#[cfg(test)]
 fn ternary(v: f32, id: f32) -> u8 {
+    use super::c::lround;
     (lround(v * id) as i32).wrapping_add(1) as u8
+}
+
+/// [`ternary`] of each of a block's 256 elements, rounded four at a time. The same bytes: in
+/// `int`'s range the rounding is `lround`'s; outside it (a NaN elsewhere in the block can leave
+/// the scale below an element, so quotients past 2^31 happen) `lround` gives a multiple of 256
+/// (floats that large are) or `LONG_MIN`, whose low byte plus one is 1, as `INT_MIN`'s is.
+#[inline(always)]
+fn ternaries(x: &[f32], id: f32) -> [u8; 256] {
+    let mut v = [0f32; 256];
+    for (v, &x) in v.iter_mut().zip(x) {
+        *v = x * id;
+    }
+    round_to_i32_each(&v).map(|r| r.wrapping_add(1) as u8)
 }
 
 /// Trits, most significant first, as the fraction of 256 the byte stores (ceiling division).
@@ -532,17 +548,18 @@ impl Quantize for Tq1_0 {
             let d = abs_max(x);
             let id = inverse(d);
             y.d = to_half(d);
+            let t = ternaries(x, id);
             for m in 0..32 {
-                y.qs[m] = pack_trits((0..5).map(|n| ternary(x[m + 32 * n], id)));
+                y.qs[m] = pack_trits((0..5).map(|n| t[m + 32 * n]));
             }
-            let x = &x[160..];
+            let t = &t[160..];
             for m in 0..16 {
-                y.qs[32 + m] = pack_trits((0..5).map(|n| ternary(x[m + 16 * n], id)));
+                y.qs[32 + m] = pack_trits((0..5).map(|n| t[m + 16 * n]));
             }
-            let x = &x[80..];
+            let t = &t[80..];
             for j in 0..4 {
                 // Four trits, shifted to the most significant place of five.
-                let trits = (0..4).map(|m| ternary(x[j + 4 * m], id)).chain([0]);
+                let trits = (0..4).map(|m| t[j + 4 * m]).chain([0]);
                 y.qh[j] = pack_trits(trits);
             }
         }
@@ -569,11 +586,12 @@ impl Quantize for Tq2_0 {
             let d = abs_max(x);
             let id = inverse(d);
             y.d = to_half(d);
+            let t = ternaries(x, id);
             for c in 0..2 {
                 for m in 0..32 {
                     let mut q = 0u8;
                     for n in 0..4 {
-                        let xi = ternary(x[128 * c + m + 32 * n], id);
+                        let xi = t[128 * c + m + 32 * n];
                         q = q.wrapping_add((xi & 3) << (2 * n));
                     }
                     y.qs[32 * c + m] = q;
@@ -675,6 +693,77 @@ mod tests {
             sum += i32::from(y.qs[j]) + i32::from(y.qs[j + 16]);
         }
         y.s = to_half(sum as f32 * d);
+    }
+
+    fn tq1_0(x: &[f32], y: &mut Tq1_0) {
+        let d = abs_max(x);
+        let id = inverse(d);
+        y.d = to_half(d);
+        for m in 0..32 {
+            y.qs[m] = pack_trits((0..5).map(|n| ternary(x[m + 32 * n], id)));
+        }
+        let x = &x[160..];
+        for m in 0..16 {
+            y.qs[32 + m] = pack_trits((0..5).map(|n| ternary(x[m + 16 * n], id)));
+        }
+        let x = &x[80..];
+        for j in 0..4 {
+            let trits = (0..4).map(|m| ternary(x[j + 4 * m], id)).chain([0]);
+            y.qh[j] = pack_trits(trits);
+        }
+    }
+
+    fn tq2_0(x: &[f32], y: &mut Tq2_0) {
+        let d = abs_max(x);
+        let id = inverse(d);
+        y.d = to_half(d);
+        for c in 0..2 {
+            for m in 0..32 {
+                let mut q = 0u8;
+                for n in 0..4 {
+                    let xi = ternary(x[128 * c + m + 32 * n], id);
+                    q = q.wrapping_add((xi & 3) << (2 * n));
+                }
+                y.qs[32 * c + m] = q;
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// Whole TQ blocks: ordinary values, and blocks where a NaN leaves the scale below an
+        /// element (ggml's `MAX` macro) so that quotients pass 2^31.
+        #[test]
+        fn ternary_quantizers_in_lanes_are_the_element_wise_ones(
+            x in proptest::collection::vec(element(), 256),
+            nan_at in proptest::option::of(0usize..256),
+            huge_at in proptest::option::of(0usize..256),
+        ) {
+            let mut x = x;
+            if let Some(i) = huge_at {
+                x[i] = 3e15;
+            }
+            if let Some(i) = nan_at {
+                x[i] = f32::NAN;
+            }
+            same::<Tq1_0>(&x, tq1_0)?;
+            same::<Tq2_0>(&x, tq2_0)?;
+        }
+    }
+
+    /// The case the rounding's range matters in, made on purpose: a NaN after a huge element
+    /// leaves the scale at the last element's magnitude (ggml's `MAX` keeps the NaN, then drops
+    /// it), so the huge one's quotient is 6e9 and `lround` and `INT_MIN` must agree on it.
+    #[test]
+    fn ternary_quantizers_agree_past_ints_range() {
+        let mut x = vec![0.5f32; 256];
+        (x[0], x[1], x[2]) = (3e9, -3e9, f32::NAN);
+        assert_eq!(abs_max(&x), 0.5);
+        let t = ternaries(&x, inverse(abs_max(&x)));
+        assert_eq!(t[0], ternary(x[0], 2.0));
+        assert_eq!(t[1], ternary(x[1], 2.0));
+        same::<Tq1_0>(&x, tq1_0).unwrap();
+        same::<Tq2_0>(&x, tq2_0).unwrap();
     }
 
     fn q2_0(x: &[f32], y: &mut Q2_0) {
