@@ -23,7 +23,7 @@ use search::{make_q3_quants, make_qkx2_quants, make_qx_quants, Qkx2, GROUP_MAX_E
 /// baseline SSE2, LLVM vectorises a byte-to-float loop 4 bytes at a time, two unpacks per 4
 /// floats; GCC, compiling ggml's loops, widens 16 bytes with 6 unpacks in all, and so does this.
 /// Only register operations (no memory access): the `unsafe` is needed by Rust before 1.87 only.
-mod widen {
+pub(crate) mod widen {
     #[cfg(target_arch = "x86_64")]
     use std::arch::x86_64::{
         __m128i, _mm_cmpgt_epi16, _mm_cmpgt_epi8, _mm_cvtepi32_ps, _mm_setzero_si128,
@@ -34,7 +34,7 @@ mod widen {
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     #[allow(unused_unsafe)]
-    pub(super) fn unsigned(q: [u8; 16]) -> [f32; 16] {
+    pub(crate) fn unsigned(q: [u8; 16]) -> [f32; 16] {
         let v: __m128i = bytemuck::cast(q);
         // SAFETY: SSE2 is part of x86-64; these only compute on registers.
         unsafe {
@@ -53,7 +53,7 @@ mod widen {
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     #[allow(unused_unsafe)]
-    pub(super) fn signed(q: [i8; 16]) -> [f32; 16] {
+    pub(crate) fn signed(q: [i8; 16]) -> [f32; 16] {
         let v: __m128i = bytemuck::cast(q);
         // SAFETY: SSE2 is part of x86-64; these only compute on registers.
         unsafe {
@@ -73,14 +73,14 @@ mod widen {
     /// Bytes `0..=255` as floats.
     #[cfg(not(target_arch = "x86_64"))]
     #[inline(always)]
-    pub(super) fn unsigned(q: [u8; 16]) -> [f32; 16] {
+    pub(crate) fn unsigned(q: [u8; 16]) -> [f32; 16] {
         q.map(f32::from)
     }
 
     /// Signed bytes as floats.
     #[cfg(not(target_arch = "x86_64"))]
     #[inline(always)]
-    pub(super) fn signed(q: [i8; 16]) -> [f32; 16] {
+    pub(crate) fn signed(q: [i8; 16]) -> [f32; 16] {
         q.map(f32::from)
     }
 }
