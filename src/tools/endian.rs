@@ -139,21 +139,53 @@ pub fn convert_endian(
         header
             .write_to(&mut out, data_len > 0)
             .map_err(|e| Error::from(e).in_file(output))?;
-        let mut buf = vec![0u8; BUFFER];
-        for stretch in &stretches {
-            for piece in pieces(stretch) {
-                let buf = &mut buf[..(piece.end - piece.start) as usize];
-                read_exact_at(&source, buf, data_offset + piece.start).map_err(read)?;
-                if let Some(ty) = stretch.blocks_of {
-                    crate::quant::swap_plan(ty).apply(buf);
-                }
-                out.write_all(buf).map_err(written)?;
-                progress.advance(buf.len() as u64);
-            }
+        // Reading and swapping on one thread, writing on this one, two buffers in flight: the
+        // disk is busy the whole time instead of waiting for each read and swap.
+        let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Vec<u8>>>(2);
+        let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        for _ in 0..3 {
+            let _ = empty_tx.send(vec![0u8; BUFFER]);
         }
-        out.flush().map_err(written)?;
-        progress.finish();
-        Ok(())
+        std::thread::scope(|scope| {
+            // Owned here, so that an early return drops it and a reader waiting for a buffer
+            // stops waiting (else the scope would wait for it forever).
+            let empty_tx = empty_tx;
+            let source = &source;
+            let stretches = &stretches;
+            scope.spawn(move || {
+                for stretch in stretches {
+                    for piece in pieces(stretch) {
+                        // The writer stopped (it failed, or is done): nothing more to read.
+                        let Ok(mut buf) = empty_rx.recv() else {
+                            return;
+                        };
+                        buf.resize((piece.end - piece.start) as usize, 0);
+                        let filled = read_exact_at(source, &mut buf, data_offset + piece.start)
+                            .map_err(read)
+                            .map(|()| {
+                                if let Some(ty) = stretch.blocks_of {
+                                    crate::quant::swap_plan(ty).apply(&mut buf);
+                                }
+                                buf
+                            });
+                        let failed = filled.is_err();
+                        if full_tx.send(filled).is_err() || failed {
+                            return;
+                        }
+                    }
+                }
+            });
+            for buf in full_rx {
+                let buf = buf?;
+                out.write_all(&buf).map_err(written)?;
+                progress.advance(buf.len() as u64);
+                // The reader may have finished: a buffer it no longer needs is dropped.
+                let _ = empty_tx.send(buf);
+            }
+            out.flush().map_err(written)?;
+            progress.finish();
+            Ok(())
+        })
     })
 }
 
