@@ -40,6 +40,17 @@ fn abs_max(x: &[f32]) -> f32 {
         .fold(0f32, |amax, &v| if amax > v.abs() { amax } else { v.abs() })
 }
 
+/// The largest |x| of a block by `if (fabsf(v) > amax)` from 0 (a NaN never wins).
+fn largest_abs(x: &[f32]) -> f32 {
+    let mut amax = 0f32;
+    for &v in x {
+        if v.abs() > amax {
+            amax = v.abs();
+        }
+    }
+    amax
+}
+
 fn min_max(x: &[f32]) -> (f32, f32) {
     let (mut min, mut max) = (f32::MAX, -f32::MAX);
     for &v in x {
@@ -61,25 +72,21 @@ fn inverse(d: f32) -> f32 {
     }
 }
 
-/// `(int)f(x[j])` for the 32 elements of a block: the floats first, then converted four at a
-/// time (`to_i32_each`), which is what lets the loop vectorise.
+/// `f` of each of the `N` elements of a block, into an array: the form the conversions four
+/// at a time take, which is what lets these loops vectorise.
 #[inline(always)]
-fn quants(x: &[f32], f: impl Fn(f32) -> f32) -> [i32; 32] {
-    let mut v = [0f32; 32];
+fn mapped<const N: usize>(x: &[f32], f: impl Fn(f32) -> f32) -> [f32; N] {
+    let mut v = [0f32; N];
     for (v, &x) in v.iter_mut().zip(x) {
         *v = f(x);
     }
-    to_i32_each(&v)
+    v
 }
 
-/// The 32 elements of a block times `id`.
+/// `(int)f(x[j])` for the 32 elements of a block.
 #[inline(always)]
-fn scaled(x: &[f32], id: f32) -> [f32; 32] {
-    let mut v = [0f32; 32];
-    for (v, &x) in v.iter_mut().zip(x) {
-        *v = x * id;
-    }
-    v
+fn quants(x: &[f32], f: impl Fn(f32) -> f32) -> [i32; 32] {
+    to_i32_each(&mapped(x, f))
 }
 
 /// `MIN(limit, (int8_t)q)` stored in a `uint8_t`, of an `int` conversion already made.
@@ -230,7 +237,7 @@ impl Quantize for Q8_0 {
             let d = abs_max(x) / 127.0;
             let id = inverse(d);
             y.d = to_half(d);
-            let q = round_to_i32_each(&scaled(x, id));
+            let q = round_to_i32_each(&mapped::<32>(x, |v| v * id));
             for (y, q) in y.qs.iter_mut().zip(q) {
                 *y = q as i8;
             }
@@ -256,7 +263,7 @@ impl Quantize for Q8_1 {
             let id = inverse(d);
             y.d = to_half(d);
             let mut sum = 0i32;
-            let q = round_to_i32_each(&scaled(x, id));
+            let q = round_to_i32_each(&mapped::<32>(x, |v| v * id));
             for j in 0..16 {
                 y.qs[j] = q[j] as i8;
                 y.qs[j + 16] = q[j + 16] as i8;
@@ -310,21 +317,12 @@ impl Dequantize for Q2_0 {
 impl Quantize for Q2_0 {
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(64).zip(out) {
-            let mut amax = 0f32;
-            for &v in x {
-                if v.abs() > amax {
-                    amax = v.abs();
-                }
-            }
-            let d = amax;
+            let d = largest_abs(x);
             let id = if d > 0.0 { 1.0 / d } else { 0.0 };
             y.d = to_half(d);
             y.qs = [0; 16];
-            let mut v = [0f32; 64];
-            for (v, &x) in v.iter_mut().zip(x) {
-                *v = x * id;
-            }
-            for (j, q) in round_to_i32_each(&v).into_iter().enumerate() {
+            let q = round_to_i32_each(&mapped::<64>(x, |v| v * id));
+            for (j, q) in q.into_iter().enumerate() {
                 let q = q.wrapping_add(1).clamp(0, 3);
                 y.qs[j / 4] |= (q as u8) << ((j % 4) * 2);
             }
@@ -533,11 +531,7 @@ fn ternary(v: f32, id: f32) -> u8 {
 /// (floats that large are) or `LONG_MIN`, whose low byte plus one is 1, as `INT_MIN`'s is.
 #[inline(always)]
 fn ternaries(x: &[f32], id: f32) -> [u8; 256] {
-    let mut v = [0f32; 256];
-    for (v, &x) in v.iter_mut().zip(x) {
-        *v = x * id;
-    }
-    round_to_i32_each(&v).map(|r| r.wrapping_add(1) as u8)
+    round_to_i32_each(&mapped::<256>(x, |v| v * id)).map(|r| r.wrapping_add(1) as u8)
 }
 
 /// Trits, most significant first, as the fraction of 256 the byte stores (ceiling division).
@@ -771,13 +765,7 @@ mod tests {
     }
 
     fn q2_0(x: &[f32], y: &mut Q2_0) {
-        let mut amax = 0f32;
-        for &v in x {
-            if v.abs() > amax {
-                amax = v.abs();
-            }
-        }
-        let d = amax;
+        let d = largest_abs(x);
         let id = if d > 0.0 { 1.0 / d } else { 0.0 };
         y.d = to_half(d);
         y.qs = [0; 16];

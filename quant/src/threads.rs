@@ -51,6 +51,26 @@ fn bounds(len: usize, n: usize) -> Vec<(usize, usize)> {
     (0..n).map(|k| (len * k / n, len * (k + 1) / n)).collect()
 }
 
+/// `input` and `output` cut at the same unit bounds, `per_in` and `per_out` items a unit.
+fn cut<'i, 'o, I, O>(
+    input: &'i [I],
+    output: &'o mut [O],
+    spans: &[(usize, usize)],
+    (per_in, per_out): (usize, usize),
+) -> (Vec<&'i [I]>, Vec<&'o mut [O]>) {
+    let inputs = (spans.iter())
+        .map(|&(a, b)| &input[a * per_in..b * per_in])
+        .collect();
+    let mut outputs = Vec::with_capacity(spans.len());
+    let mut rest = output;
+    for &(a, b) in spans {
+        let (piece, tail) = rest.split_at_mut((b - a) * per_out);
+        outputs.push(piece);
+        rest = tail;
+    }
+    (inputs, outputs)
+}
+
 /// [`dequantize`] on up to `threads` threads (0: all); the same result for every count.
 pub fn dequantize_threads(
     ty: GgmlType,
@@ -78,18 +98,7 @@ fn dequantize_split(
         // One piece, or a length the single-threaded function refuses with its own error.
         return dequantize(ty, bytes, byte_order, out);
     }
-    let spans = bounds(blocks, n);
-    let inputs = spans
-        .iter()
-        .map(|&(a, b)| &bytes[a * size..b * size])
-        .collect();
-    let mut outputs = Vec::with_capacity(n);
-    let mut rest = out;
-    for &(a, b) in &spans {
-        let (piece, tail) = rest.split_at_mut((b - a) * block);
-        outputs.push(piece);
-        rest = tail;
-    }
+    let (inputs, outputs) = cut(bytes, out, &bounds(blocks, n), (size, block));
     run_pieces(inputs, outputs, |i, o| dequantize(ty, i, byte_order, o))
 }
 
@@ -124,17 +133,7 @@ fn quantize_split(
         return quantize_into(ty, x, n_per_row, out);
     }
     let row_bytes = n_per_row / block * size;
-    let spans = bounds(rows, n);
-    let inputs = (spans.iter())
-        .map(|&(a, b)| &x[a * n_per_row..b * n_per_row])
-        .collect();
-    let mut outputs = Vec::with_capacity(n);
-    let mut rest = out;
-    for &(a, b) in &spans {
-        let (piece, tail) = rest.split_at_mut((b - a) * row_bytes);
-        outputs.push(piece);
-        rest = tail;
-    }
+    let (inputs, outputs) = cut(x, out, &bounds(rows, n), (n_per_row, row_bytes));
     run_pieces(inputs, outputs, |i, o| quantize_into(ty, i, n_per_row, o))
 }
 

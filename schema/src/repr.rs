@@ -224,15 +224,14 @@ fn walk_strs<R: Read + Seek>(
     mut each: impl FnMut(&[u8]),
 ) -> BinResult<()> {
     let width = ctx.width().bytes() as usize;
-    // `buf[..filled]` holds the input from `pos`; strings before `at` are walked, those from
-    // `first` on not yet handed out.
+    // `buf[..filled]` holds the input from `pos`; strings before `at` are walked and handed
+    // out.
     let mut pos = reader.stream_position()?;
     let mut least_end = pos
         .saturating_add(count.saturating_mul(width as u64))
         .min(ctx.end);
     let mut buf = vec![0u8; (least_end - pos).min(CHUNK as u64) as usize];
     let (mut filled, mut at) = (0usize, 0usize);
-    let mut found: Vec<(usize, usize)> = Vec::new();
 
     // Makes `buf[..n]` hold input, reading at most up to `least_end`; false if the input ends.
     let fill = |reader: &mut R,
@@ -288,18 +287,14 @@ fn walk_strs<R: Read + Seek>(
         let end = start + len as usize;
         // Inside the input (checked above) and the array, so the read succeeds.
         fill(reader, &mut buf, &mut filled, pos, least_end, end)?;
-        found.push((start, len as usize));
+        each(&buf[start..end]);
         at = end;
-        if at >= CHUNK || i + 1 == count {
-            for &(start, len) in &found {
-                each(&buf[start..start + len]);
-            }
+        if at >= CHUNK {
             // Keep what was read past the run (at most up to the array's least end).
             buf.copy_within(at..filled, 0);
             filled -= at;
             pos += at as u64;
             at = 0;
-            found.clear();
         }
     }
     Ok(())
