@@ -9,7 +9,7 @@
 #   (no option)  print the adapter binary's absolute path
 #   --tools      also configure a second build dir with
 #                -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_EXAMPLES=ON and build
-#                llama-gguf-split and llama-gguf-hash (they need libllama and
+#                llama-gguf-split, llama-gguf-hash and llama-quantize (they need libllama and
 #                llama-common: minutes, not seconds); print the directory that
 #                holds them instead
 #
@@ -55,7 +55,7 @@ CMAKE_FLAGS=(
     -DLLAMA_OPENSSL=OFF
 )
 TOOLS_FLAGS=(-DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_EXAMPLES=ON)
-TOOLS_TARGETS=(llama-gguf-split llama-gguf-hash)
+TOOLS_TARGETS=(llama-gguf-split llama-gguf-hash llama-quantize)
 
 die() { echo "ggml.sh: $*" >&2; exit 1; }
 note() { echo "ggml.sh: $*" >&2; }
@@ -99,7 +99,9 @@ command -v sha256sum >/dev/null 2>&1 || die "sha256sum not found (coreutils)"
 
 # stamps: each step writes one after it succeeded, holding what it was made from
 flags_id="$(printf '%s\n' "$SDIST_SHA256" "${CMAKE_FLAGS[@]}" | sha256sum | cut -c1-16)"
-tools_id="$(printf '%s\n' "$flags_id" "${TOOLS_FLAGS[@]}" "${TOOLS_TARGETS[@]}" | sha256sum | cut -c1-16)"
+# the configured tree depends on the flags only: adding a target builds it in the same tree
+tools_configure_id="$(printf '%s\n' "$flags_id" "${TOOLS_FLAGS[@]}" | sha256sum | cut -c1-16)"
+tools_id="$(printf '%s\n' "$tools_configure_id" "${TOOLS_TARGETS[@]}" | sha256sum | cut -c1-16)"
 # the adapter binary is named by the hash of its source (and of the library
 # build), so an edited ggml_peer.cpp - or another work tree's version of it -
 # always gets its own, freshly compiled binary
@@ -236,13 +238,13 @@ build_adapter() {
 }
 
 build_tools() {
-    if [ ! -f "$build_tools/build.ninja" ] || ! stamp_is "$dir/.stamp-tools-configure" "$tools_id"; then
+    if [ ! -f "$build_tools/build.ninja" ] || ! stamp_is "$dir/.stamp-tools-configure" "$tools_configure_id"; then
         rm -rf -- "$build_tools" "$dir/.stamp-tools-configure"
         note "configuring vendor/llama.cpp with tools in $build_tools"
         cmake_env "$venv/bin/cmake" -S "$src" -B "$build_tools" "${CMAKE_FLAGS[@]}" "${TOOLS_FLAGS[@]}" \
             -DCMAKE_MAKE_PROGRAM="$venv/bin/ninja" >"$dir/configure-tools.log" 2>&1 \
             || { tail -n 30 "$dir/configure-tools.log" >&2; die "cmake configure with tools failed (log: $dir/configure-tools.log)"; }
-        echo "$tools_id" >"$dir/.stamp-tools-configure"
+        echo "$tools_configure_id" >"$dir/.stamp-tools-configure"
     fi
     note "building ${TOOLS_TARGETS[*]} (links libllama and llama-common: takes minutes)"
     cmake_env "$venv/bin/cmake" --build "$build_tools" --target "${TOOLS_TARGETS[@]}" "${jobs[@]}" \

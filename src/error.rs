@@ -48,6 +48,9 @@ pub enum Error {
     /// Blocks that cannot be dequantized or quantized as asked.
     #[error("{0}")]
     Quant(#[from] QuantError),
+    /// A model that cannot be quantized as asked.
+    #[error("{0}")]
+    Quantize(#[from] crate::quantize::QuantizeError),
     /// A conversion that would convert no tensor (each chosen one refused, or none chosen).
     #[error("no tensor converted to {to}{}", refusals(skipped))]
     NothingConverted {

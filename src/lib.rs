@@ -60,6 +60,7 @@ pub mod fsutil;
 pub mod keys;
 pub mod naming;
 pub mod params;
+pub mod quantize;
 #[cfg(feature = "remote")]
 #[cfg_attr(docsrs, doc(cfg(feature = "remote")))]
 pub mod remote;

@@ -19,6 +19,7 @@ mod peer_ggml;
 mod peer_gguf_py;
 mod peer_hf_gguf;
 mod quant;
+mod quantize;
 mod readme;
 mod real_files;
 mod remote;

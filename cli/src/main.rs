@@ -14,6 +14,7 @@ mod extract;
 mod hash;
 mod merge;
 mod name;
+mod quantize;
 mod rewrite;
 mod set;
 mod split;
@@ -65,6 +66,9 @@ enum Command {
     Stats(stats::Args),
     /// Re-quantize tensors to another type (bit-exact with ggml's reference quantizers).
     Convert(convert::Args),
+    /// Quantize a whole model to a preset as llama-quantize does, with its arguments and its
+    /// bytes (`ggufrw quantize --help` lists the options and presets).
+    Quantize(quantize::Args),
     /// Hash each tensor's data and each file's, in llama.cpp's gguf-hash format; or check
     /// files against such a manifest.
     Hash(hash::Args),
@@ -101,6 +105,7 @@ fn main() -> ExitCode {
         Command::Extract(args) => extract::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Convert(args) => convert::run(args),
+        Command::Quantize(args) => quantize::run(args),
         Command::Hash(args) => hash::run(args),
         Command::Split(args) => split::run(args),
         Command::Merge(args) => merge::run(args),

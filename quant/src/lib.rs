@@ -22,6 +22,7 @@ mod k;
 mod legacy;
 mod plain;
 mod threads;
+mod validate;
 
 mod ggml_type;
 pub use ggml_type::{type_name, GgmlType, SizeError, RETIRED_TYPES};
@@ -31,6 +32,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
 pub use threads::{dequantize_threads, quantize_into_threads, thread_count};
+pub use validate::{validate_row_data, InvalidData};
 
 /// Dequantization of one block, as ggml's `to_float` (or `dequantize_row_*`) computes it.
 pub trait Dequantize: Block {

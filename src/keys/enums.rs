@@ -56,6 +56,7 @@ pub enum FileType {
     MOSTLY_MXFP4_MOE = 38,
     MOSTLY_NVFP4 = 39,
     MOSTLY_Q1_0 = 40,
+    MOSTLY_Q2_0 = 41,
     GUESSED = 1024,
 }
 
@@ -99,6 +100,7 @@ impl FileType {
             MOSTLY_MXFP4_MOE => G::MXFP4,
             MOSTLY_NVFP4 => G::NVFP4,
             MOSTLY_Q1_0 => G::Q1_0,
+            MOSTLY_Q2_0 => G::Q2_0,
             GUESSED => return None,
         })
     }

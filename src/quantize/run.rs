@@ -1,0 +1,267 @@
+//! The driver: the plan carried out, tensor by tensor from the memory map through the
+//! streaming writer, rows quantized on every thread asked for.
+
+use super::plan::{Options, Plan, PlannedTensor};
+use super::QuantizeError;
+use crate::error::{Error, Result};
+use crate::file::Gguf;
+use crate::fsutil::{Mode, Progress};
+use crate::quant::{self, GgmlType};
+use crate::validate::{validate, Profile, Severity};
+use crate::write::{Builder, Source};
+use ggufrw_schema::{ByteOrder, Value, ALIGNMENT_KEY};
+use memmap2::Mmap;
+use std::path::{Path, PathBuf};
+
+/// How the job runs (what does not change the plan).
+#[derive(Clone, Debug, Default)]
+pub struct Run {
+    /// `--allow-requantize`: quantized inputs are dequantized (bit-exactly) and quantized
+    /// again; without it such a tensor is refused.
+    pub allow_requantize: bool,
+    /// Threads for the rows (0: every processor). The bytes are the same for every count.
+    pub threads: usize,
+}
+
+/// What a quantization did (or, for a plan alone, would do).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    /// The plan carried out.
+    pub plan: Plan,
+    /// The files written (none for a plan alone).
+    pub outputs: Vec<PathBuf>,
+}
+
+/// An input model: its first file and any other shards, mapped.
+pub struct Model {
+    /// The files, in shard order.
+    pub files: Vec<(PathBuf, Gguf<Mmap>)>,
+}
+
+impl Model {
+    /// Opens `path` and, when it is the first shard of a set, the other shards (merged as
+    /// llama-quantize's loader merges them). Refuses what ggml's reader refuses (the `ggml`
+    /// profile), and a `general.alignment` other than 32 (llama-quantize would keep the key
+    /// while laying the data out at 32, a file ggml then refuses).
+    pub fn open(path: &Path) -> Result<Model> {
+        let first = Gguf::open(path)?;
+        let mut paths = vec![path.to_path_buf()];
+        if crate::shards::declared_count(&first).is_some_and(|n| n > 1) {
+            let others = crate::shards::other_shards(path, &first).ok_or_else(|| {
+                Error::from(QuantizeError::Plan(
+                    "split.count says the model has shards, but the name is not a first \
+                     shard's (…-00001-of-0000N.gguf)"
+                        .into(),
+                ))
+                .in_file(path)
+            })?;
+            paths.extend(others);
+        }
+        let mut files = Vec::with_capacity(paths.len());
+        for (i, p) in paths.into_iter().enumerate() {
+            let file = if i == 0 {
+                Gguf::open(&p)?
+            } else {
+                Gguf::open(&p).map_err(|e| e.in_file(&p))?
+            };
+            let refusals: Vec<String> = validate(&file, Profile::Ggml)
+                .into_iter()
+                .filter(|f| f.severity == Severity::Error)
+                .map(|f| f.to_string())
+                .collect();
+            if !refusals.is_empty() {
+                return Err(Error::from(QuantizeError::Refused(refusals.join("; "))).in_file(&p));
+            }
+            if let Some(v) = file.get(ALIGNMENT_KEY) {
+                if *v != Value::Uint32(32) {
+                    return Err(Error::from(QuantizeError::Alignment(format!("{v:?}"))).in_file(&p));
+                }
+            }
+            files.push((p, file));
+        }
+        Ok(Model { files })
+    }
+
+    /// The plan for this model.
+    pub fn plan(&self, opts: &Options) -> Result<Plan> {
+        let headers: Vec<_> = self.files.iter().map(|(_, f)| f.header()).collect();
+        Plan::new(&headers, opts).map_err(|e| Error::from(e).in_file(&self.files[0].0))
+    }
+}
+
+/// The path of output shard `i` of `n` for `--keep-split` (llama.cpp's `llama_split_path`).
+pub fn split_output_path(output: &Path, i: usize, n: usize) -> PathBuf {
+    crate::shards::shard_path(output, i, n)
+}
+
+/// Quantizes the model at `input` to `output` as llama-quantize does, with the same bytes:
+/// `output` is one file, or with `--keep-split` the prefix of the shards written. Each file
+/// is written to a temporary file and renamed, so a failure leaves nothing.
+pub fn quantize(
+    input: &Path,
+    output: &Path,
+    opts: &Options,
+    run: &Run,
+    progress: &dyn Progress,
+) -> Result<Report> {
+    let model = Model::open(input)?;
+    let plan = model.plan(opts)?;
+    if !opts.has_imatrix {
+        if let Some(t) = plan.needing_imatrix().next() {
+            return Err(Error::from(QuantizeError::NeedsImatrix {
+                tensor: t.name.to_string(),
+                ty: t.to,
+            })
+            .in_file(input));
+        }
+    }
+    let threads = quant::thread_count(run.threads);
+    let n_out = plan.metadata.len();
+    let mut outputs = Vec::with_capacity(n_out);
+    for (out_index, metadata) in plan.metadata.iter().enumerate() {
+        let path = if opts.keep_split {
+            split_output_path(output, out_index, n_out)
+        } else {
+            output.to_path_buf()
+        };
+        let mut builder = Builder::new().with_metadata(metadata.clone());
+        for (t, _) in plan
+            .tensors
+            .iter()
+            .zip(&plan.output_of)
+            .filter(|(_, &o)| o == out_index)
+        {
+            let (shard_path, file) = &model.files[t.shard];
+            let data = file
+                .tensor_data(t.index)
+                .map_err(|e| e.in_file(shard_path))?;
+            let order = file.header().byte_order;
+            let len = t.output_bytes();
+            let chunks = Slabs::new(t, data, order, run, threads)
+                .map_err(|e| Error::from(e).in_file(shard_path))?;
+            let shard_path = shard_path.clone();
+            let chunks =
+                Box::new(chunks.map(move |r| r.map_err(|e| Error::from(e).in_file(&shard_path))));
+            builder = builder
+                .tensor(
+                    t.name.clone(),
+                    t.to,
+                    &t.dims,
+                    Source::Chunks { chunks, len },
+                )
+                .map_err(|e| e.in_file(input))?;
+        }
+        builder.write_file_with(&path, Mode::Plain, progress)?;
+        outputs.push(path);
+    }
+    Ok(Report { plan, outputs })
+}
+
+/// Bytes of input each slab takes per thread: large enough to keep the threads busy, small
+/// enough that memory stays a few MiB whatever the tensor.
+const SLAB: usize = 1 << 20;
+
+/// One tensor's output, made a slab of rows at a time: checked as llama.cpp's loader checks
+/// what it reads, converted, and checked again as llama-quantize checks what it wrote.
+struct Slabs<'a> {
+    name: String,
+    src: &'a [u8],
+    from: GgmlType,
+    to: GgmlType,
+    order: ByteOrder,
+    row_elements: usize,
+    threads: usize,
+    failed: bool,
+}
+
+impl<'a> Slabs<'a> {
+    fn new(
+        t: &PlannedTensor,
+        src: &'a [u8],
+        order: ByteOrder,
+        run: &Run,
+        threads: usize,
+    ) -> std::result::Result<Slabs<'a>, QuantizeError> {
+        let name = t.name.to_string();
+        if t.converts() {
+            if t.from.is_quantized() && !run.allow_requantize {
+                return Err(QuantizeError::Requantize {
+                    tensor: name,
+                    from: t.from,
+                });
+            }
+            let dequantizes = t.from.is_quantized()
+                || matches!(t.from, GgmlType::F16 | GgmlType::BF16 | GgmlType::F32);
+            if !dequantizes {
+                return Err(QuantizeError::CannotConvert {
+                    tensor: name,
+                    from: t.from,
+                });
+            }
+        }
+        Ok(Slabs {
+            name,
+            src,
+            from: t.from,
+            to: t.to,
+            order,
+            row_elements: t.dims.first().copied().unwrap_or(1) as usize,
+            threads,
+            failed: false,
+        })
+    }
+
+    fn row_bytes(&self) -> usize {
+        (self.row_elements / self.from.block_size() as usize * self.from.type_size() as usize)
+            .max(1)
+    }
+
+    fn next_slab(&mut self) -> std::result::Result<Vec<u8>, QuantizeError> {
+        let row = self.row_bytes();
+        let rows = (SLAB * self.threads / row).max(1);
+        let take = (rows * row).min(self.src.len());
+        let (chunk, rest) = self.src.split_at(take);
+        self.src = rest;
+        let le = match self.order {
+            ByteOrder::Little => std::borrow::Cow::Borrowed(chunk),
+            ByteOrder::Big => {
+                let mut v = chunk.to_vec();
+                quant::swap_in_place(self.from, &mut v)?;
+                std::borrow::Cow::Owned(v)
+            }
+        };
+        quant::validate_row_data(self.from, &le).map_err(|source| QuantizeError::InvalidData {
+            tensor: self.name.clone(),
+            source,
+        })?;
+        if self.from == self.to {
+            return Ok(le.into_owned());
+        }
+        let n = le.len() / self.from.type_size() as usize * self.from.block_size() as usize;
+        let mut values = vec![0f32; n];
+        quant::dequantize_threads(self.from, &le, ByteOrder::Little, &mut values, self.threads)?;
+        let len = n / self.to.block_size() as usize * self.to.type_size() as usize;
+        let mut out = vec![0u8; len];
+        quant::quantize_into_threads(self.to, &values, self.row_elements, &mut out, self.threads)?;
+        quant::validate_row_data(self.to, &out).map_err(|source| {
+            QuantizeError::QuantizedInvalid {
+                tensor: self.name.clone(),
+                source,
+            }
+        })?;
+        Ok(out)
+    }
+}
+
+impl Iterator for Slabs<'_> {
+    type Item = std::result::Result<Vec<u8>, QuantizeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.src.is_empty() {
+            return None;
+        }
+        let r = self.next_slab();
+        self.failed = r.is_err();
+        Some(r)
+    }
+}

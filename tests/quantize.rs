@@ -1,0 +1,471 @@
+//! `ggufrw quantize` against llama-quantize, built from the pinned llama.cpp sources
+//! (`scripts/ggml.sh --tools`; `GGUFRW_LLAMA_TOOLS` names the directory): the same exit status
+//! and, where both succeed, the same bytes, for presets × options × fixtures written by the
+//! Builder. Where the tool could not be built, these tests say so and check nothing.
+//!
+//! CI runs a selection (`GGUFRW_QUANTIZE_MATRIX` unset); `scripts/quantize-matrix.sh` runs every
+//! preset with every option set on every fixture.
+
+use crate::common;
+
+use ggufrw::{Builder, GgmlType};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn llama_quantize() -> Option<PathBuf> {
+    match std::env::var_os("GGUFRW_LLAMA_TOOLS") {
+        Some(dir) if !dir.is_empty() => {
+            let p = PathBuf::from(dir).join("llama-quantize");
+            if p.exists() {
+                return Some(p);
+            }
+            eprintln!(
+                "SKIPPED: {} is missing (scripts/ggml.sh --tools builds it)",
+                p.display()
+            );
+            None
+        }
+        _ => {
+            eprintln!("SKIPPED: GGUFRW_LLAMA_TOOLS is not set (scripts/ggml.sh --tools builds llama-quantize)");
+            None
+        }
+    }
+}
+
+fn run(program: &Path, args: &[String], dir: &Path) -> Output {
+    Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", program.display()))
+}
+
+/// Deterministic values with a spread like trained weights' (a few large ones).
+fn values(seed: u64, n: usize) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..n)
+        .map(|i| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let u = (s >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+            if i % 97 == 0 {
+                u * 8.0
+            } else {
+                u * 0.1
+            }
+        })
+        .collect()
+}
+
+fn f16_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter()
+        .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+        .collect()
+}
+
+fn f32_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// What a fixture model is made of.
+struct Shape {
+    arch: &'static str,
+    layers: u32,
+    embd: u64,
+    ff: u64,
+    heads: u32,
+    kv_heads: u32,
+    vocab: u64,
+    experts: u32,
+    tied: bool,
+    ty: GgmlType,
+}
+
+/// A llama-like model: embeddings, per layer the attention and feed-forward weights and norms,
+/// the output norm and (unless tied) the output; names in the order a converter writes them.
+fn model(shape: &Shape) -> Builder<'static> {
+    let a = shape.arch;
+    let head_dim = shape.embd / u64::from(shape.heads);
+    let kv = head_dim * u64::from(shape.kv_heads);
+    let mut b = Builder::new()
+        .metadata("general.architecture", a)
+        .metadata("general.name", "fixture")
+        .metadata(format!("{a}.context_length"), 2048u32)
+        .metadata(format!("{a}.embedding_length"), shape.embd as u32)
+        .metadata(format!("{a}.block_count"), shape.layers)
+        .metadata(format!("{a}.feed_forward_length"), shape.ff as u32)
+        .metadata(format!("{a}.attention.head_count"), shape.heads)
+        .metadata(format!("{a}.attention.head_count_kv"), shape.kv_heads)
+        .metadata(format!("{a}.attention.layer_norm_rms_epsilon"), 1e-5f32)
+        .metadata(format!("{a}.rope.dimension_count"), head_dim as u32)
+        .metadata("general.file_type", 1u32);
+    if shape.experts > 0 {
+        b = b
+            .metadata(format!("{a}.expert_count"), shape.experts)
+            .metadata(format!("{a}.expert_used_count"), 2u32);
+    }
+    let mut seed = 0;
+    let mut tensor = |b: Builder<'static>, name: String, dims: &[u64], ty: GgmlType| {
+        seed += 1;
+        let n = dims.iter().product::<u64>() as usize;
+        let v = values(seed, n);
+        let bytes = if ty == GgmlType::F32 {
+            f32_bytes(&v)
+        } else {
+            f16_bytes(&v)
+        };
+        b.tensor(name, ty, dims, bytes).unwrap()
+    };
+    b = tensor(
+        b,
+        "token_embd.weight".into(),
+        &[shape.embd, shape.vocab],
+        shape.ty,
+    );
+    for l in 0..shape.layers {
+        let p = |n: &str| format!("blk.{l}.{n}");
+        b = tensor(b, p("attn_norm.weight"), &[shape.embd], GgmlType::F32);
+        b = tensor(b, p("attn_q.weight"), &[shape.embd, shape.embd], shape.ty);
+        b = tensor(b, p("attn_k.weight"), &[shape.embd, kv], shape.ty);
+        b = tensor(b, p("attn_v.weight"), &[shape.embd, kv], shape.ty);
+        b = tensor(
+            b,
+            p("attn_output.weight"),
+            &[shape.embd, shape.embd],
+            shape.ty,
+        );
+        b = tensor(b, p("ffn_norm.weight"), &[shape.embd], GgmlType::F32);
+        if shape.experts > 0 {
+            let e = u64::from(shape.experts);
+            b = tensor(b, p("ffn_gate_inp.weight"), &[shape.embd, e], GgmlType::F32);
+            b = tensor(
+                b,
+                p("ffn_gate_exps.weight"),
+                &[shape.embd, shape.ff, e],
+                shape.ty,
+            );
+            b = tensor(
+                b,
+                p("ffn_up_exps.weight"),
+                &[shape.embd, shape.ff, e],
+                shape.ty,
+            );
+            b = tensor(
+                b,
+                p("ffn_down_exps.weight"),
+                &[shape.ff, shape.embd, e],
+                shape.ty,
+            );
+        } else {
+            b = tensor(b, p("ffn_gate.weight"), &[shape.embd, shape.ff], shape.ty);
+            b = tensor(b, p("ffn_up.weight"), &[shape.embd, shape.ff], shape.ty);
+            b = tensor(b, p("ffn_down.weight"), &[shape.ff, shape.embd], shape.ty);
+        }
+    }
+    b = tensor(b, "output_norm.weight".into(), &[shape.embd], GgmlType::F32);
+    if !shape.tied {
+        b = tensor(
+            b,
+            "output.weight".into(),
+            &[shape.embd, shape.vocab],
+            shape.ty,
+        );
+    }
+    // A small tensor whose rows are not whole blocks of 32 (F16 fallback), and a 1-D one.
+    b = tensor(b, "extra.odd.weight".into(), &[40, 8], shape.ty);
+    b
+}
+
+/// The fixtures: a dense llama with GQA and rows of 352 (not whole 256-blocks: the k-quants
+/// fall back) and untied output; a tied-embeddings F32 model; an 8-expert mixture.
+fn fixtures(dir: &Path) -> Vec<String> {
+    let dense = Shape {
+        arch: "llama",
+        layers: 8,
+        embd: 256,
+        ff: 352,
+        heads: 8,
+        kv_heads: 2,
+        vocab: 64,
+        experts: 0,
+        tied: false,
+        ty: GgmlType::F16,
+    };
+    model(&dense).write_file(&dir.join("dense.gguf")).unwrap();
+    let tied = Shape {
+        layers: 3,
+        ff: 512,
+        heads: 4,
+        kv_heads: 4,
+        tied: true,
+        ty: GgmlType::F32,
+        ..dense
+    };
+    model(&tied).write_file(&dir.join("tied.gguf")).unwrap();
+    let moe = Shape {
+        layers: 2,
+        ff: 256,
+        heads: 4,
+        kv_heads: 4,
+        experts: 8,
+        ..dense
+    };
+    model(&moe).write_file(&dir.join("moe.gguf")).unwrap();
+    vec!["dense.gguf".into(), "tied.gguf".into(), "moe.gguf".into()]
+}
+
+fn sha256(path: &Path) -> Option<String> {
+    use sha2::Digest;
+    let bytes = std::fs::read(path).ok()?;
+    Some(format!("{:x}", sha2::Sha256::digest(bytes)))
+}
+
+/// The first tensor (or the header) where two files differ.
+fn first_difference(a: &Path, b: &Path) -> String {
+    let (fa, fb) = match (ggufrw::Gguf::open(a), ggufrw::Gguf::open(b)) {
+        (Ok(fa), Ok(fb)) => (fa, fb),
+        (ra, rb) => return format!("one does not decode: {:?} / {:?}", ra.err(), rb.err()),
+    };
+    if fa.header().metadata != fb.header().metadata {
+        let ka: Vec<String> = fa
+            .header()
+            .metadata
+            .iter()
+            .map(|kv| kv.key.to_string())
+            .collect();
+        let kb: Vec<String> = fb
+            .header()
+            .metadata
+            .iter()
+            .map(|kv| kv.key.to_string())
+            .collect();
+        return format!("metadata differs: ours {ka:?}\ntheirs {kb:?}");
+    }
+    for (i, (x, y)) in fa
+        .header()
+        .tensor_infos
+        .iter()
+        .zip(&fb.header().tensor_infos)
+        .enumerate()
+    {
+        if x != y {
+            return format!("tensor info {i}: ours {x:?}, theirs {y:?}");
+        }
+        if fa.tensor_data(i).ok() != fb.tensor_data(i).ok() {
+            return format!(
+                "tensor {} ({}) data differs",
+                x.name,
+                ggufrw::quant::type_name(x.ggml_type)
+            );
+        }
+    }
+    if fa.header().tensor_infos.len() != fb.header().tensor_infos.len() {
+        return "tensor counts differ".into();
+    }
+    "padding differs".into()
+}
+
+/// Runs both tools on `input` with `options` and `preset`; panics on a difference in exit
+/// status or bytes, naming the first differing tensor. Returns whether both succeeded.
+fn compare(tool: &Path, dir: &Path, input: &str, options: &[&str], preset: &str) -> bool {
+    let tag = format!("{input} {options:?} {preset}").replace(['/', ' ', '"', '[', ']', ','], "_");
+    let (theirs_out, ours_out) = (format!("theirs-{tag}.gguf"), format!("ours-{tag}.gguf"));
+    let args = |out: &str| {
+        let mut a: Vec<String> = options.iter().map(|s| s.to_string()).collect();
+        a.extend([
+            input.to_string(),
+            out.to_string(),
+            preset.to_string(),
+            "2".into(),
+        ]);
+        a
+    };
+    let theirs = run(tool, &args(&theirs_out), dir);
+    let mut mine = vec!["quantize".to_string()];
+    mine.extend(args(&ours_out));
+    let ours = run(Path::new(env!("CARGO_BIN_EXE_ggufrw")), &mine, dir);
+    let what = format!("{input} {options:?} {preset}");
+    assert_eq!(
+        ours.status.code(),
+        theirs.status.code(),
+        "{what}: exit status\nours: {}\ntheirs: {}",
+        String::from_utf8_lossy(&ours.stderr),
+        String::from_utf8_lossy(&theirs.stderr)
+            .lines()
+            .filter(|l| l.contains("error") || l.contains("failed") || l.contains("ERROR"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    if !theirs.status.success() {
+        // Ours leaves nothing behind (theirs may leave a partial file).
+        assert!(!dir.join(&ours_out).exists(), "{what}: ours left an output");
+        return false;
+    }
+    let (a, b) = (dir.join(&ours_out), dir.join(&theirs_out));
+    let ours_hash = sha256(&a).unwrap_or_else(|| panic!("{what}: ours wrote nothing"));
+    let theirs_hash = sha256(&b).unwrap_or_else(|| panic!("{what}: theirs wrote nothing"));
+    assert!(
+        ours_hash == theirs_hash,
+        "{what}: bytes differ: {}",
+        first_difference(&a, &b)
+    );
+    std::fs::remove_file(a).unwrap();
+    std::fs::remove_file(b).unwrap();
+    true
+}
+
+const PRESETS_CI: &[&str] = &[
+    "Q4_0",
+    "Q4_1",
+    "Q5_0",
+    "Q5_1",
+    "Q8_0",
+    "Q2_K",
+    "Q3_K_S",
+    "Q3_K_M",
+    "Q3_K_L",
+    "Q4_K_S",
+    "Q4_K_M",
+    "Q5_K_S",
+    "Q5_K_M",
+    "Q6_K",
+    "IQ4_NL",
+    "IQ4_XS",
+    "F16",
+    "BF16",
+    "F32",
+    "COPY",
+    "MXFP4_MOE",
+    "TQ2_0",
+    "Q1_0",
+    "Q2_0",
+    "IQ2_XXS",
+    "Q2_K_S",
+    "15",
+];
+
+fn all_presets() -> Vec<String> {
+    ggufrw::quantize::PRESETS
+        .iter()
+        .map(|p| p.name.to_string())
+        .collect()
+}
+
+fn full_matrix() -> bool {
+    std::env::var_os("GGUFRW_QUANTIZE_MATRIX").is_some()
+}
+
+/// Every preset of the selection (all of them with `GGUFRW_QUANTIZE_MATRIX`) on every fixture.
+#[test]
+fn presets_give_llama_quantizes_bytes() {
+    let Some(tool) = llama_quantize() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let presets: Vec<String> = if full_matrix() {
+        all_presets()
+    } else {
+        PRESETS_CI.iter().map(|s| s.to_string()).collect()
+    };
+    let mut same = 0;
+    let mut refused = 0;
+    for input in fixtures(dir.path()) {
+        for p in &presets {
+            if compare(&tool, dir.path(), &input, &[], p) {
+                same += 1;
+            } else {
+                refused += 1;
+            }
+        }
+    }
+    eprintln!("{same} outputs byte-identical, {refused} refused by both");
+    assert!(same > 0);
+}
+
+/// Each option, on the dense fixture, with two presets.
+#[test]
+fn options_give_llama_quantizes_bytes() {
+    let Some(tool) = llama_quantize() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    fixtures(dir.path());
+    std::fs::write(
+        dir.path().join("types.txt"),
+        "attn_k=q8_0\nffn_up=q5_0 output=q4_k\n",
+    )
+    .unwrap();
+    let option_sets: &[&[&str]] = &[
+        &["--pure"],
+        &["--leave-output-tensor"],
+        &["--output-tensor-type", "q8_0"],
+        &["--token-embedding-type", "q4_0"],
+        &[
+            "--tensor-type",
+            "attn_v=q8_0",
+            "--tensor-type",
+            "blk\\.[0-3]\\.ffn=iq4_nl",
+        ],
+        &["--tensor-type-file", "types.txt"],
+        &["--pure", "--tensor-type", "ffn_down=q6_k"],
+        &["--prune-layers", "1,3"],
+        &[
+            "--override-kv",
+            "general.name=str:renamed",
+            "--override-kv",
+            "llama.context_length=int:-77",
+        ],
+        &[
+            "--override-kv",
+            "x.flag=bool:true",
+            "--override-kv",
+            "x.f=float:0.25",
+        ],
+        &["--allow-requantize"],
+    ];
+    let presets: &[&str] = if full_matrix() {
+        &[
+            "Q4_K_M", "Q3_K_M", "Q5_K_S", "IQ4_XS", "Q8_0", "Q2_K", "Q6_K",
+        ]
+    } else {
+        &["Q4_K_M", "Q3_K_M"]
+    };
+    for opts in option_sets {
+        for p in presets {
+            compare(&tool, dir.path(), "dense.gguf", opts, p);
+        }
+    }
+    // Requantizing a quantized file needs --allow-requantize, in both.
+    assert!(compare(&tool, dir.path(), "dense.gguf", &[], "Q8_0"));
+    run(
+        &tool,
+        &["dense.gguf".into(), "q80.gguf".into(), "Q8_0".into()],
+        dir.path(),
+    );
+    assert!(!compare(&tool, dir.path(), "q80.gguf", &[], "Q4_K_M"));
+    assert!(compare(
+        &tool,
+        dir.path(),
+        "q80.gguf",
+        &["--allow-requantize"],
+        "Q4_K_M"
+    ));
+}
+
+/// The real model, requantized: the presets the benchmark uses.
+#[test]
+fn gemma_requantized_as_llama_quantize_does() {
+    let Some(tool) = llama_quantize() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(common::gemma(), dir.path().join("gemma.gguf")).unwrap();
+    let presets: &[&str] = if full_matrix() {
+        &[
+            "Q4_K_M", "Q5_K_M", "IQ4_XS", "Q8_0", "Q6_K", "Q4_0", "Q3_K_S", "F16",
+        ]
+    } else {
+        &["Q8_0"]
+    };
+    for p in presets {
+        assert!(
+            compare(&tool, dir.path(), "gemma.gguf", &["--allow-requantize"], p),
+            "{p}"
+        );
+    }
+}
