@@ -114,10 +114,15 @@ have_sdist()   { [ -f "$sdist" ] && stamp_is "$dir/.stamp-sdist" "$SDIST_SHA256"
 have_src()     { [ -d "$src/ggml" ] && stamp_is "$dir/.stamp-src" "$SDIST_SHA256"; }
 have_lib()     { [ -f "$lib" ] && stamp_is "$dir/.stamp-lib" "$flags_id"; }
 have_adapter() { [ -x "$adapter_bin" ] && [ ! "$adapter_src" -nt "$adapter_bin" ] && [ ! "$lib" -nt "$adapter_bin" ]; }
+# llama.cpp's own type choice (llama_quant_compute_types), for the quantize plan's tests
+types_src="$(dirname -- "$adapter_src")/llama_quant_types.cpp"
+types_bin="$build_tools/bin/llama-quant-types"
+have_types() { [ -x "$types_bin" ] && [ ! "$types_src" -nt "$types_bin" ] && [ ! "$build_tools/src/libllama.a" -nt "$types_bin" ]; }
 have_tools() {
     stamp_is "$dir/.stamp-tools" "$tools_id" || return 1
     local t
     for t in "${TOOLS_TARGETS[@]}"; do [ -x "$build_tools/bin/$t" ] || return 1; done
+    have_types
 }
 ready() {
     have_lib && have_src && have_adapter && [ -f "$dir/BUILD-INFO" ] \
@@ -254,6 +259,13 @@ build_tools() {
     for t in "${TOOLS_TARGETS[@]}"; do
         [ -x "$build_tools/bin/$t" ] || die "build finished but $build_tools/bin/$t is missing"
     done
+    note "compiling $(basename -- "$types_src") -> $types_bin"
+    local b="$build_tools"
+    nice -n 10 "$cxx" -std=c++17 -O1 -I"$src/include" -I"$src/src" -I"$src/ggml/include" \
+        -o "$types_bin.tmp" "$types_src" "$b/src/libllama.a" "$b/ggml/src/libggml.a" \
+        "$b/ggml/src/libggml-cpu.a" "$b/ggml/src/libggml-base.a" -lpthread -ldl -lm \
+        || die "compiling $types_src failed"
+    mv -f -- "$types_bin.tmp" "$types_bin"
     echo "$tools_id" >"$dir/.stamp-tools"
 }
 

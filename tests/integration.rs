@@ -20,6 +20,7 @@ mod peer_gguf_py;
 mod peer_hf_gguf;
 mod quant;
 mod quantize;
+mod quantize_plan;
 mod readme;
 mod real_files;
 mod remote;
