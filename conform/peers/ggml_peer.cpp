@@ -16,7 +16,8 @@
 //   {"op":"write","desc":D,"out":P,"force":false|true}
 //   {"op":"types"}
 //   {"op":"dequantize","type":T,"input":P,"output":P,"n":N}
-//   {"op":"quantize","type":T,"input":P,"output":P,"nrows":R,"n_per_row":K,"ref":false|true}
+//   {"op":"quantize","type":T,"input":P,"output":P,"nrows":R,"n_per_row":K,"ref":false|true,
+//    "imatrix":P}   (optional: K f32 importance weights, passed to ggml_quantize_chunk)
 //   {"op":"bench","what":"dequantize"|"quantize","type":T,"input":P,"n":N,"reps":K,...}
 // Every response is {"ok":true,...} or {"ok":false,"error":"..."}; a request
 // field "id" is echoed back. Binary payloads go through files.
@@ -1202,6 +1203,7 @@ struct QuantJob {
     bool ref;
     from_float_fn ref_fn = nullptr;
     std::vector<float> in;
+    std::vector<float> imatrix;  // empty: none
     size_t out_bytes;
 };
 
@@ -1223,9 +1225,15 @@ QuantJob prepare_quantize(const json & req) {
             refuse(std::string("ggml_quantize_requires_imatrix(") + tn + "): its reference quantizer needs an importance matrix");
         }
     } else {
-        if (ggml_quantize_requires_imatrix(j.type)) {
+        if (req.contains("imatrix")) {
+            std::vector<uint8_t> w = read_file(get_string(req, "imatrix"));
+            if (w.size() != (size_t) j.n_per_row * sizeof(float)) refuse("imatrix must be n_per_row f32");
+            j.imatrix.resize((size_t) j.n_per_row);
+            memcpy(j.imatrix.data(), w.data(), w.size());
+        }
+        if (ggml_quantize_requires_imatrix(j.type) && j.imatrix.empty()) {
             refuse(std::string("ggml_quantize_requires_imatrix(") + tn + "): ggml_quantize_chunk needs an importance matrix "
-                   "(GGML_ASSERT(imatrix != NULL)); the adapter passes none");
+                   "(GGML_ASSERT(imatrix != NULL)); none was given");
         }
         if (!quantize_chunk_supports(j.type)) {
             refuse(std::string("ggml_quantize_chunk has no case for ") + tn + " (it would fail GGML_ASSERT(result == nrows * row_size)); "
@@ -1250,7 +1258,8 @@ size_t run_quantize(const QuantJob & j, void * dst) {
         j.ref_fn(j.in.data(), dst, j.nrows * j.n_per_row);
         return j.out_bytes;
     }
-    return ggml_quantize_chunk(j.type, j.in.data(), dst, 0, j.nrows, j.n_per_row, nullptr);
+    return ggml_quantize_chunk(j.type, j.in.data(), dst, 0, j.nrows, j.n_per_row,
+                               j.imatrix.empty() ? nullptr : j.imatrix.data());
 }
 
 json op_dequantize(const json & req) {
@@ -1268,7 +1277,7 @@ json op_dequantize(const json & req) {
 }
 
 json op_quantize(const json & req) {
-    check_fields(req, {"op", "id", "type", "input", "output", "nrows", "n_per_row", "ref"}, "quantize");
+    check_fields(req, {"op", "id", "type", "input", "output", "nrows", "n_per_row", "ref", "imatrix"}, "quantize");
     const std::string output = get_string(req, "output");
     QuantJob j = prepare_quantize(req);
     std::vector<uint8_t> out(j.out_bytes + 64);

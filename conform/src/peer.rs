@@ -709,13 +709,32 @@ impl Peer {
         n_per_row: usize,
         reference: bool,
     ) -> Result<Result<Vec<u8>, Refusal>, String> {
+        self.quantize_weighted(ty, x, n_per_row, reference, None)
+    }
+
+    /// [`Peer::quantize`] with an importance matrix (`n_per_row` weights, one per column, as
+    /// `ggml_quantize_chunk` takes them), where the peer takes one.
+    pub fn quantize_weighted(
+        &mut self,
+        ty: GgmlType,
+        x: &[f32],
+        n_per_row: usize,
+        reference: bool,
+        imatrix: Option<&[f32]>,
+    ) -> Result<Result<Vec<u8>, Refusal>, String> {
         let input = self.dir().join("quantize-in.bin");
         let output = self.dir().join("quantize-out.bin");
         let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
         std::fs::write(&input, bytes).map_err(|e| e.to_string())?;
-        let request = json!({"op": "quantize", "type": ty.id(), "input": input,
+        let mut request = json!({"op": "quantize", "type": ty.id(), "input": input,
             "output": output, "nrows": x.len() / n_per_row.max(1), "n_per_row": n_per_row,
             "ref": reference});
+        if let Some(w) = imatrix {
+            let path = self.dir().join("quantize-imatrix.bin");
+            let bytes: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
+            std::fs::write(&path, bytes).map_err(|e| e.to_string())?;
+            request["imatrix"] = json!(path);
+        }
         Ok(match self.ask(&request)? {
             Err(refusal) => Err(refusal),
             Ok(_) => Ok(std::fs::read(&output).map_err(|e| e.to_string())?),

@@ -159,6 +159,7 @@ impl Dequantize for Q2K {
 }
 
 impl Quantize for Q2K {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         const Q4SCALE: f32 = 15.0;
         let search = Qkx2 {
@@ -286,6 +287,7 @@ impl Dequantize for Q3K {
 }
 
 impl Quantize for Q3K {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in groups::<QK_K, _>(x).zip(out) {
             let mut ls = [0i8; QK_K];
@@ -469,6 +471,7 @@ impl Dequantize for Q4K {
 }
 
 impl Quantize for Q4K {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         let search = Qkx2 {
             nmax: 15,
@@ -518,6 +521,7 @@ impl Dequantize for Q5K {
 }
 
 impl Quantize for Q5K {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         let search = Qkx2 {
             nmax: 31,
@@ -585,6 +589,7 @@ impl Dequantize for Q6K {
 }
 
 impl Quantize for Q6K {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in groups::<QK_K, _>(x).zip(out) {
             let mut ls = [0i8; QK_K];

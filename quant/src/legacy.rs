@@ -107,6 +107,7 @@ impl Dequantize for Q4_0 {
 }
 
 impl Quantize for Q4_0 {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let (_, max) = signed_max(x);
@@ -133,6 +134,7 @@ impl Dequantize for Q4_1 {
 }
 
 impl Quantize for Q4_1 {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let (min, max) = min_max(x);
@@ -166,6 +168,7 @@ impl Dequantize for Q5_0 {
 }
 
 impl Quantize for Q5_0 {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let (_, max) = signed_max(x);
@@ -198,6 +201,7 @@ impl Dequantize for Q5_1 {
 }
 
 impl Quantize for Q5_1 {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let (min, max) = min_max(x);

@@ -31,8 +31,14 @@ use ggufrw_schema::ByteOrder;
 use std::borrow::Cow;
 use std::fmt;
 use std::sync::OnceLock;
-pub use threads::{dequantize_threads, quantize_into_threads, thread_count};
+pub use threads::{
+    dequantize_threads, quantize_into_threads, quantize_into_weighted_threads, thread_count,
+};
 pub use validate::{validate_row_data, InvalidData};
+
+/// What a type whose importance-matrix quantizer is not written yet refuses with.
+pub(crate) const NOT_YET_WEIGHTED: Option<&str> =
+    Some("quantization with an importance matrix is not implemented for this type yet");
 
 /// Dequantization of one block, as ggml's `to_float` (or `dequantize_row_*`) computes it.
 pub trait Dequantize: Block {
@@ -53,6 +59,15 @@ pub trait Quantize: Block + Copy {
     /// One row as the type's `quantize_row_*_ref` (`from_float_ref`) does; the same as
     /// [`Quantize::quantize_row`] unless the type has a separate reference.
     fn quantize_row_ref(x: &[f32], out: &mut [Self]) {
+        Self::quantize_row(x, out)
+    }
+    /// Why the type cannot be quantized with an importance matrix yet, if it cannot.
+    const WEIGHTED_REFUSAL: Option<&'static str> = None;
+    /// One row with an importance matrix: `qw` holds one weight per element of the row, as
+    /// `ggml_quantize_chunk(…, imatrix)` takes them. The default ignores them, as ggml's
+    /// quantizer does for the types that do not read them.
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        let _ = qw;
         Self::quantize_row(x, out)
     }
 }
@@ -96,6 +111,13 @@ pub enum QuantError {
         /// Why.
         why: &'static str,
     },
+    /// An importance matrix whose length is not the row's.
+    ImatrixLength {
+        /// The row's length.
+        needed: usize,
+        /// The weights given.
+        given: usize,
+    },
 }
 
 impl fmt::Display for QuantError {
@@ -108,6 +130,9 @@ impl fmt::Display for QuantError {
                 write!(f, "the output has room for {given}, {needed} are needed")
             }
             QuantError::Unsupported { ty, why } => write!(f, "{ty}: {why}"),
+            QuantError::ImatrixLength { needed, given } => {
+                write!(f, "{given} importance weights for rows of {needed}")
+            }
         }
     }
 }
@@ -273,6 +298,47 @@ fn quantize_with(
     Ok(bytes)
 }
 
+/// [`quantize_into`] with an importance matrix: `imatrix` holds `n_per_row` weights, the same
+/// for every row, as `ggml_quantize_chunk` takes them (`None`: as [`quantize_into`]). For a
+/// mixture of experts, quantize each expert's rows with its own slice.
+pub fn quantize_into_weighted(
+    ty: GgmlType,
+    x: &[f32],
+    n_per_row: usize,
+    imatrix: Option<&[f32]>,
+    out: &mut [u8],
+) -> Result<(), QuantError> {
+    match imatrix {
+        None => quantize_into(ty, x, n_per_row, out),
+        Some(w) if w.len() != n_per_row => Err(QuantError::ImatrixLength {
+            needed: n_per_row,
+            given: w.len(),
+        }),
+        Some(w) => quantize_rows(ty, x, n_per_row, Mode::Weighted(w), out),
+    }
+}
+
+/// [`quantize_into_weighted`] into a new buffer.
+pub fn quantize_weighted(
+    ty: GgmlType,
+    x: &[f32],
+    n_per_row: usize,
+    imatrix: Option<&[f32]>,
+) -> Result<Vec<u8>, QuantError> {
+    let blocks = x.len() / (ty.block_size() as usize).max(1);
+    let mut bytes = vec![0u8; blocks * ty.type_size() as usize];
+    quantize_into_weighted(ty, x, n_per_row, imatrix, &mut bytes)?;
+    Ok(bytes)
+}
+
+/// Which quantizer a row goes through.
+#[derive(Clone, Copy)]
+enum Mode<'a> {
+    Chunk,
+    Reference,
+    Weighted(&'a [f32]),
+}
+
 fn quantize_into_with(
     ty: GgmlType,
     x: &[f32],
@@ -280,11 +346,26 @@ fn quantize_into_with(
     reference: bool,
     out: &mut [u8],
 ) -> Result<(), QuantError> {
+    let mode = if reference {
+        Mode::Reference
+    } else {
+        Mode::Chunk
+    };
+    quantize_rows(ty, x, n_per_row, mode, out)
+}
+
+fn quantize_rows(
+    ty: GgmlType,
+    x: &[f32],
+    n_per_row: usize,
+    mode: Mode<'_>,
+    out: &mut [u8],
+) -> Result<(), QuantError> {
     struct Run<'a> {
         ty: GgmlType,
         x: &'a [f32],
         n_per_row: usize,
-        reference: bool,
+        mode: Mode<'a>,
         out: &'a mut [u8],
     }
     impl BlockVisitor for Run<'_> {
@@ -294,10 +375,14 @@ fn quantize_into_with(
                 ty,
                 x,
                 n_per_row,
-                reference,
+                mode,
                 out,
             } = self;
-            if let Some(why) = B::REFUSAL {
+            let refusal = match mode {
+                Mode::Weighted(_) => B::WEIGHTED_REFUSAL,
+                _ => B::REFUSAL,
+            };
+            if let Some(why) = refusal {
                 return Err(QuantError::Unsupported { ty, why });
             }
             let whole = n_per_row > 0 && n_per_row % B::ELEMENTS == 0 && x.len() % n_per_row == 0;
@@ -319,10 +404,10 @@ fn quantize_into_with(
             // Blocks have alignment 1: the bytes are the blocks, written in place.
             let out: &mut [B] = bytemuck::cast_slice_mut(out);
             for (row, blocks) in x.chunks(n_per_row).zip(out.chunks_mut(per_row)) {
-                if reference {
-                    B::quantize_row_ref(row, blocks);
-                } else {
-                    B::quantize_row(row, blocks);
+                match mode {
+                    Mode::Reference => B::quantize_row_ref(row, blocks),
+                    Mode::Chunk => B::quantize_row(row, blocks),
+                    Mode::Weighted(w) => B::quantize_row_weighted(row, w, blocks),
                 }
             }
             Ok(())
@@ -332,7 +417,7 @@ fn quantize_into_with(
         ty,
         x,
         n_per_row,
-        reference,
+        mode,
         out,
     })
 }

@@ -3,7 +3,9 @@
 //! every thread count. `std::thread::scope`, not a pool: a tensor is megabytes, a thread costs
 //! tens of microseconds, and the codec takes no dependency for it.
 
-use super::{dequantize, quantize_into, GgmlType, QuantError};
+#[cfg(test)]
+use super::quantize_into;
+use super::{dequantize, quantize_into_weighted, GgmlType, QuantError};
 use ggufrw_schema::ByteOrder;
 
 /// Elements below which a piece is not worth a thread of its own.
@@ -113,10 +115,35 @@ pub fn quantize_into_threads(
     quantize_split(ty, x, n_per_row, out, threads, MIN_PIECE)
 }
 
+/// [`quantize_into_weighted`] on up to `threads` threads (0: all); the same bytes for every
+/// count.
+pub fn quantize_into_weighted_threads(
+    ty: GgmlType,
+    x: &[f32],
+    n_per_row: usize,
+    imatrix: Option<&[f32]>,
+    out: &mut [u8],
+    threads: usize,
+) -> Result<(), QuantError> {
+    quantize_split_weighted(ty, x, n_per_row, imatrix, out, threads, MIN_PIECE)
+}
+
 fn quantize_split(
     ty: GgmlType,
     x: &[f32],
     n_per_row: usize,
+    out: &mut [u8],
+    threads: usize,
+    min_piece: usize,
+) -> Result<(), QuantError> {
+    quantize_split_weighted(ty, x, n_per_row, None, out, threads, min_piece)
+}
+
+fn quantize_split_weighted(
+    ty: GgmlType,
+    x: &[f32],
+    n_per_row: usize,
+    imatrix: Option<&[f32]>,
     out: &mut [u8],
     threads: usize,
     min_piece: usize,
@@ -130,11 +157,13 @@ fn quantize_split(
         && x.len() % n_per_row == 0
         && out.len() == x.len() / block * size;
     if n <= 1 || !whole {
-        return quantize_into(ty, x, n_per_row, out);
+        return quantize_into_weighted(ty, x, n_per_row, imatrix, out);
     }
     let row_bytes = n_per_row / block * size;
     let (inputs, outputs) = cut(x, out, &bounds(rows, n), (n_per_row, row_bytes));
-    run_pieces(inputs, outputs, |i, o| quantize_into(ty, i, n_per_row, o))
+    run_pieces(inputs, outputs, |i, o| {
+        quantize_into_weighted(ty, i, n_per_row, imatrix, o)
+    })
 }
 
 #[cfg(test)]

@@ -98,6 +98,7 @@ impl Dequantize for Iq2Xxs {
 }
 
 impl Quantize for Iq2Xxs {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     const REFUSAL: Option<&'static str> = NEEDS_IMATRIX;
     fn quantize_row(_: &[f32], _: &mut [Self]) {}
 }
@@ -121,6 +122,7 @@ impl Dequantize for Iq2Xs {
 }
 
 impl Quantize for Iq2Xs {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     const REFUSAL: Option<&'static str> = NEEDS_IMATRIX;
     fn quantize_row(_: &[f32], _: &mut [Self]) {}
 }
@@ -150,6 +152,7 @@ impl Dequantize for Iq2S {
 }
 
 impl Quantize for Iq2S {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         iq2s::quantize(x, out)
     }
@@ -173,6 +176,7 @@ impl Dequantize for Iq3Xxs {
 }
 
 impl Quantize for Iq3Xxs {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         iq3::quantize_xxs(x, out)
     }
@@ -198,6 +202,7 @@ impl Dequantize for Iq3S {
 }
 
 impl Quantize for Iq3S {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         iq3::quantize_s(x, out)
     }
@@ -224,6 +229,7 @@ impl Dequantize for Iq1S {
 }
 
 impl Quantize for Iq1S {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     const REFUSAL: Option<&'static str> = NEEDS_IMATRIX;
     fn quantize_row(_: &[f32], _: &mut [Self]) {}
 }
@@ -263,6 +269,7 @@ impl Dequantize for Iq1M {
 }
 
 impl Quantize for Iq1M {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         iq1m::quantize(x, out)
     }
@@ -280,6 +287,7 @@ impl Dequantize for Iq4Nl {
 }
 
 impl Quantize for Iq4Nl {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         iq4::quantize_nl(x, out, 7)
     }
@@ -308,6 +316,7 @@ impl Dequantize for Iq4Xs {
 }
 
 impl Quantize for Iq4Xs {
+    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         iq4::quantize_xs(x, out)
     }
