@@ -215,6 +215,72 @@ fn fixtures(dir: &Path) -> Vec<String> {
     vec!["dense.gguf".into(), "tied.gguf".into(), "moe.gguf".into()]
 }
 
+/// Importance matrices for a fixture's weights, in both formats: positive sums spanning
+/// decades per column and expert, counts (a zero count for some experts: no data).
+fn imatrices(dir: &Path, input: &str) -> (String, String) {
+    let file = ggufrw::Gguf::open(&dir.join(input)).unwrap();
+    let mut gguf = Builder::new()
+        .metadata("general.type", "imatrix")
+        .metadata(
+            "imatrix.datasets",
+            ggufrw::Value::Array(ggufrw::schema::Array::new(ggufrw::ArrayValues::String(
+                ["fixture-calibration.txt"].into_iter().collect(),
+            ))),
+        )
+        .metadata("imatrix.chunk_count", 12u32)
+        .metadata("imatrix.chunk_size", 512u32);
+    let mut dat: Vec<u8> = Vec::new();
+    let mut entries = 0i32;
+    let mut body = Vec::new();
+    for (i, t) in file.header().tensor_infos.iter().enumerate() {
+        let name = t.name.to_string();
+        if t.dimensions.len() < 2 || !name.ends_with(".weight") || name.contains("norm") {
+            continue;
+        }
+        let ne0 = t.dimensions[0];
+        let experts = t.dimensions.get(2).copied().unwrap_or(1);
+        let sums: Vec<f32> = values(1000 + i as u64, (ne0 * experts) as usize)
+            .iter()
+            .map(|v| (v.clamp(-0.5, 0.5) * 16.0).exp() * 50.0)
+            .collect();
+        let counts: Vec<f32> = (0..experts)
+            .map(|e| if e == 3 { 0.0 } else { 100.0 + e as f32 })
+            .collect();
+        gguf = gguf
+            .tensor(
+                format!("{name}.in_sum2"),
+                GgmlType::F32,
+                &[ne0, experts],
+                f32_bytes(&sums),
+            )
+            .unwrap()
+            .tensor(
+                format!("{name}.counts"),
+                GgmlType::F32,
+                &[1, experts],
+                f32_bytes(&counts),
+            )
+            .unwrap();
+        if experts == 1 {
+            entries += 1;
+            body.extend((name.len() as i32).to_le_bytes());
+            body.extend(name.as_bytes());
+            body.extend(7i32.to_le_bytes());
+            body.extend((sums.len() as i32).to_le_bytes());
+            body.extend(f32_bytes(&sums));
+        }
+    }
+    gguf.write_file(&dir.join("imatrix.gguf")).unwrap();
+    dat.extend(entries.to_le_bytes());
+    dat.extend(body);
+    dat.extend(12i32.to_le_bytes());
+    let dataset = b"legacy-calibration.txt";
+    dat.extend((dataset.len() as i32).to_le_bytes());
+    dat.extend(dataset);
+    std::fs::write(dir.join("imatrix.dat"), dat).unwrap();
+    ("imatrix.gguf".into(), "imatrix.dat".into())
+}
+
 fn sha256(path: &Path) -> Option<String> {
     use sha2::Digest;
     let bytes = std::fs::read(path).ok()?;
@@ -297,6 +363,14 @@ fn compare(tool: &Path, dir: &Path, input: &str, options: &[&str], preset: &str)
             .collect::<Vec<_>>()
             .join("\n")
     );
+    if std::env::var_os("GGUFRW_QUANTIZE_VERBOSE").is_some() && !theirs.status.success() {
+        let why: Vec<_> = String::from_utf8_lossy(&theirs.stderr)
+            .lines()
+            .filter(|l| l.contains("rror") || l.contains("failed"))
+            .map(str::to_owned)
+            .collect();
+        eprintln!("refused by both: {what}: {}", why.join(" | "));
+    }
     if !theirs.status.success() {
         // Ours leaves nothing behind (theirs may leave a partial file).
         assert!(!dir.join(&ours_out).exists(), "{what}: ours left an output");
@@ -448,6 +522,41 @@ fn options_give_llama_quantizes_bytes() {
         "Q4_K_M"
     ));
 }
+
+/// With an importance matrix in either format, and with the weights filtered.
+#[test]
+fn imatrices_give_llama_quantizes_bytes() {
+    let Some(tool) = llama_quantize() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    fixtures(dir.path());
+    let presets: Vec<String> = if full_matrix() {
+        all_presets()
+    } else {
+        IMATRIX_PRESETS_CI.iter().map(|s| s.to_string()).collect()
+    };
+    let mut same = 0;
+    for input in ["dense.gguf", "moe.gguf"] {
+        let (gguf, dat) = imatrices(dir.path(), input);
+        for (file, extra) in [
+            (&gguf, vec![]),
+            (&dat, vec![]),
+            (&gguf, vec!["--include-weights", "ffn"]),
+            (&gguf, vec!["--exclude-weights", "attn_v"]),
+            (&gguf, vec!["--include-weights", "nothing-has-this"]),
+        ] {
+            let mut opts = vec!["--imatrix", file.as_str()];
+            opts.extend(extra);
+            for p in &presets {
+                same += usize::from(compare(&tool, dir.path(), input, &opts, p));
+            }
+        }
+    }
+    eprintln!("{same} outputs with an imatrix byte-identical");
+    assert!(same > 0);
+}
+
+/// The presets the imatrix test runs in CI (all of them with `GGUFRW_QUANTIZE_MATRIX`).
+const IMATRIX_PRESETS_CI: &[&str] = &["Q8_0", "F16", "BF16", "COPY", "MXFP4_MOE"];
 
 /// The real model, requantized: the presets the benchmark uses.
 #[test]

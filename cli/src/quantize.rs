@@ -145,7 +145,6 @@ struct Parsed {
     opts: Options,
     run: Run,
     dry_run: bool,
-    imatrix: Option<PathBuf>,
     input: PathBuf,
     output: Option<PathBuf>,
 }
@@ -206,8 +205,17 @@ fn parse(args: &[String]) -> Result<Parsed, String> {
     if !include.is_empty() && !exclude.is_empty() {
         return Err("--include-weights and --exclude-weights cannot be used together".into());
     }
-    if imatrix.is_some() || !include.is_empty() || !exclude.is_empty() {
-        return Err("importance matrices are not supported yet".into());
+    if let Some(path) = &imatrix {
+        let m = quantize::imatrix::Imatrix::load(path).map_err(|e| e.to_string())?;
+        let w = quantize::imatrix::select(&m, &include, &exclude).map_err(|e| e.to_string())?;
+        // An imatrix left empty by the filters is no imatrix at all (and adds no keys).
+        if !w.is_empty() {
+            let arg = path.to_string_lossy();
+            opts.kv_overrides
+                .extend(quantize::imatrix::keys(&arg, &m, w.len()));
+            opts.has_imatrix = true;
+            run.imatrix = w;
+        }
     }
     let input = PathBuf::from(&rest[0]);
     let (output, preset, more) = match Preset::parse(&rest[1]) {
@@ -241,7 +249,6 @@ fn parse(args: &[String]) -> Result<Parsed, String> {
         opts,
         run,
         dry_run,
-        imatrix,
         input,
         output,
     })
@@ -320,7 +327,6 @@ pub fn run(args: Args) -> ExitCode {
         Ok(p) => p,
         Err(e) => return bad(&e),
     };
-    debug_assert!(p.imatrix.is_none());
     if p.dry_run {
         return dry_run(&p.input, &p.opts);
     }

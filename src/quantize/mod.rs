@@ -23,6 +23,7 @@
 //! ```
 
 mod arch;
+pub mod imatrix;
 mod plan;
 mod preset;
 mod run;
@@ -93,6 +94,9 @@ pub enum QuantizeError {
         /// The first bad block.
         source: InvalidData,
     },
+    /// An importance matrix that cannot be read or used.
+    #[error("{0}")]
+    Imatrix(String),
     /// The block arithmetic refused.
     #[error("{0}")]
     Quant(#[from] QuantError),

@@ -435,6 +435,25 @@ fn find_block(name: &[u8]) -> Option<(usize, usize)> {
     None
 }
 
+/// A pruned model's tensor name with its layer number as it was before pruning: the name its
+/// importance weights have (llama-quantize's `remap_imatrix`).
+pub(crate) fn unpruned_name(t: &PlannedTensor) -> String {
+    let (Some((at, len)), Some((src_at, src_len))) = (
+        find_block(t.name.as_bytes()),
+        find_block(t.source_name.as_bytes()),
+    ) else {
+        return t.name.to_string();
+    };
+    let src = &t.source_name.as_bytes()[src_at..src_at + src_len];
+    let original: u64 = std::str::from_utf8(src)
+        .ok()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(0);
+    let mut name = t.name.as_bytes().to_vec();
+    name.splice(at..at + len, original.to_string().into_bytes());
+    String::from_utf8_lossy(&name).into_owned()
+}
+
 /// The state llama.cpp's type rules keep across tensors.
 struct Counters {
     n_attention_wv: i64,

@@ -11,6 +11,7 @@ use crate::validate::{validate, Profile, Severity};
 use crate::write::{Builder, Source};
 use ggufrw_schema::{ByteOrder, Value, ALIGNMENT_KEY};
 use memmap2::Mmap;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// How the job runs (what does not change the plan).
@@ -21,6 +22,9 @@ pub struct Run {
     pub allow_requantize: bool,
     /// Threads for the rows (0: every processor). The bytes are the same for every count.
     pub threads: usize,
+    /// Importance weights by weight name ([`super::imatrix::select`]); empty: none. The plan's
+    /// `has_imatrix` must say whether there are any.
+    pub imatrix: BTreeMap<String, Vec<f32>>,
 }
 
 /// What a quantization did (or, for a plan alone, would do).
@@ -137,7 +141,9 @@ pub fn quantize(
                 .map_err(|e| e.in_file(shard_path))?;
             let order = file.header().byte_order;
             let len = t.output_bytes();
-            let chunks = Slabs::new(t, data, order, run, threads)
+            let weights = imatrix_for(t, &opts.prune_layers, run)
+                .map_err(|e| Error::from(e).in_file(input))?;
+            let chunks = Slabs::new(t, data, order, run, threads, weights)
                 .map_err(|e| Error::from(e).in_file(shard_path))?;
             let shard_path = shard_path.clone();
             let chunks =
@@ -157,6 +163,44 @@ pub fn quantize(
     Ok(Report { plan, outputs })
 }
 
+/// The importance weights of a tensor to convert, found as llama-quantize finds them: by its
+/// name with the layer number it had before `--prune-layers`; the size must be one row's per
+/// expert (a token embedding of another size goes without, as llama-quantize lets it).
+fn imatrix_for<'r>(
+    t: &PlannedTensor,
+    prune: &[u32],
+    run: &'r Run,
+) -> std::result::Result<Option<&'r [f32]>, QuantizeError> {
+    if !t.converts() || run.imatrix.is_empty() {
+        return Ok(None);
+    }
+    let name = if prune.is_empty() {
+        t.name.to_string()
+    } else {
+        super::plan::unpruned_name(t)
+    };
+    let Some(w) = run.imatrix.get(&name) else {
+        return Ok(None);
+    };
+    let d = |i: usize| t.dims.get(i).copied().unwrap_or(1);
+    let want = d(0) * d(2);
+    if w.len() as u64 == want {
+        return Ok(Some(w));
+    }
+    let token_embd = matches!(
+        t.name.as_bytes(),
+        b"token_embd.weight" | b"per_layer_token_embd.weight"
+    );
+    if token_embd {
+        return Ok(None);
+    }
+    Err(QuantizeError::Imatrix(format!(
+        "imatrix size {} is different from tensor size {want} for {}",
+        w.len(),
+        t.name
+    )))
+}
+
 /// Bytes of input each slab takes per thread: large enough to keep the threads busy, small
 /// enough that memory stays a few MiB whatever the tensor.
 const SLAB: usize = 1 << 20;
@@ -170,6 +214,11 @@ struct Slabs<'a> {
     to: GgmlType,
     order: ByteOrder,
     row_elements: usize,
+    /// Rows of one expert's matrix (`ne[1]`): each expert has its own slice of the weights.
+    rows_per_expert: usize,
+    /// The first row of the next slab, counted over every expert.
+    row: usize,
+    weights: Option<&'a [f32]>,
     threads: usize,
     failed: bool,
 }
@@ -181,9 +230,16 @@ impl<'a> Slabs<'a> {
         order: ByteOrder,
         run: &Run,
         threads: usize,
+        weights: Option<&'a [f32]>,
     ) -> std::result::Result<Slabs<'a>, QuantizeError> {
         let name = t.name.to_string();
         if t.converts() {
+            if weights.is_none() && t.requires_imatrix {
+                return Err(QuantizeError::NeedsImatrix {
+                    tensor: name,
+                    ty: t.to,
+                });
+            }
             if t.from.is_quantized() && !run.allow_requantize {
                 return Err(QuantizeError::Requantize {
                     tensor: name,
@@ -206,6 +262,9 @@ impl<'a> Slabs<'a> {
             to: t.to,
             order,
             row_elements: t.dims.first().copied().unwrap_or(1) as usize,
+            rows_per_expert: t.dims.get(1).copied().unwrap_or(1).max(1) as usize,
+            row: 0,
+            weights,
             threads,
             failed: false,
         })
@@ -242,7 +301,28 @@ impl<'a> Slabs<'a> {
         quant::dequantize_threads(self.from, &le, ByteOrder::Little, &mut values, self.threads)?;
         let len = n / self.to.block_size() as usize * self.to.type_size() as usize;
         let mut out = vec![0u8; len];
-        quant::quantize_into_threads(self.to, &values, self.row_elements, &mut out, self.threads)?;
+        let rows = n / self.row_elements.max(1);
+        let out_row = len / rows.max(1);
+        // Quantized expert by expert: a slab may hold the end of one and the start of another.
+        let mut r = 0;
+        while r < rows {
+            let global = self.row + r;
+            let expert = global / self.rows_per_expert;
+            let end = rows.min(r + (self.rows_per_expert - global % self.rows_per_expert));
+            let w = self
+                .weights
+                .map(|w| &w[expert * self.row_elements..(expert + 1) * self.row_elements]);
+            quant::quantize_into_weighted_threads(
+                self.to,
+                &values[r * self.row_elements..end * self.row_elements],
+                self.row_elements,
+                w,
+                &mut out[r * out_row..end * out_row],
+                self.threads,
+            )?;
+            r = end;
+        }
+        self.row += rows;
         quant::validate_row_data(self.to, &out).map_err(|source| {
             QuantizeError::QuantizedInvalid {
                 tensor: self.name.clone(),
