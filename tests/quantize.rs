@@ -218,7 +218,7 @@ fn fixtures(dir: &Path) -> Vec<String> {
 /// Importance matrices for a fixture's weights, in both formats: positive sums spanning
 /// decades per column and expert, counts (a zero count for some experts: no data).
 fn imatrices(dir: &Path, input: &str) -> (String, String) {
-    let file = ggufrw::Gguf::open(&dir.join(input)).unwrap();
+    let file = ggufrw::Gguf::open(dir.join(input)).unwrap();
     let mut gguf = Builder::new()
         .metadata("general.type", "imatrix")
         .metadata(
