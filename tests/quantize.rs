@@ -558,6 +558,129 @@ fn imatrices_give_llama_quantizes_bytes() {
 /// The presets the imatrix test runs in CI (all of them with `GGUFRW_QUANTIZE_MATRIX`).
 const IMATRIX_PRESETS_CI: &[&str] = &["Q8_0", "F16", "BF16", "COPY", "MXFP4_MOE"];
 
+/// Bad input: a NaN in a tensor, a truncated file, a file past the size limit (`ulimit -f`,
+/// a full disk's error). Both tools fail; ours names the tensor or file, leaves no output and
+/// no temporary file, and the input is untouched.
+#[test]
+fn bad_input_fails_cleanly() {
+    let Some(tool) = llama_quantize() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    fixtures(dir.path());
+    let dense = std::fs::read(dir.path().join("dense.gguf")).unwrap();
+    // A NaN in blk.2.attn_q.weight (an F16 tensor): its first element's bytes.
+    let file = ggufrw::Gguf::open(dir.path().join("dense.gguf")).unwrap();
+    let t = file.tensor("blk.2.attn_q.weight").unwrap();
+    let at = t.file_offset as usize;
+    let mut nan = dense.clone();
+    nan[at..at + 2].copy_from_slice(&0x7e00u16.to_le_bytes());
+    std::fs::write(dir.path().join("nan.gguf"), &nan).unwrap();
+    std::fs::write(dir.path().join("short.gguf"), &dense[..dense.len() - 1000]).unwrap();
+    for input in ["nan.gguf", "short.gguf"] {
+        for preset in ["Q4_K_M", "Q8_0", "COPY"] {
+            assert!(
+                !compare(&tool, dir.path(), input, &[], preset),
+                "{input} {preset}"
+            );
+        }
+    }
+    let ours = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+            .arg("quantize")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let out = ours(&["nan.gguf", "o.gguf", "Q4_K_M"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("blk.2.attn_q.weight") && err.contains("NaN"),
+        "{err}"
+    );
+    let out = ours(&["short.gguf", "o.gguf", "Q4_K_M"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("short.gguf"));
+    // Past the file-size limit: a clear error naming the output, nothing left behind.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -f 64; exec '{}' quantize dense.gguf limited.gguf Q8_0",
+            env!("CARGO_BIN_EXE_ggufrw")
+        ))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("limited.gguf"), "{err}");
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("limited") || n.starts_with("o.gguf") || n.contains(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    assert_eq!(std::fs::read(dir.path().join("dense.gguf")).unwrap(), dense);
+}
+
+/// A split model is merged (as llama-quantize's loader merges it), or with `--keep-split`
+/// quantized shard by shard: the same bytes in every output shard.
+#[test]
+fn split_models_as_llama_quantize_does() {
+    let Some(tool) = llama_quantize() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    fixtures(dir.path());
+    let split = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+        .args(["split", "--max-tensors", "20", "dense.gguf", "shard"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        split.status.success(),
+        "{}",
+        String::from_utf8_lossy(&split.stderr)
+    );
+    let first = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("shard-00001-of-"))
+        .expect("the first shard");
+    let n: usize = first["shard-00001-of-".len()..first.len() - 5]
+        .parse()
+        .unwrap();
+    assert!(n > 2, "{n} shards");
+    let first = first.as_str();
+    for p in ["Q4_K_M", "Q6_K", "COPY"] {
+        assert!(compare(&tool, dir.path(), first, &[], p), "{p}");
+    }
+    // --keep-split: OUTPUT is the prefix of the shards written.
+    for p in ["Q4_K_M", "Q8_0"] {
+        let args = |out: &str| -> Vec<String> {
+            ["--keep-split", first, out, p]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        };
+        let theirs = run(&tool, &args("theirs-ks.gguf"), dir.path());
+        let mut mine = vec!["quantize".to_string()];
+        mine.extend(args("ours-ks.gguf"));
+        let ours = run(Path::new(env!("CARGO_BIN_EXE_ggufrw")), &mine, dir.path());
+        assert!(
+            theirs.status.success() && ours.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+        for i in 1..=n {
+            let name = |who: &str| dir.path().join(format!("{who}-ks-{i:05}-of-{n:05}.gguf"));
+            let (a, b) = (name("ours"), name("theirs"));
+            assert_eq!(
+                sha256(&a).expect("our shard"),
+                sha256(&b).expect("their shard"),
+                "{p} shard {i}: {}",
+                first_difference(&a, &b)
+            );
+        }
+    }
+}
+
 /// The real model, requantized: the presets the benchmark uses.
 #[test]
 fn gemma_requantized_as_llama_quantize_does() {

@@ -118,7 +118,14 @@ fn main() -> ExitCode {
 /// in-place header write to finish, and exits 128 + the signal's number, as a shell reports a
 /// process killed by it.
 fn remove_temporaries_on_signals() {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM, SIGXFSZ};
+    // Past a file-size limit (`ulimit -f`) the kernel would kill the process mid-write, the
+    // temporary file left behind; handled, the write fails with EFBIG instead, and the writer
+    // reports it and removes what it wrote.
+    let _ = signal_hook::flag::register(
+        SIGXFSZ,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    );
     let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
         return;
     };
