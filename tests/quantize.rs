@@ -7,6 +7,8 @@
 //! preset with every option set on every fixture.
 
 use crate::common;
+#[path = "common/server.rs"]
+mod server;
 
 use ggufrw::{Builder, GgmlType};
 use std::path::{Path, PathBuf};
@@ -679,6 +681,77 @@ fn split_models_as_llama_quantize_does() {
             );
         }
     }
+}
+
+/// `--recipe-from` gives another file's types as a tensor-type file: quantizing with it
+/// reproduces that file (with llama-quantize too), and `--dry-run` shows the plan without
+/// writing.
+#[test]
+fn recipes_and_dry_runs() {
+    let Some(tool) = llama_quantize() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    fixtures(dir.path());
+    let ours = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+            .arg("quantize")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    ours(&["dense.gguf", "mix.gguf", "Q3_K_M"]);
+    let recipe = ours(&["--recipe-from", "mix.gguf"]);
+    assert!(
+        recipe.contains("^blk\\.0\\.attn_v\\.weight$=q5_K"),
+        "{recipe}"
+    );
+    std::fs::write(dir.path().join("recipe.txt"), &recipe).unwrap();
+    // Q8_0 with the recipe: Q3_K_M's types; the same as llama-quantize with the recipe.
+    assert!(compare(
+        &tool,
+        dir.path(),
+        "dense.gguf",
+        &["--tensor-type-file", "recipe.txt"],
+        "Q3_K_M"
+    ));
+    ours(&[
+        "--tensor-type-file",
+        "recipe.txt",
+        "dense.gguf",
+        "again.gguf",
+        "Q8_0",
+    ]);
+    let types = |f: &str| -> Vec<u32> {
+        let g = ggufrw::Gguf::open(dir.path().join(f)).unwrap();
+        g.header()
+            .tensor_infos
+            .iter()
+            .map(|t| t.ggml_type)
+            .collect()
+    };
+    assert_eq!(types("again.gguf"), types("mix.gguf"));
+    // A dry run writes nothing and totals what the real run writes.
+    let plan = ours(&["--dry-run", "dense.gguf", "Q3_K_M"]);
+    assert!(
+        plan.contains("blk.0.attn_v.weight") && plan.contains("quant size"),
+        "{plan}"
+    );
+    assert!(!dir.path().join("ggml-model-Q3_K_M.gguf").exists());
+    // The same plan over HTTP, fetching the header only.
+    let bytes = std::fs::read(dir.path().join("dense.gguf")).unwrap();
+    let size = bytes.len() as u64;
+    let server = server::Server::start();
+    server.add("dense.gguf", bytes);
+    let remote = ours(&["--dry-run", &server.url("f", "dense.gguf"), "Q3_K_M"]);
+    assert_eq!(remote, plan);
+    let (_, sent) = server.cost("dense.gguf");
+    assert!(sent < size / 10, "{sent} of {size} bytes fetched");
 }
 
 /// The real model, requantized: the presets the benchmark uses.

@@ -60,6 +60,9 @@ llama-quantize's job with its arguments and its output, byte for byte.
                                that read only names and shapes (not llama-quantize's: it
                                refuses such files)
 
+       ggufrw quantize --recipe-from EXISTING.gguf
+                               print EXISTING's per-tensor types as a --tensor-type-file
+
 The output defaults to ggml-model-TYPE.gguf beside the input; nthreads defaults to every
 processor, and the output is the same for every thread count.
 
@@ -323,6 +326,12 @@ pub fn run(args: Args) -> ExitCode {
         print!("{}", usage());
         return ExitCode::SUCCESS;
     }
+    if strings.first().map(String::as_str) == Some("--recipe-from") {
+        return match strings.get(1) {
+            Some(file) if strings.len() == 2 => recipe(Path::new(file)),
+            _ => bad("--recipe-from takes one file and nothing else"),
+        };
+    }
     let p = match parse(&strings) {
         Ok(p) => p,
         Err(e) => return bad(&e),
@@ -357,6 +366,37 @@ pub fn run(args: Args) -> ExitCode {
             ExitCode::from(FAILED)
         }
     }
+}
+
+/// `--recipe-from FILE`: FILE's type for each tensor llama-quantize could quantize (two or
+/// more dimensions, a name ending in `weight`), as a `--tensor-type-file` (names anchored and
+/// escaped, so each matches only itself): quantizing with it reproduces FILE's types.
+fn recipe(file: &Path) -> ExitCode {
+    let inputs = match load(file, true) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("ggufrw quantize: {e}");
+            return ExitCode::from(FAILED);
+        }
+    };
+    let mut text = String::new();
+    for input in &inputs {
+        for t in &input.file.header().tensor_infos {
+            let name = t.name.to_string();
+            let dims = t
+                .dimensions
+                .iter()
+                .rposition(|&d| d > 1)
+                .map_or(1, |i| i + 1);
+            let Some(ty) = GgmlType::from_id(t.ggml_type) else {
+                continue;
+            };
+            if dims >= 2 && name.ends_with("weight") {
+                text.push_str(&format!("^{}$={}\n", regex::escape(&name), ty.name()));
+            }
+        }
+    }
+    super::print_out(&text)
 }
 
 /// `--dry-run`: the plan of a local file or a URL (its headers only are fetched).
