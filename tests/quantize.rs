@@ -7,8 +7,7 @@
 //! preset with every option set on every fixture.
 
 use crate::common;
-#[path = "common/server.rs"]
-mod server;
+use crate::remote::server;
 
 use ggufrw::{Builder, GgmlType};
 use std::path::{Path, PathBuf};

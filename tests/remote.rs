@@ -5,7 +5,7 @@
 
 use crate::common;
 #[path = "common/server.rs"]
-mod server;
+pub(crate) mod server;
 
 use ggufrw::remote::{self, Options, RemoteError};
 use ggufrw::{Builder, Error, GgmlType, Gguf};
