@@ -554,6 +554,38 @@ fn imatrices_give_llama_quantizes_bytes() {
     }
     eprintln!("{same} outputs with an imatrix byte-identical");
     assert!(same > 0);
+    // `ggufrw imatrix`: show, and convert both ways; each result is a file llama-quantize
+    // takes, with the same output from both tools.
+    let ggufrw = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let shown = ggufrw(&["imatrix", "show", "imatrix.gguf"]);
+    assert!(
+        shown.contains("GGUF format") && shown.contains("blk.0.ffn_up_exps.weight"),
+        "{shown}"
+    );
+    ggufrw(&["imatrix", "convert", "imatrix.gguf", "converted.dat"]);
+    ggufrw(&["imatrix", "convert", "imatrix.dat", "converted.gguf"]);
+    let shown = ggufrw(&["imatrix", "show", "converted.dat"]);
+    assert!(shown.contains("legacy .dat format"), "{shown}");
+    for file in ["converted.dat", "converted.gguf"] {
+        for p in ["Q8_0", "COPY"] {
+            assert!(
+                compare(&tool, dir.path(), "moe.gguf", &["--imatrix", file], p),
+                "{file} {p}"
+            );
+        }
+    }
 }
 
 /// The presets the imatrix test runs in CI (all of them with `GGUFRW_QUANTIZE_MATRIX`).

@@ -12,6 +12,7 @@ mod dump;
 mod edit;
 mod extract;
 mod hash;
+mod imatrix;
 mod merge;
 mod name;
 mod quantize;
@@ -69,6 +70,8 @@ enum Command {
     /// Quantize a whole model to a preset as llama-quantize does, with its arguments and its
     /// bytes (`ggufrw quantize --help` lists the options and presets).
     Quantize(quantize::Args),
+    /// Importance matrices (GGUF or legacy .dat): show one, or convert between the formats.
+    Imatrix(imatrix::Args),
     /// Hash each tensor's data and each file's, in llama.cpp's gguf-hash format; or check
     /// files against such a manifest.
     Hash(hash::Args),
@@ -106,6 +109,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => stats::run(args),
         Command::Convert(args) => convert::run(args),
         Command::Quantize(args) => quantize::run(args),
+        Command::Imatrix(args) => imatrix::run(args),
         Command::Hash(args) => hash::run(args),
         Command::Split(args) => split::run(args),
         Command::Merge(args) => merge::run(args),

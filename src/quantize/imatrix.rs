@@ -300,3 +300,121 @@ pub fn keys(file_arg: &str, m: &Imatrix, entries_used: usize) -> Vec<(String, Kv
     }
     keys
 }
+
+/// What llama-imatrix accumulates: raw sums of squared activations and per-matrix counts of
+/// rows seen, per entry, with the chunk count and datasets; both file formats are written from
+/// it as llama-imatrix writes them (`--output-format gguf|dat`), so converting a file is
+/// reading it as llama-imatrix's `--in-file` reads it and saving it again.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Collected {
+    /// Raw sums and counts by entry name.
+    pub stats: BTreeMap<String, (Vec<f32>, Vec<i64>)>,
+    /// Datasets, in order.
+    pub datasets: Vec<String>,
+    /// Chunks the sums cover.
+    pub last_chunk: i32,
+    /// Tokens per chunk (`n_ctx / n_parallel`).
+    pub chunk_size: i32,
+}
+
+impl Collected {
+    /// `m` as llama-imatrix loads it with `chunk_size` tokens a chunk: a legacy file's values
+    /// and call counts times the chunk size, a GGUF file's sums and counts as they are.
+    pub fn from_file(m: &Imatrix, chunk_size: i32) -> Collected {
+        let mut stats = BTreeMap::new();
+        let mut max_count = 0i64;
+        for (name, e) in &m.entries {
+            let (values, counts) = if m.legacy {
+                let v = e.sums.iter().map(|s| s * chunk_size as f32).collect();
+                (
+                    v,
+                    vec![e.counts.first().copied().unwrap_or(0) * i64::from(chunk_size)],
+                )
+            } else {
+                (e.sums.clone(), e.counts.clone())
+            };
+            max_count = max_count.max(counts.iter().copied().max().unwrap_or(0));
+            stats.insert(name.clone(), (values, counts));
+        }
+        Collected {
+            stats,
+            datasets: m.datasets.clone(),
+            last_chunk: (max_count / i64::from(chunk_size.max(1))) as i32,
+            chunk_size,
+        }
+    }
+
+    /// The GGUF format: `general.type`, the datasets, chunk count and size, then per entry
+    /// (in name order) `NAME.in_sum2` [values / matrices, matrices] and `NAME.counts`
+    /// [1, matrices], as F32.
+    pub fn to_gguf(&self) -> crate::Result<Vec<u8>> {
+        let datasets: crate::schema::StrList = self.datasets.iter().map(String::as_str).collect();
+        let mut b = crate::Builder::new()
+            .metadata("general.type", "imatrix")
+            .metadata(
+                DATASETS,
+                Value::Array(crate::schema::Array::new(ArrayValues::String(datasets))),
+            )
+            .metadata(CHUNK_COUNT, Value::Uint32(self.last_chunk as u32))
+            .metadata(CHUNK_SIZE, Value::Uint32(self.chunk_size as u32));
+        let f32s = |v: &mut dyn Iterator<Item = f32>| -> Vec<u8> {
+            v.flat_map(f32::to_le_bytes).collect()
+        };
+        for (name, (values, counts)) in &self.stats {
+            let (nval, nmat) = (values.len() as u64, counts.len() as u64);
+            if nval == 0 || nmat == 0 {
+                continue;
+            }
+            b = b
+                .tensor(
+                    format!("{name}.in_sum2"),
+                    GgmlType::F32,
+                    &[nval / nmat, nmat],
+                    f32s(&mut values.iter().copied()),
+                )?
+                .tensor(
+                    format!("{name}.counts"),
+                    GgmlType::F32,
+                    &[1, nmat],
+                    f32s(&mut counts.iter().map(|&c| c as f32)),
+                )?;
+        }
+        b.build()?.to_bytes()
+    }
+
+    /// The legacy format: per entry with any data (in name order) its name, `ncall` (the
+    /// largest count in chunks, rounded up) and the values as `sum / count × ncall` (1 where a
+    /// matrix has no data); then the chunk count and the last dataset.
+    pub fn to_legacy(&self) -> Vec<u8> {
+        let chunk = i64::from(self.chunk_size.max(1));
+        let stored: Vec<_> = self
+            .stats
+            .iter()
+            .filter(|(_, (_, c))| !c.is_empty() && c.iter().any(|&x| x != 0))
+            .collect();
+        let mut out = Vec::new();
+        out.extend((stored.len() as i32).to_le_bytes());
+        for (name, (values, counts)) in stored {
+            out.extend((name.len() as i32).to_le_bytes());
+            out.extend(name.as_bytes());
+            let max = counts.iter().copied().max().unwrap_or(0);
+            let ncall = ((max + chunk - 1) / chunk) as i32;
+            out.extend(ncall.to_le_bytes());
+            let (nval, nmat) = (values.len(), counts.len());
+            out.extend((nval as i32).to_le_bytes());
+            for (i, &v) in values.iter().enumerate() {
+                let mut count = counts[i / (nval / nmat)] as f32;
+                let mut value = v;
+                if count == 0.0 {
+                    (value, count) = (1.0, 1.0);
+                }
+                out.extend(((value / count) * ncall as f32).to_le_bytes());
+            }
+        }
+        out.extend(self.last_chunk.to_le_bytes());
+        let dataset = self.datasets.last().map_or("", String::as_str);
+        out.extend((dataset.len() as i32).to_le_bytes());
+        out.extend(dataset.as_bytes());
+        out
+    }
+}
