@@ -39,7 +39,7 @@ enum Command {
     },
 }
 
-fn load(file: &PathBuf) -> Result<Imatrix, ExitCode> {
+fn load(file: &std::path::Path) -> Result<Imatrix, ExitCode> {
     Imatrix::load(file).map_err(|e| {
         eprintln!("{e}");
         ExitCode::from(super::FAILED)
