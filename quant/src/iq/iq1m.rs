@@ -1,20 +1,20 @@
-//! IQ1_M quantization: ggml's `quantize_row_iq1_m_impl` without an importance matrix, so each
-//! element weighted by its square. Groups of 16, each split exactly into three levels (−1, 0,
+//! IQ1_M quantization: ggml's `quantize_row_iq1_m_impl`, each element weighted by its square
+//! or, with an importance matrix, by `qw·sqrt(σ² + x²)` (σ² twice the block's mean square). Groups of 16, each split exactly into three levels (−1, 0,
 //! 1) by its sorted values, shifted by ±[`IQ1_DELTA`] per half; the grid of 2048.
 
 use super::super::c::{fp32_to_fp16, nearest_int};
-use super::c_max;
 use super::lattice::{self, Lattice, Place};
 use super::tables::IQ1_DELTA;
+use super::{block_sigma2, c_max, imatrix_weight};
 use ggufrw_schema::blocks::scalar::U16;
 use ggufrw_schema::blocks::Iq1M;
 
 /// A group whose largest |x| is below this is all zero.
 const GROUP_MAX_EPS_IQ1_M: f32 = 1e-7;
 /// The three levels shifted up (`x_p`) …
-const X_P: [f32; 3] = [-1.0 + IQ1_DELTA, IQ1_DELTA, 1.0 + IQ1_DELTA];
+pub(super) const X_P: [f32; 3] = [-1.0 + IQ1_DELTA, IQ1_DELTA, 1.0 + IQ1_DELTA];
 /// … and down (`x_m`).
-const X_M: [f32; 3] = [-1.0 - IQ1_DELTA, -IQ1_DELTA, 1.0 - IQ1_DELTA];
+pub(super) const X_M: [f32; 3] = [-1.0 - IQ1_DELTA, -IQ1_DELTA, 1.0 - IQ1_DELTA];
 /// The delta-sign bits in `qh` of each shift choice: 0 (+, +), 1 (+, −), 2 (−, +), 3 (−, −).
 const MASKS: [u8; 4] = [0x00, 0x80, 0x08, 0x88];
 
@@ -29,7 +29,7 @@ fn shifted(shift: usize, k: usize) -> &'static [f32; 3] {
 }
 
 /// The packed word of eight level indices (2 bits each).
-fn word(l: &[i8]) -> u16 {
+pub(super) fn word(l: &[i8]) -> u16 {
     (l.iter().enumerate()).fold(0, |u, (i, &l)| u | ((l as u16) << (2 * i)))
 }
 
@@ -44,10 +44,10 @@ fn compare(l: f32, r: f32) -> i32 {
     }
 }
 
-/// `qsort` of the (value, index) pairs as glibc sorts 16 elements of 8 bytes: its merge sort
+/// `qsort` of the (value, index) pairs as glibc sorts 16 (or 32) elements of 8 bytes: its merge sort
 /// (halves of `n/2` and `n − n/2`, the left element taken while the comparison is `<= 0`), so
 /// equal values keep their order and a NaN is placed as glibc places it.
-fn sort(p: &mut [(f32, usize)], tmp: &mut [(f32, usize)]) {
+pub(super) fn sort(p: &mut [(f32, usize)], tmp: &mut [(f32, usize)]) {
     let n = p.len();
     if n <= 1 {
         return;
@@ -85,7 +85,7 @@ fn sort(p: &mut [(f32, usize)], tmp: &mut [(f32, usize)]) {
 /// reading `xval[i]` for grid entry `i` (a slip for `xval[j]`: up to 2047 values past the group,
 /// beyond the row for the last groups, where we read nothing and that entry loses), and aborts
 /// if that finds nothing either; then we take the first candidate.
-fn best_neighbour(
+pub(super) fn best_neighbour(
     lat: &Lattice<8>,
     candidates: &[u16],
     xval: &[f32],
@@ -195,10 +195,21 @@ fn best_split(
     best.map(|(i1, i2, k)| (i1, i2, k, scale))
 }
 
-pub(super) fn quantize(x: &[f32], out: &mut [Iq1M]) {
+/// A group's weights: `x²`, or with importance weights `qw` (the group's) `qw·sqrt(σ² + x²)`.
+fn weights(xb: &[f32], qw: Option<&[f32]>, sigma2: f32) -> [f32; 16] {
+    std::array::from_fn(|i| match qw {
+        Some(qw) => imatrix_weight(qw[i], sigma2, xb[i]),
+        None => xb[i] * xb[i],
+    })
+}
+
+/// `qw`: the row's importance weights, if any.
+pub(super) fn quantize(x: &[f32], qw: Option<&[f32]>, out: &mut [Iq1M]) {
     let lat = lattice::iq1s();
     for (ibl, y) in out.iter_mut().enumerate() {
         let xbl = &x[256 * ibl..256 * ibl + 256];
+        let sigma2 = block_sigma2(xbl);
+        let group_qw = |ib: usize| qw.map(|qw| &qw[256 * ibl + 16 * ib..256 * ibl + 16 * ib + 16]);
         y.qs = [0; 32];
         y.qh = [0; 16];
         y.scales = [U16::new(0); 4];
@@ -206,10 +217,7 @@ pub(super) fn quantize(x: &[f32], out: &mut [Iq1M]) {
         let mut shifts = [0usize; 16];
         let mut max_scale = 0f32;
         for (ib, xb) in xbl.chunks_exact(16).enumerate() {
-            let mut weight = [0f32; 16];
-            for (w, &v) in weight.iter_mut().zip(xb) {
-                *w = v * v;
-            }
+            let weight = weights(xb, group_qw(ib), sigma2);
             let max = xb[1..].iter().fold(xb[0].abs(), |m, &v| c_max(m, v.abs()));
             if max < GROUP_MAX_EPS_IQ1_M {
                 continue;
@@ -292,12 +300,13 @@ pub(super) fn quantize(x: &[f32], out: &mut [Iq1M]) {
             sc[ib / 4] |= (l as u16) << (3 * (ib % 4));
             y.qh[ib] |= MASKS[shifts[ib]];
             let qh = usize::from(y.qh[ib]);
+            let weight = weights(xb, group_qw(ib), sigma2);
             for k in 0..2 {
                 let xx = shifted(shifts[ib], k);
                 let entry = usize::from(y.qs[2 * ib + k]) + ((qh << (8 - 4 * k)) & 0x700);
                 for (j, &g) in lat.levels(entry).iter().enumerate() {
                     let v = xb[8 * k + j];
-                    let w = v * v;
+                    let w = weight[8 * k + j];
                     let q = xx[usize::from(g)] * (2 * l + 1) as f32;
                     sumqx += w * q * v;
                     sumq2 += w * q * q;

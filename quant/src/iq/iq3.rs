@@ -1,10 +1,11 @@
 //! IQ3_XXS and IQ3_S quantization: ggml's `quantize_row_iq3_xxs_impl` (the grid of 256) and
-//! `quantize_row_iq3_s_impl` (the grid of 512, groups of 32) without an importance matrix, so
-//! each element weighted by its square.
+//! `quantize_row_iq3_s_impl` (the grid of 512, groups of 32). Without an importance matrix
+//! each element is weighted by its square; with one, element `i` by `qw[i]·sqrt(σ² + x²)`, σ²
+//! twice the block's mean square.
 
 use super::super::c::nearest_int;
 use super::lattice::{self, Lattice, Place};
-use super::{c_max, to_half};
+use super::{block_sigma2, c_max, imatrix_weight, to_half};
 use ggufrw_schema::blocks::scalar::U32;
 use ggufrw_schema::blocks::{Iq3S, Iq3Xxs};
 
@@ -13,12 +14,16 @@ const K_MAX_Q: i32 = 8;
 /// IQ3_XXS: a group whose largest |x| is below this is all zero.
 const GROUP_MAX_EPS_IQ3_XXS: f32 = 1e-8;
 
-/// A group's weights (`x²`) and their square roots.
-fn weights(xb: &[f32]) -> ([f32; 32], [f32; 32]) {
+/// A group's weights and their square roots: `x²`, or with importance weights `qw` (the
+/// group's), `qw·sqrt(σ² + x²)`.
+fn weights(xb: &[f32], qw: Option<&[f32]>, sigma2: f32) -> ([f32; 32], [f32; 32]) {
     let mut weight = [0f32; 32];
     let mut waux = [0f32; 32];
     for i in 0..32 {
-        weight[i] = xb[i] * xb[i];
+        weight[i] = match qw {
+            Some(qw) => imatrix_weight(qw[i], sigma2, xb[i]),
+            None => xb[i] * xb[i],
+        };
         waux[i] = weight[i].sqrt();
     }
     (weight, waux)
@@ -108,38 +113,24 @@ fn scale_index(id: f32, scale: f32) -> u8 {
 
 /// IQ3_XXS: signs in 7 bits per 8 elements (an odd number of minus signs is made even by
 /// flipping the element of least weighted square), the grid of 256.
-pub(super) fn quantize_xxs(x: &[f32], out: &mut [Iq3Xxs]) {
+pub(super) fn quantize_xxs(x: &[f32], qw: Option<&[f32]>, out: &mut [Iq3Xxs]) {
     let lat = lattice::iq3xxs();
     let how = Search {
         range: 15,
         on_grid_at_first: true,
         skip_on_grid: true,
     };
-    for (xbl, y) in x.chunks_exact(256).zip(out) {
+    for (ibl, (xbl, y)) in x.chunks_exact(256).zip(out).enumerate() {
+        let sigma2 = block_sigma2(xbl);
         let mut q3 = [0u8; 64];
         let mut signs_and_scales = [0u32; 8];
         let mut scales = [0f32; 8];
         let mut max_scale = 0f32;
         for (ib, xb) in xbl.chunks_exact(32).enumerate() {
-            let (weight, waux) = weights(xb);
+            let qw = qw.map(|qw| &qw[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32]);
+            let (weight, waux) = weights(xb, qw, sigma2);
             let (mut xval, mut block_signs) = lattice::magnitudes_and_signs::<32, 4>(xb);
-            // An odd count of negatives flips back the least weighted one: 7 bits are stored.
-            for (k, s) in block_signs.iter_mut().enumerate() {
-                if s.count_ones() % 2 != 0 {
-                    let e = |i: usize| weight[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
-                    let (mut imin, mut min) = (0, e(0));
-                    for i in 1..8 {
-                        let ax = e(i);
-                        if ax < min {
-                            min = ax;
-                            imin = i;
-                        }
-                    }
-                    xval[8 * k + imin] = -xval[8 * k + imin];
-                    *s ^= 1 << imin;
-                }
-                *s &= 127;
-            }
+            lattice::make_signs_even(xb, &weight, &mut xval, &mut block_signs);
             let max = xval[1..].iter().fold(xval[0], |m, &v| c_max(m, v));
             if max < GROUP_MAX_EPS_IQ3_XXS {
                 scales[ib] = 0.0;
@@ -183,14 +174,15 @@ pub(super) fn quantize_xxs(x: &[f32], out: &mut [Iq3Xxs]) {
 /// ggml advances its write positions for the grid indices and the signs only past groups it
 /// quantizes, not past all-zero ones: a zero group shifts the later groups' indices and signs
 /// towards the block's start (their scales and high bits stay in place). So do we.
-pub(super) fn quantize_s(x: &[f32], out: &mut [Iq3S]) {
+pub(super) fn quantize_s(x: &[f32], qw: Option<&[f32]>, out: &mut [Iq3S]) {
     let lat = lattice::iq3s();
     let how = Search {
         range: 9,
         on_grid_at_first: false,
         skip_on_grid: false,
     };
-    for (xbl, y) in x.chunks_exact(256).zip(out) {
+    for (ibl, (xbl, y)) in x.chunks_exact(256).zip(out).enumerate() {
+        let sigma2 = block_sigma2(xbl);
         y.d = to_half(0.0);
         y.qs = [0; 64];
         y.qh = [0; 8];
@@ -200,7 +192,8 @@ pub(super) fn quantize_s(x: &[f32], out: &mut [Iq3S]) {
         let mut max_scale = 0f32;
         let mut at = 0;
         for (ib, xb) in xbl.chunks_exact(32).enumerate() {
-            let (weight, waux) = weights(xb);
+            let qw = qw.map(|qw| &qw[256 * ibl + 32 * ib..256 * ibl + 32 * ib + 32]);
+            let (weight, waux) = weights(xb, qw, sigma2);
             let (xval, mut block_signs) = lattice::magnitudes_and_signs::<32, 4>(xb);
             let max = xval[1..].iter().fold(xval[0], |m, &v| c_max(m, v));
             if max == 0.0 {

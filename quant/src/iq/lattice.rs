@@ -4,7 +4,7 @@
 //! ggml's distances and ggml's order, so that the searches try the same candidates in the same
 //! order.
 
-use super::tables::{IQ1S_WORDS, IQ2S_WORDS, IQ3S_WORDS, IQ3XXS_WORDS};
+use super::tables::{IQ1S_WORDS, IQ2S_WORDS, IQ2XS_WORDS, IQ2XXS_WORDS, IQ3S_WORDS, IQ3XXS_WORDS};
 use std::sync::OnceLock;
 
 /// A grid of patterns of `D` elements and its neighbour lists.
@@ -176,6 +176,18 @@ impl<const D: usize> Lattice<D> {
     }
 }
 
+/// The IQ2_XXS grid's search (two nearest distances).
+pub(super) fn iq2xxs() -> &'static Lattice<8> {
+    static L: OnceLock<Lattice<8>> = OnceLock::new();
+    L.get_or_init(|| Lattice::build(&IQ2XXS_WORDS, 2, 3, 2))
+}
+
+/// The IQ2_XS grid's search (two nearest distances).
+pub(super) fn iq2xs() -> &'static Lattice<8> {
+    static L: OnceLock<Lattice<8>> = OnceLock::new();
+    L.get_or_init(|| Lattice::build(&IQ2XS_WORDS, 2, 3, 2))
+}
+
 /// The IQ2_S grid's search (ggml: nearest distance only).
 pub(super) fn iq2s() -> &'static Lattice<8> {
     static L: OnceLock<Lattice<8>> = OnceLock::new();
@@ -219,6 +231,30 @@ pub(super) fn magnitudes_and_signs<const N: usize, const B: usize>(
         }
     }
     (xval, signs)
+}
+
+/// Where a sign byte of `signs` has an odd count of minus signs, the element of its 8 with the
+/// least `weight·x²` is taken as positive instead (its magnitude in `xval` negated, its bit
+/// cleared): the 7-bit sign codes of IQ2_XXS, IQ2_XS and IQ3_XXS hold even patterns only.
+/// Each byte is then cut to those 7 bits.
+pub(super) fn make_signs_even(xb: &[f32], weight: &[f32], xval: &mut [f32], signs: &mut [u8]) {
+    for (k, s) in signs.iter_mut().enumerate() {
+        if s.count_ones() % 2 != 0 {
+            let e = |i: usize| weight[8 * k + i] * xb[8 * k + i] * xb[8 * k + i];
+            // The first of equals; a NaN never replaces the minimum (ggml's `ax < min`).
+            let (mut imin, mut min) = (0, e(0));
+            for i in 1..8 {
+                let ax = e(i);
+                if ax < min {
+                    min = ax;
+                    imin = i;
+                }
+            }
+            xval[8 * k + imin] = -xval[8 * k + imin];
+            *s ^= 1 << imin;
+        }
+        *s &= 127;
+    }
 }
 
 /// The packed word of level indices, `BITS` bits each: the key of a grid pattern.
@@ -324,6 +360,8 @@ mod tests {
         same(iq3s(), &literal(&IQ3S_WORDS, 3, 8, 3));
         same(iq2s(), &literal(&IQ2S_WORDS, 2, 3, 1));
         same(iq1s(), &literal(&IQ1S_WORDS, 2, 3, 3));
+        same(iq2xxs(), &literal(&IQ2XXS_WORDS, 2, 3, 2));
+        same(iq2xs(), &literal(&IQ2XS_WORDS, 2, 3, 2));
     }
 
     #[test]

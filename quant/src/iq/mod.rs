@@ -1,12 +1,15 @@
 //! The IQ types: grids of 8-element (or 4-element) patterns, sign patterns, non-linear tables.
-//! Dequantization as ggml's `dequantize_row_iq*`; quantization as `ggml_quantize_chunk` does it
-//! without an importance matrix (IQ2_XXS, IQ2_XS and IQ1_S it refuses: they need one).
+//! Dequantization as ggml's `dequantize_row_iq*`; quantization as `ggml_quantize_chunk` does it,
+//! with an importance matrix or without (IQ2_XXS, IQ2_XS and IQ1_S only with one: without,
+//! ggml refuses them, and so do we).
 //!
 //! The tables are in [`tables`], in a form of our own; what the grid quantizers search (ggml's
 //! `kmap` and `kneighbors`) is built once per grid by [`lattice`].
 
 mod iq1m;
+mod iq1s;
 mod iq2s;
+mod iq2xs;
 mod iq3;
 mod iq4;
 mod lattice;
@@ -34,6 +37,22 @@ fn half(h: Half) -> f32 {
 
 fn to_half(f: f32) -> Half {
     Half::new(fp32_to_fp16(f))
+}
+
+/// `σ²` of a block of 256 as the grid quantizers compute it: `2*sumx2/QK_K`, in that order
+/// (`2*sumx2` overflows where `sumx2*(2/256)` might not).
+fn block_sigma2(xbl: &[f32]) -> f32 {
+    let mut sumx2 = 0f32;
+    for &v in xbl {
+        sumx2 += v * v;
+    }
+    2.0 * sumx2 / 256.0
+}
+
+/// The weight of element `x` with importance `qw`: `qw * sqrtf(sigma2 + x*x)`.
+#[inline(always)]
+fn imatrix_weight(qw: f32, sigma2: f32, x: f32) -> f32 {
+    qw * (sigma2 + x * x).sqrt()
 }
 
 /// C's `MAX(a, b)`: `a > b ? a : b`, so `b` where either is NaN.
@@ -98,9 +117,11 @@ impl Dequantize for Iq2Xxs {
 }
 
 impl Quantize for Iq2Xxs {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     const REFUSAL: Option<&'static str> = NEEDS_IMATRIX;
     fn quantize_row(_: &[f32], _: &mut [Self]) {}
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        iq2xs::quantize_xxs(x, qw, out)
+    }
 }
 
 impl Dequantize for Iq2Xs {
@@ -122,9 +143,11 @@ impl Dequantize for Iq2Xs {
 }
 
 impl Quantize for Iq2Xs {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     const REFUSAL: Option<&'static str> = NEEDS_IMATRIX;
     fn quantize_row(_: &[f32], _: &mut [Self]) {}
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        iq2xs::quantize_xs(x, qw, out)
+    }
 }
 
 impl Dequantize for Iq2S {
@@ -152,9 +175,11 @@ impl Dequantize for Iq2S {
 }
 
 impl Quantize for Iq2S {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
-        iq2s::quantize(x, out)
+        iq2s::quantize(x, None, out)
+    }
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        iq2s::quantize(x, Some(qw), out)
     }
 }
 
@@ -176,9 +201,11 @@ impl Dequantize for Iq3Xxs {
 }
 
 impl Quantize for Iq3Xxs {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
-        iq3::quantize_xxs(x, out)
+        iq3::quantize_xxs(x, None, out)
+    }
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        iq3::quantize_xxs(x, Some(qw), out)
     }
 }
 
@@ -202,9 +229,11 @@ impl Dequantize for Iq3S {
 }
 
 impl Quantize for Iq3S {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
-        iq3::quantize_s(x, out)
+        iq3::quantize_s(x, None, out)
+    }
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        iq3::quantize_s(x, Some(qw), out)
     }
 }
 
@@ -229,9 +258,11 @@ impl Dequantize for Iq1S {
 }
 
 impl Quantize for Iq1S {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     const REFUSAL: Option<&'static str> = NEEDS_IMATRIX;
     fn quantize_row(_: &[f32], _: &mut [Self]) {}
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        iq1s::quantize(x, qw, out)
+    }
 }
 
 impl Dequantize for Iq1M {
@@ -269,9 +300,11 @@ impl Dequantize for Iq1M {
 }
 
 impl Quantize for Iq1M {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
-        iq1m::quantize(x, out)
+        iq1m::quantize(x, None, out)
+    }
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        iq1m::quantize(x, Some(qw), out)
     }
 }
 
@@ -287,13 +320,15 @@ impl Dequantize for Iq4Nl {
 }
 
 impl Quantize for Iq4Nl {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
-        iq4::quantize_nl(x, out, 7)
+        iq4::quantize_nl(x, None, out, 7)
+    }
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        iq4::quantize_nl(x, Some(qw), out, 7)
     }
     /// `quantize_row_iq4_nl_ref`: no search over scales (`ntry = -1`).
     fn quantize_row_ref(x: &[f32], out: &mut [Self]) {
-        iq4::quantize_nl(x, out, -1)
+        iq4::quantize_nl(x, None, out, -1)
     }
 }
 
@@ -316,8 +351,10 @@ impl Dequantize for Iq4Xs {
 }
 
 impl Quantize for Iq4Xs {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
-        iq4::quantize_xs(x, out)
+        iq4::quantize_xs(x, None, out)
+    }
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        iq4::quantize_xs(x, Some(qw), out)
     }
 }

@@ -135,6 +135,11 @@ const IQ3XXS_LEVELS: [u8; 8] = [4, 12, 20, 28, 36, 44, 52, 62];
 /// The levels of the IQ3_S grid's elements: the odd numbers 1 to 15.
 const IQ3S_LEVELS: [u8; 8] = [1, 3, 5, 7, 9, 11, 13, 15];
 
+/// The packed words of the IQ2_XXS grid (ggml's `kgrid_2bit_256`), which its quantizer
+/// searches.
+pub(super) static IQ2XXS_WORDS: [u16; 256] = ternary_words(&IQ2XXS_SET);
+/// The packed words of the IQ2_XS grid (`kgrid_2bit_512`).
+pub(super) static IQ2XS_WORDS: [u16; 512] = ternary_words(&IQ2XS_SET);
 /// The packed words of the IQ2_S grid, which its quantizer searches.
 pub(super) static IQ2S_WORDS: [u16; 1024] = ternary_words(&IQ2S_SET);
 /// The packed words of the IQ1_S / IQ1_M grid.
@@ -145,9 +150,9 @@ pub(super) static IQ3XXS_WORDS: [u16; 256] = octal_words(&IQ3XXS_SET);
 pub(super) static IQ3S_WORDS: [u16; 512] = octal_words(&IQ3S_SET);
 
 /// `iq2xxs_grid`: 256 patterns of 8 bytes.
-pub(super) static IQ2XXS_GRID: [[u8; 8]; 256] = values8(&ternary_words(&IQ2XXS_SET), IQ2_LEVELS, 0);
+pub(super) static IQ2XXS_GRID: [[u8; 8]; 256] = values8(&IQ2XXS_WORDS, IQ2_LEVELS, 0);
 /// `iq2xs_grid`: 512 patterns of 8 bytes.
-pub(super) static IQ2XS_GRID: [[u8; 8]; 512] = values8(&ternary_words(&IQ2XS_SET), IQ2_LEVELS, 0);
+pub(super) static IQ2XS_GRID: [[u8; 8]; 512] = values8(&IQ2XS_WORDS, IQ2_LEVELS, 0);
 /// `iq2s_grid`: 1024 patterns of 8 bytes.
 pub(super) static IQ2S_GRID: [[u8; 8]; 1024] = values8(&IQ2S_WORDS, IQ2_LEVELS, 0);
 /// `iq1s_grid`: 2048 patterns of 8 signed bytes.
