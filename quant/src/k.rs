@@ -9,14 +9,17 @@
 //! (Q6_K's low 4 bits likewise in nibbles of 64 bytes); in Q4_K and Q5_K each 64 elements take
 //! 32 bytes, low nibbles first.
 
-mod search;
+pub(crate) mod search;
+mod weighted;
 
 use super::c::{fp16_to_fp32, fp32_to_fp16, nearest_int};
 use super::{Dequantize, Quantize};
 use ggufrw_schema::blocks::bits::{Crumbs, Nibbles, ScaleByte};
 use ggufrw_schema::blocks::scalar::{Half, I16, U32};
 use ggufrw_schema::blocks::{Q2K, Q3K, Q4K, Q5K, Q6K, Q8K};
-use search::{make_q3_quants, make_qkx2_quants, make_qx_quants, Qkx2, GROUP_MAX_EPS};
+use search::{
+    make_q3_quants, make_qkx2_quants, make_qx_quants, make_qx_quants_weighted, Qkx2, GROUP_MAX_EPS,
+};
 
 /// 16 small integers (the quants of one scale) converted to f32 at once: exact either way, so
 /// the same bits as ggml's `int`-to-`float` conversions; the point is speed. For x86-64's
@@ -159,7 +162,6 @@ impl Dequantize for Q2K {
 }
 
 impl Quantize for Q2K {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         const Q4SCALE: f32 = 15.0;
         let search = Qkx2 {
@@ -208,26 +210,38 @@ impl Quantize for Q2K {
             } else {
                 y.dmin = to_half(0.0);
             }
-            // The quants again, from the scales as stored.
-            let (d_all, m_all) = (half(y.d), half(y.dmin));
-            let mut qs = [0i32; QK_K];
-            let subs = groups::<16, _>(x).zip(groups_mut::<16, _>(&mut ls));
-            for (((xs, ls), qs), &sc) in subs.zip(groups_mut::<16, _>(&mut qs)).zip(&y.scales) {
-                let sc = Nibbles::from_bytes([sc]);
-                let d = d_all * f32::from(sc.lo());
-                if d != 0.0 {
-                    let dm = m_all * f32::from(sc.hi());
-                    for (l, &v) in ls.iter_mut().zip(xs) {
-                        *l = nearest_int((v + dm) / d).clamp(0, 3) as u8;
-                    }
-                }
-                for (q, &l) in qs.iter_mut().zip(ls.iter()) {
-                    *q = i32::from(l);
-                }
-            }
-            pack_qs(&mut y.qs, &qs);
+            q2k_requantize(x, &mut ls, y);
         }
     }
+
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        for ((x, qw), y) in groups::<QK_K, _>(x).zip(groups::<QK_K, _>(qw)).zip(out) {
+            weighted::q2k(x, qw, y);
+        }
+    }
+}
+
+/// The end of both Q2_K quantizers: the quants again from the scales and minimums as stored
+/// (a sub-block whose scale is 0 keeps the search's), packed.
+fn q2k_requantize(x: &[f32; QK_K], ls: &mut [u8; QK_K], y: &mut Q2K) {
+    let (d_all, m_all) = (half(y.d), half(y.dmin));
+    let mut qs = [0i32; QK_K];
+    let subs = groups::<16, _>(x).zip(groups_mut::<16, _>(ls));
+    for (((xs, ls), qs), &sc) in subs.zip(groups_mut::<16, _>(&mut qs)).zip(&y.scales) {
+        let sc = Nibbles::from_bytes([sc]);
+        let d = d_all * f32::from(sc.lo());
+        // `if (!d) continue;`: a NaN scale requantizes.
+        if d != 0.0 {
+            let dm = m_all * f32::from(sc.hi());
+            for (l, &v) in ls.iter_mut().zip(xs) {
+                *l = nearest_int((v + dm) / d).clamp(0, 3) as u8;
+            }
+        }
+        for (q, &l) in qs.iter_mut().zip(ls.iter()) {
+            *q = i32::from(l);
+        }
+    }
+    pack_qs(&mut y.qs, &qs);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -287,7 +301,6 @@ impl Dequantize for Q3K {
 }
 
 impl Quantize for Q3K {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in groups::<QK_K, _>(x).zip(out) {
             let mut ls = [0i8; QK_K];
@@ -314,33 +327,44 @@ impl Quantize for Q3K {
             } else {
                 y.d = to_half(0.0);
             }
-            // The quants again, from the scales as stored.
-            let d_all = half(y.d);
-            let stored = q3k_scales(&y.scales);
-            let subs = groups::<16, _>(x).zip(groups_mut::<16, _>(&mut ls));
-            for ((xs, ls), &sc) in subs.zip(&stored) {
-                let d = d_all * (sc - 32) as f32;
-                if d == 0.0 {
-                    continue;
-                }
-                for (l, &v) in ls.iter_mut().zip(xs) {
-                    *l = (nearest_int(v / d).clamp(-4, 3) + 4) as i8;
-                }
-            }
-            // The high bit of element j goes to bit j / 32 of hmask[j % 32].
-            y.hmask = [0; 32];
-            let mut qs = [0i32; QK_K];
-            for (j, (q, &l)) in qs.iter_mut().zip(&ls).enumerate() {
-                let mut l = i32::from(l);
-                if l > 3 {
-                    y.hmask[j % 32] |= 1 << (j / 32);
-                    l -= 4;
-                }
-                *q = l;
-            }
-            pack_qs(&mut y.qs, &qs);
+            q3k_requantize(x, &mut ls, y);
         }
     }
+
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        for ((x, qw), y) in groups::<QK_K, _>(x).zip(groups::<QK_K, _>(qw)).zip(out) {
+            weighted::q3k(x, qw, y);
+        }
+    }
+}
+
+/// The end of both Q3_K quantizers: the quants again from the scales as stored (a sub-block
+/// whose scale is 0 keeps the search's), their high bits into `hmask`, the rest packed.
+fn q3k_requantize(x: &[f32; QK_K], ls: &mut [i8; QK_K], y: &mut Q3K) {
+    let d_all = half(y.d);
+    let stored = q3k_scales(&y.scales);
+    let subs = groups::<16, _>(x).zip(groups_mut::<16, _>(ls));
+    for ((xs, ls), &sc) in subs.zip(&stored) {
+        let d = d_all * (sc - 32) as f32;
+        if d == 0.0 {
+            continue;
+        }
+        for (l, &v) in ls.iter_mut().zip(xs) {
+            *l = (nearest_int(v / d).clamp(-4, 3) + 4) as i8;
+        }
+    }
+    // The high bit of element j goes to bit j / 32 of hmask[j % 32].
+    y.hmask = [0; 32];
+    let mut qs = [0i32; QK_K];
+    for (j, (q, &l)) in qs.iter_mut().zip(ls.iter()).enumerate() {
+        let mut l = i32::from(l);
+        if l > 3 {
+            y.hmask[j % 32] |= 1 << (j / 32);
+            l -= 4;
+        }
+        *q = l;
+    }
+    pack_qs(&mut y.qs, &qs);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -423,8 +447,21 @@ fn quantize_k4(
     pack_scale_min_k4(q, &ls6, &lm6);
     *d = to_half(max_scale / 63.0);
     *dmin = to_half(max_min / 63.0);
-    let (d_all, m_all) = (half(*d), half(*dmin));
-    let nmax = search.nmax;
+    requantize_k4(x, search.nmax, ls, q, *d, *dmin);
+}
+
+/// The end of the Q4_K and Q5_K quantizers, with and without weights: each 32 elements'
+/// quants in `0..=nmax` again from the scales and minimums as stored (a sub-block whose scale
+/// is 0 keeps the search's).
+fn requantize_k4(
+    x: &[f32; QK_K],
+    nmax: i32,
+    ls: &mut [u8; QK_K],
+    q: &[u8; 12],
+    d: Half,
+    dmin: Half,
+) {
+    let (d_all, m_all) = (half(d), half(dmin));
     let subs = groups::<32, _>(x).zip(groups_mut::<32, _>(ls));
     for (j, (xs, ls)) in subs.enumerate() {
         let (sc, m) = scale_min_k4(j, q);
@@ -471,7 +508,6 @@ impl Dequantize for Q4K {
 }
 
 impl Quantize for Q4K {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         let search = Qkx2 {
             nmax: 15,
@@ -483,11 +519,24 @@ impl Quantize for Q4K {
         for (x, y) in groups::<QK_K, _>(x).zip(out) {
             let mut ls = [0u8; QK_K];
             quantize_k4(x, &search, &mut ls, &mut y.scales, &mut y.d, &mut y.dmin);
-            for (qs, ls) in groups_mut::<32, _>(&mut y.qs).zip(groups::<64, _>(&ls)) {
-                for (l, q) in qs.iter_mut().enumerate() {
-                    *q = ls[l] | (ls[l + 32] << 4);
-                }
-            }
+            pack_q4k(&mut y.qs, &ls);
+        }
+    }
+
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        for ((x, qw), y) in groups::<QK_K, _>(x).zip(groups::<QK_K, _>(qw)).zip(out) {
+            let mut ls = [0u8; QK_K];
+            weighted::k4(x, qw, 15, &mut ls, &mut y.scales, &mut y.d, &mut y.dmin);
+            pack_q4k(&mut y.qs, &ls);
+        }
+    }
+}
+
+/// Q4_K's quants: each 64 elements in 32 bytes, the first 32 in the low nibbles.
+fn pack_q4k(qs: &mut [u8; QK_K / 2], ls: &[u8; QK_K]) {
+    for (qs, ls) in groups_mut::<32, _>(qs).zip(groups::<64, _>(ls)) {
+        for (l, q) in qs.iter_mut().enumerate() {
+            *q = ls[l] | (ls[l + 32] << 4);
         }
     }
 }
@@ -521,7 +570,6 @@ impl Dequantize for Q5K {
 }
 
 impl Quantize for Q5K {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         let search = Qkx2 {
             nmax: 31,
@@ -533,22 +581,36 @@ impl Quantize for Q5K {
         for (x, y) in groups::<QK_K, _>(x).zip(out) {
             let mut ls = [0u8; QK_K];
             quantize_k4(x, &search, &mut ls, &mut y.scales, &mut y.d, &mut y.dmin);
-            y.qh = [0; 32];
-            let quarters = groups_mut::<32, _>(&mut y.qs).zip(groups::<64, _>(&ls));
-            for (p, (qs, ls)) in quarters.enumerate() {
-                for (j, q) in qs.iter_mut().enumerate() {
-                    let (mut l1, mut l2) = (ls[j], ls[j + 32]);
-                    if l1 > 15 {
-                        l1 -= 16;
-                        y.qh[j] |= 1 << (2 * p);
-                    }
-                    if l2 > 15 {
-                        l2 -= 16;
-                        y.qh[j] |= 2 << (2 * p);
-                    }
-                    *q = l1 | (l2 << 4);
-                }
+            pack_q5k(y, &ls);
+        }
+    }
+
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        for ((x, qw), y) in groups::<QK_K, _>(x).zip(groups::<QK_K, _>(qw)).zip(out) {
+            let mut ls = [0u8; QK_K];
+            weighted::k4(x, qw, 31, &mut ls, &mut y.scales, &mut y.d, &mut y.dmin);
+            pack_q5k(y, &ls);
+        }
+    }
+}
+
+/// Q5_K's quants: the low 4 bits as Q4_K's, the 5th of element `64p + j` in bit `2p` of
+/// `qh[j]` (of `64p + 32 + j` in bit `2p + 1`).
+fn pack_q5k(y: &mut Q5K, ls: &[u8; QK_K]) {
+    y.qh = [0; 32];
+    let quarters = groups_mut::<32, _>(&mut y.qs).zip(groups::<64, _>(ls));
+    for (p, (qs, ls)) in quarters.enumerate() {
+        for (j, q) in qs.iter_mut().enumerate() {
+            let (mut l1, mut l2) = (ls[j], ls[j + 32]);
+            if l1 > 15 {
+                l1 -= 16;
+                y.qh[j] |= 1 << (2 * p);
             }
+            if l2 > 15 {
+                l2 -= 16;
+                y.qh[j] |= 2 << (2 * p);
+            }
+            *q = l1 | (l2 << 4);
         }
     }
 }
@@ -589,51 +651,73 @@ impl Dequantize for Q6K {
 }
 
 impl Quantize for Q6K {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in groups::<QK_K, _>(x).zip(out) {
-            let mut ls = [0i8; QK_K];
-            let mut scales = [0f32; QK_K / 16];
-            let (mut max_scale, mut max_abs_scale) = (0f32, 0f32);
-            let subs = groups::<16, _>(x).zip(groups_mut::<16, _>(&mut ls));
-            for ((xs, ls), scale) in subs.zip(scales.iter_mut()) {
-                *scale = make_qx_quants(32, xs, ls);
-                if scale.abs() > max_abs_scale {
-                    max_abs_scale = scale.abs();
-                    max_scale = *scale;
-                }
-            }
-            if max_abs_scale < GROUP_MAX_EPS {
-                *y = bytemuck::Zeroable::zeroed();
-                y.d = to_half(0.0);
-                continue;
-            }
-            let iscale = -128.0 / max_scale;
-            y.d = to_half(1.0 / iscale);
-            for (q, &s) in y.scales.iter_mut().zip(&scales) {
-                *q = nearest_int(iscale * s).min(127) as i8;
-            }
-            // The quants again, from the scales as stored.
-            let d_all = half(y.d);
-            let subs = groups::<16, _>(x).zip(groups_mut::<16, _>(&mut ls));
-            for ((xs, ls), &sc) in subs.zip(&y.scales) {
-                let d = d_all * f32::from(sc);
-                if d == 0.0 {
-                    continue;
-                }
-                for (l, &v) in ls.iter_mut().zip(xs) {
-                    *l = (nearest_int(v / d).clamp(-32, 31) + 32) as i8;
-                }
-            }
-            let halves = groups_mut::<64, _>(&mut y.ql).zip(groups_mut::<32, _>(&mut y.qh));
-            for ((ql, qh), ls) in halves.zip(groups::<128, _>(&ls)) {
-                for l in 0..32 {
-                    let q = [ls[l], ls[l + 32], ls[l + 64], ls[l + 96]].map(i32::from);
-                    ql[l] = ((q[0] & 0xF) | (q[2] & 0xF) << 4) as u8;
-                    ql[l + 32] = ((q[1] & 0xF) | (q[3] & 0xF) << 4) as u8;
-                    qh[l] = pack_crumbs(&q.map(|q| q >> 4));
-                }
-            }
+            quantize_q6k(x, y, |_, xs, ls| make_qx_quants(32, xs, ls));
+        }
+    }
+
+    /// `quantize_row_q6_K_impl` with weights: the search of each 16 weighted by the imatrix
+    /// itself (ggml's use of `sigma2` there is commented out), the rest as without.
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        for ((x, qw), y) in groups::<QK_K, _>(x).zip(groups::<QK_K, _>(qw)).zip(out) {
+            quantize_q6k(x, y, |ib, xs, ls| {
+                let mut w = [0f32; 16];
+                w.copy_from_slice(&qw[16 * ib..16 * ib + 16]);
+                make_qx_quants_weighted(32, xs, &w, ls)
+            });
+        }
+    }
+}
+
+/// A Q6_K super-block whose 16 sub-block searches `search(ib, x, L)` make (scale and quants
+/// `L` in `0..64`): the scales to 8 bits, the quants again from them, packed.
+#[inline(always)]
+fn quantize_q6k(
+    x: &[f32; QK_K],
+    y: &mut Q6K,
+    search: impl Fn(usize, &[f32; 16], &mut [i8; 16]) -> f32,
+) {
+    let mut ls = [0i8; QK_K];
+    let mut scales = [0f32; QK_K / 16];
+    let (mut max_scale, mut max_abs_scale) = (0f32, 0f32);
+    let subs = groups::<16, _>(x).zip(groups_mut::<16, _>(&mut ls));
+    for (ib, ((xs, ls), scale)) in subs.zip(scales.iter_mut()).enumerate() {
+        *scale = search(ib, xs, ls);
+        if scale.abs() > max_abs_scale {
+            max_abs_scale = scale.abs();
+            max_scale = *scale;
+        }
+    }
+    if max_abs_scale < GROUP_MAX_EPS {
+        *y = bytemuck::Zeroable::zeroed();
+        y.d = to_half(0.0);
+        return;
+    }
+    let iscale = -128.0 / max_scale;
+    y.d = to_half(1.0 / iscale);
+    for (q, &s) in y.scales.iter_mut().zip(&scales) {
+        *q = nearest_int(iscale * s).min(127) as i8;
+    }
+    // The quants again, from the scales as stored.
+    let d_all = half(y.d);
+    let subs = groups::<16, _>(x).zip(groups_mut::<16, _>(&mut ls));
+    for ((xs, ls), &sc) in subs.zip(&y.scales) {
+        let d = d_all * f32::from(sc);
+        if d == 0.0 {
+            continue;
+        }
+        for (l, &v) in ls.iter_mut().zip(xs) {
+            *l = (nearest_int(v / d).clamp(-32, 31) + 32) as i8;
+        }
+    }
+    let halves = groups_mut::<64, _>(&mut y.ql).zip(groups_mut::<32, _>(&mut y.qh));
+    for ((ql, qh), ls) in halves.zip(groups::<128, _>(&ls)) {
+        for l in 0..32 {
+            let q = [ls[l], ls[l + 32], ls[l + 64], ls[l + 96]].map(i32::from);
+            ql[l] = ((q[0] & 0xF) | (q[2] & 0xF) << 4) as u8;
+            ql[l + 32] = ((q[1] & 0xF) | (q[3] & 0xF) << 4) as u8;
+            qh[l] = pack_crumbs(&q.map(|q| q >> 4));
         }
     }
 }

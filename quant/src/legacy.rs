@@ -4,6 +4,7 @@
 //! the reference quantizer for all of them when it has no importance matrix).
 
 use super::c::{fp16_to_fp32, fp32_to_fp16, round_to_i32_each, to_i32, to_i32_each, to_u8};
+use super::k::search::{imatrix_weights, make_qkx2_quants, make_qx_quants_weighted, Qkx2};
 use super::{Dequantize, Quantize};
 use ggufrw_schema::blocks::bits::{Crumbs, Nibbles};
 use ggufrw_schema::blocks::scalar::{Half, U32};
@@ -89,6 +90,83 @@ fn quants(x: &[f32], f: impl Fn(f32) -> f32) -> [i32; 32] {
     to_i32_each(&mapped(x, f))
 }
 
+/// The importance-matrix quantizers' `sigma2`: the row's mean square, `sum_x2/n_per_row`
+/// (whole rows, not blocks: the four `quantize_row_q*_impl` sum over `n_per_row`).
+fn row_sigma2(x: &[f32]) -> f32 {
+    x.iter().fold(0f32, |s, &v| s + v * v) / x.len() as f32
+}
+
+/// Each block of a row with its 32 importance weights and its output block.
+fn weighted_blocks<'a, B>(
+    x: &'a [f32],
+    qw: &'a [f32],
+    out: &'a mut [B],
+) -> impl Iterator<Item = (&'a [f32; 32], &'a [f32; 32], &'a mut B)> {
+    let blocks = |v: &'a [f32]| v.chunks_exact(32).filter_map(|c| c.first_chunk::<32>());
+    blocks(x)
+        .zip(blocks(qw))
+        .zip(out)
+        .map(|((x, qw), y)| (x, qw, y))
+}
+
+/// Q4_0 and Q5_0 with an importance matrix (`quantize_row_q4_0_impl`, `…q5_0_impl`): each
+/// block's quants in `0..2 nmax` and scale from `make_qx_quants(32, nmax, x, L, 1, weight)`.
+fn symmetric_weighted<B>(
+    x: &[f32],
+    qw: &[f32],
+    out: &mut [B],
+    nmax: i32,
+    mut store: impl FnMut(&mut B, f32, &[u8; 32]),
+) {
+    let sigma2 = row_sigma2(x);
+    for (xb, qw, y) in weighted_blocks(x, qw, out) {
+        let (w, _) = imatrix_weights(xb, qw, sigma2);
+        let mut l = [0i8; 32];
+        let d = make_qx_quants_weighted(nmax, xb, &w, &mut l);
+        store(y, d, &l.map(|l| l as u8));
+    }
+}
+
+/// Q4_1 and Q5_1 with an importance matrix (`quantize_row_q4_1_impl`, `…q5_1_impl`): each
+/// block's quants in `0..=nmax`, scale and minimum from `make_qkx3_quants`.
+fn asymmetric_weighted<B>(
+    x: &[f32],
+    qw: &[f32],
+    out: &mut [B],
+    nmax: i32,
+    mut store: impl FnMut(&mut B, f32, f32, &[u8; 32]),
+) {
+    let sigma2 = row_sigma2(x);
+    let search = Qkx2::qkx3(nmax);
+    for (xb, qw, y) in weighted_blocks(x, qw, out) {
+        let (w, _) = imatrix_weights(xb, qw, sigma2);
+        let mut l = [0u8; 32];
+        let (d, the_min) = make_qkx2_quants(&search, xb, &w, &mut l);
+        // `m = -min` of the search's `*the_min = -min`: two sign flips, NaNs' included.
+        store(y, d, -the_min, &l);
+    }
+}
+
+/// 4-bit quants, the first 16 in the low nibbles.
+fn pack_nibbles(qs: &mut [u8; 16], l: &[u8; 32]) {
+    for j in 0..16 {
+        qs[j] = l[j] | (l[j + 16] << 4);
+    }
+}
+
+/// 5-bit quants: the low 4 bits as [`pack_nibbles`], the 5th of element `j` in bit `j` of
+/// the word returned.
+fn pack_fives(qs: &mut [u8; 16], l: &[u8; 32]) -> U32 {
+    let mut qh = 0u32;
+    for j in 0..16 {
+        let (lo, hi) = (l[j], l[j + 16]);
+        qs[j] = (lo & 0x0f) | ((hi & 0x0f) << 4);
+        qh |= u32::from((lo & 0x10) >> 4) << j;
+        qh |= u32::from((hi & 0x10) >> 4) << (j + 16);
+    }
+    U32::new(qh)
+}
+
 /// `MIN(limit, (int8_t)q)` stored in a `uint8_t`, of an `int` conversion already made.
 #[inline(always)]
 fn clamp_i32(q: i32, limit: i32) -> u8 {
@@ -107,7 +185,12 @@ impl Dequantize for Q4_0 {
 }
 
 impl Quantize for Q4_0 {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        symmetric_weighted(x, qw, out, 8, |y, d, l| {
+            y.d = to_half(d);
+            pack_nibbles(&mut y.qs, l);
+        });
+    }
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let (_, max) = signed_max(x);
@@ -134,7 +217,13 @@ impl Dequantize for Q4_1 {
 }
 
 impl Quantize for Q4_1 {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        asymmetric_weighted(x, qw, out, 15, |y, d, m, l| {
+            y.d = to_half(d);
+            y.m = to_half(m);
+            pack_nibbles(&mut y.qs, l);
+        });
+    }
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let (min, max) = min_max(x);
@@ -168,7 +257,12 @@ impl Dequantize for Q5_0 {
 }
 
 impl Quantize for Q5_0 {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        symmetric_weighted(x, qw, out, 16, |y, d, l| {
+            y.d = to_half(d);
+            y.qh = pack_fives(&mut y.qs, l);
+        });
+    }
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let (_, max) = signed_max(x);
@@ -201,7 +295,13 @@ impl Dequantize for Q5_1 {
 }
 
 impl Quantize for Q5_1 {
-    const WEIGHTED_REFUSAL: Option<&'static str> = crate::NOT_YET_WEIGHTED;
+    fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
+        asymmetric_weighted(x, qw, out, 31, |y, d, m, l| {
+            y.d = to_half(d);
+            y.m = to_half(m);
+            y.qh = pack_fives(&mut y.qs, l);
+        });
+    }
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let (min, max) = min_max(x);

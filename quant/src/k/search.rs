@@ -1,12 +1,13 @@
 //! The searches for a sub-block's scale (and minimum) that ggml's K-quant reference quantizers
 //! run, as `ggml-quants.c` computes them: the same float operations in the same order, the
-//! same comparisons (a NaN never wins one), the same early exits. Only the variants on the
-//! path of `ggml_quantize_chunk` without an importance matrix are here.
+//! same comparisons (a NaN never wins one), the same early exits: the variants on the path of
+//! `ggml_quantize_chunk` without an importance matrix, and those its `quantize_row_*_impl`
+//! take with one (the weighted `make_qx_quants`, `make_qkx3_quants`, `make_qp_quants`).
 
 use crate::c::nearest_int;
 
 /// ggml's `GROUP_MAX_EPS`: a group whose largest |x| is below it is all zero.
-pub(super) const GROUP_MAX_EPS: f32 = 1e-15;
+pub(crate) const GROUP_MAX_EPS: f32 = 1e-15;
 
 /// The largest |x| of a group, and the value that has it (the first such; a NaN never).
 fn signed_max(x: &[f32]) -> (f32, f32) {
@@ -43,17 +44,36 @@ fn sum<const N: usize>(terms: &[f32; N]) -> f32 {
 /// `make_qx_quants(n, nmax, x, L, 1, NULL)` (Q6_K): quants `L` in `0..2 nmax` and the scale,
 /// weighted by x², trying 18 scales around `-nmax / max` and keeping the best by
 /// `sumlx² / suml2`. Returns 0 (and all quants 0) for a group below [`GROUP_MAX_EPS`].
-pub(super) fn make_qx_quants<const N: usize>(nmax: i32, x: &[f32; N], ls: &mut [i8; N]) -> f32 {
+pub(crate) fn make_qx_quants<const N: usize>(nmax: i32, x: &[f32; N], ls: &mut [i8; N]) -> f32 {
+    // rmse_type 1 without weights is `w = x[i] * x[i]`.
+    let w: [f32; N] = std::array::from_fn(|i| x[i] * x[i]);
+    qx_search(nmax, x, &w, ls)
+}
+
+/// `make_qx_quants(n, nmax, x, L, 1, qw)` with importance weights (Q4_0, Q5_0, Q3_K, Q6_K
+/// with an imatrix): the same search, `w = qw[i]` in place of x².
+pub(crate) fn make_qx_quants_weighted<const N: usize>(
+    nmax: i32,
+    x: &[f32; N],
+    qw: &[f32; N],
+    ls: &mut [i8; N],
+) -> f32 {
+    qx_search(nmax, x, qw, ls)
+}
+
+/// `make_qx_quants`'s search with rmse_type 1 and the weights `w` (whatever they are made
+/// of: C's `w` is only ever read, per element, in `w*x[i]*l` and `w*l*l`).
+#[inline(always)]
+fn qx_search<const N: usize>(nmax: i32, x: &[f32; N], w: &[f32; N], ls: &mut [i8; N]) -> f32 {
     let (amax, max) = signed_max(x);
     if amax < GROUP_MAX_EPS {
         ls.fill(0);
         return 0.0;
     }
     let nmaxf = nmax as f32;
-    // The weights x², and w x as C's `w*x[i]*l` computes it before multiplying by l.
-    let (mut w, mut wx) = ([0f32; N], [0f32; N]);
+    // w x, as C's `w*x[i]*l` computes it before multiplying by l.
+    let mut wx = [0f32; N];
     for i in 0..N {
-        w[i] = x[i] * x[i];
         wx[i] = w[i] * x[i];
     }
     // Σ w x l and Σ w l² for the quants at `iscale`.
@@ -167,7 +187,7 @@ fn weighted_error<const N: usize>(
 }
 
 /// The parameters of one `make_qkx2_quants` call.
-pub(super) struct Qkx2 {
+pub(crate) struct Qkx2 {
     /// The largest quant.
     pub nmax: i32,
     /// The first scale tried, in quants beyond `nmax`…
@@ -180,11 +200,30 @@ pub(super) struct Qkx2 {
     pub use_mad: bool,
 }
 
+impl Qkx2 {
+    /// The search every `quantize_row_*_impl` with an importance matrix runs through
+    /// `make_qkx3_quants(n, nmax, x, weights, L, &min, Laux, -0.9f, 0.05f, 36, false)` (Q4_1,
+    /// Q5_1, Q2_K, Q4_K, Q5_K). With weights given, `make_qkx3_quants` is `make_qkx2_quants`
+    /// operation for operation: the same sums, the same trial scales, the same error and the
+    /// same first-of-equals choice; its one different test, `max <= min` for `max == min`,
+    /// cannot tell them apart, since `max ≥ x[0] ≥ min` once `min` is at most 0 and a NaN
+    /// fails both.
+    pub(crate) const fn qkx3(nmax: i32) -> Qkx2 {
+        Qkx2 {
+            nmax,
+            rmin: -0.9,
+            rdelta: 0.05,
+            nstep: 36,
+            use_mad: false,
+        }
+    }
+}
+
 /// `make_qkx2_quants` (Q2_K, Q4_K, Q5_K): quants `L` in `0..=nmax` of `x - min` with
 /// `min ≤ 0`, the scale and minimum from weighted least squares over `nstep + 1` trial
 /// scales, the one with the least weighted error kept (the first of equals). Returns the
 /// scale and the minimum negated (`the_min`, ≥ 0 or -0.0).
-pub(super) fn make_qkx2_quants<const N: usize>(
+pub(crate) fn make_qkx2_quants<const N: usize>(
     p: &Qkx2,
     x: &[f32; N],
     weights: &[f32; N],
@@ -260,4 +299,111 @@ pub(super) fn make_qkx2_quants<const N: usize>(
         }
     }
     (scale, -min)
+}
+
+/// `make_qp_quants(n, nmax, x, L, quant_weights)` (the sub-block scales and minimums of Q2_K,
+/// Q4_K and Q5_K with an importance matrix): quants of `x ≥ 0` in `0..=nmax` on a scale
+/// chosen among 9 by the weighted squared error, then up to five passes moving one quant at a
+/// time while that raises `sumlx² / suml2`. Returns the least-squares scale, 0 (all quants
+/// 0) when the largest `x` is below [`GROUP_MAX_EPS`].
+///
+/// The quants are C's: `L` is `uint8_t` and the `int` quants are only capped above (`MIN(nmax,
+/// l)`), so a negative `x` (a scale ggml's search can give) leaves its low byte in `L`, which
+/// the later passes read back as that byte (`w*x[i]*L[i]`), while the sums themselves are of
+/// the `int`.
+pub(crate) fn make_qp_quants<const N: usize>(
+    nmax: i32,
+    x: &[f32; N],
+    ls: &mut [u8; N],
+    qw: &[f32; N],
+) -> f32 {
+    // `max = MAX(max, x[i])`, the macro `max > x[i] ? max : x[i]`: a NaN x is taken, and the
+    // next element replaces it.
+    let mut max = 0f32;
+    for &v in x {
+        max = if max > v { max } else { v };
+    }
+    // A NaN max passes on.
+    if max < GROUP_MAX_EPS {
+        ls.fill(0);
+        return 0.0;
+    }
+    let nmaxf = nmax as f32;
+    // Error Σ w diff² of the quants `l` at `scale`: `w*diff*diff`, in that order.
+    let mse = |scale: f32, l: &[i32; N]| {
+        let mut terms = [0f32; N];
+        for i in 0..N {
+            let diff = x[i] - scale * l[i] as f32;
+            terms[i] = qw[i] * diff * diff;
+        }
+        sum(&terms)
+    };
+    let mut iscale = nmaxf / max;
+    // The first quants are uncapped, but stored in bytes, and read back as bytes.
+    let first: [i32; N] = std::array::from_fn(|i| i32::from(nearest_int(iscale * x[i]) as u8));
+    let mut best_mse = mse(1.0 / iscale, &first);
+    for is in -4..=4 {
+        if is == 0 {
+            continue;
+        }
+        let iscale_is = (0.1 * is as f32 + nmaxf) / max;
+        let l: [i32; N] = std::array::from_fn(|i| nearest_int(iscale_is * x[i]).min(nmax));
+        let this = mse(1.0 / iscale_is, &l);
+        if this < best_mse {
+            best_mse = this;
+            iscale = iscale_is;
+        }
+    }
+    let (mut sumlx, mut suml2) = (0f32, 0f32);
+    for i in 0..N {
+        let l = nearest_int(iscale * x[i]).min(nmax);
+        ls[i] = l as u8;
+        let (w, l) = (qw[i], l as f32);
+        sumlx += w * x[i] * l;
+        suml2 += w * l * l;
+    }
+    for _ in 0..5 {
+        let mut changed = false;
+        for i in 0..N {
+            let w = qw[i];
+            let li = f32::from(ls[i]);
+            let mut slx = sumlx - w * x[i] * li;
+            let mut sl2 = suml2 - w * li * li;
+            if slx > 0.0 && sl2 > 0.0 {
+                let new_l = nearest_int(x[i] * sl2 / slx).min(nmax);
+                if new_l != i32::from(ls[i]) {
+                    let nl = new_l as f32;
+                    slx += w * x[i] * nl;
+                    sl2 += w * nl * nl;
+                    if slx * slx * suml2 > sumlx * sumlx * sl2 {
+                        ls[i] = new_l as u8;
+                        sumlx = slx;
+                        suml2 = sl2;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    if suml2 > 0.0 {
+        sumlx / suml2
+    } else {
+        0.0
+    }
+}
+
+/// The weights every `quantize_row_*_impl` but Q6_K's gives its search with an importance
+/// matrix: `qw[l] * sqrtf(sigma2 + x[l]*x[l])` for each element of a (sub-)block, and their
+/// sum (`sumw += weight[l]` from 0, in order), which the K-quants weigh the sub-block by.
+#[inline(always)]
+pub(crate) fn imatrix_weights<const N: usize>(
+    x: &[f32; N],
+    qw: &[f32; N],
+    sigma2: f32,
+) -> ([f32; N], f32) {
+    let w: [f32; N] = std::array::from_fn(|l| qw[l] * (sigma2 + x[l] * x[l]).sqrt());
+    (w, sum(&w))
 }
