@@ -348,11 +348,19 @@ fn compare(tool: &Path, dir: &Path, input: &str, options: &[&str], preset: &str)
         ]);
         a
     };
+    let started = std::time::Instant::now();
     let theirs = run(tool, &args(&theirs_out), dir);
+    let theirs_took = started.elapsed();
     let mut mine = vec!["quantize".to_string()];
     mine.extend(args(&ours_out));
     let ours = run(Path::new(env!("CARGO_BIN_EXE_ggufrw")), &mine, dir);
     let what = format!("{input} {options:?} {preset}");
+    if std::env::var_os("GGUFRW_QUANTIZE_VERBOSE").is_some() {
+        eprintln!(
+            "{what}: theirs {theirs_took:?}, ours {:?}",
+            started.elapsed() - theirs_took
+        );
+    }
     assert_eq!(
         ours.status.code(),
         theirs.status.code(),
@@ -545,9 +553,17 @@ fn imatrices_give_llama_quantizes_bytes() {
             (&gguf, vec!["--exclude-weights", "attn_v"]),
             (&gguf, vec!["--include-weights", "nothing-has-this"]),
         ] {
+            let filtered = !extra.is_empty();
             let mut opts = vec!["--imatrix", file.as_str()];
             opts.extend(extra);
-            for p in &presets {
+            // The filters change which tensors get weights, not the arithmetic: two presets.
+            let few = ["Q4_K_M".to_string(), "IQ2_XXS".to_string()];
+            let presets = if filtered && !full_matrix() {
+                &few[..]
+            } else {
+                &presets[..]
+            };
+            for p in presets {
                 same += usize::from(compare(&tool, dir.path(), input, &opts, p));
             }
         }
@@ -588,8 +604,11 @@ fn imatrices_give_llama_quantizes_bytes() {
     }
 }
 
-/// The presets the imatrix test runs in CI (all of them with `GGUFRW_QUANTIZE_MATRIX`).
-const IMATRIX_PRESETS_CI: &[&str] = &["Q8_0", "F16", "BF16", "COPY", "MXFP4_MOE"];
+/// The presets the imatrix test runs in CI (all of them with `GGUFRW_QUANTIZE_MATRIX`): not
+/// IQ1_S, IQ1_M and IQ3_XXS, which take llama-quantize 6 to 12 s on the fixture.
+const IMATRIX_PRESETS_CI: &[&str] = &[
+    "Q4_K_M", "Q2_K_S", "IQ2_XXS", "IQ2_XS", "IQ4_XS", "Q4_0", "COPY",
+];
 
 /// Bad input: a NaN in a tensor, a truncated file, a file past the size limit (`ulimit -f`,
 /// a full disk's error). Both tools fail; ours names the tensor or file, leaves no output and

@@ -36,10 +36,6 @@ pub use threads::{
 };
 pub use validate::{validate_row_data, InvalidData};
 
-/// What a type whose importance-matrix quantizer is not written yet refuses with.
-pub(crate) const NOT_YET_WEIGHTED: Option<&str> =
-    Some("quantization with an importance matrix is not implemented for this type yet");
-
 /// Dequantization of one block, as ggml's `to_float` (or `dequantize_row_*`) computes it.
 pub trait Dequantize: Block {
     /// Whether the arithmetic is there (a type without it is refused, never guessed).

@@ -13,6 +13,7 @@ use ggufrw_schema::{ByteOrder, Value, ALIGNMENT_KEY};
 use memmap2::Mmap;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// How the job runs (what does not change the plan).
 #[derive(Clone, Debug, Default)]
@@ -39,7 +40,50 @@ pub struct Report {
 /// An input model: its first file and any other shards, mapped.
 pub struct Model {
     /// The files, in shard order.
-    pub files: Vec<(PathBuf, Gguf<Mmap>)>,
+    pub files: Vec<(PathBuf, Gguf<Shared>)>,
+    /// Their maps, to release pages from.
+    maps: Vec<Shared>,
+}
+
+/// A memory map the driver can also hand pages back from (see [`release`]).
+#[derive(Clone)]
+pub struct Shared(Arc<Mmap>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+fn open_mapped(path: &Path) -> Result<(Gguf<Shared>, Shared)> {
+    let map = Shared(Arc::new(crate::view::map(path)?));
+    let file = Gguf::from_bytes(map.clone()).map_err(|e| e.in_file(path))?;
+    Ok((file, map))
+}
+
+/// Drops the pages under `done` (bytes of `map` already read) from the process: a tensor read
+/// once need not stay resident, so peak memory is a few slabs, not the model (llama-quantize
+/// unmaps each tensor for the same reason). The pages stay in the page cache.
+fn release(map: &Shared, done: &[u8]) {
+    #[cfg(unix)]
+    {
+        const PAGE: usize = 4096;
+        let base = map.0.as_ptr() as usize;
+        let start = (done.as_ptr() as usize - base).next_multiple_of(PAGE);
+        let end = (done.as_ptr() as usize - base + done.len()) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: the map is a read-only shared mapping of a file; MADV_DONTNEED only drops
+            // this process's copy of the pages, and a later read of them faults the same bytes
+            // in again from the file, so every slice borrowed from the map stays valid. (On a
+            // system whose pages are larger the call fails and nothing happens.)
+            let _ = unsafe {
+                map.0
+                    .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+            };
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (map, done);
 }
 
 impl Model {
@@ -62,12 +106,9 @@ impl Model {
             paths.extend(others);
         }
         let mut files = Vec::with_capacity(paths.len());
-        for (i, p) in paths.into_iter().enumerate() {
-            let file = if i == 0 {
-                Gguf::open(&p)?
-            } else {
-                Gguf::open(&p).map_err(|e| e.in_file(&p))?
-            };
+        let mut maps = Vec::with_capacity(paths.len());
+        for p in paths {
+            let (file, map) = open_mapped(&p)?;
             let refusals: Vec<String> = validate(&file, Profile::Ggml)
                 .into_iter()
                 .filter(|f| f.severity == Severity::Error)
@@ -82,8 +123,9 @@ impl Model {
                 }
             }
             files.push((p, file));
+            maps.push(map);
         }
-        Ok(Model { files })
+        Ok(Model { files, maps })
     }
 
     /// The plan for this model.
@@ -143,8 +185,10 @@ pub fn quantize(
             let len = t.output_bytes();
             let weights = imatrix_for(t, &opts.prune_layers, run)
                 .map_err(|e| Error::from(e).in_file(input))?;
+            let map = model.maps[t.shard].clone();
             let chunks = Slabs::new(t, data, order, run, threads, weights)
-                .map_err(|e| Error::from(e).in_file(shard_path))?;
+                .map_err(|e| Error::from(e).in_file(shard_path))?
+                .releasing(map);
             let shard_path = shard_path.clone();
             let chunks =
                 Box::new(chunks.map(move |r| r.map_err(|e| Error::from(e).in_file(&shard_path))));
@@ -221,6 +265,8 @@ struct Slabs<'a> {
     weights: Option<&'a [f32]>,
     threads: usize,
     failed: bool,
+    /// The map the source lies in, its pages dropped as slabs are done.
+    map: Option<Shared>,
 }
 
 impl<'a> Slabs<'a> {
@@ -267,7 +313,13 @@ impl<'a> Slabs<'a> {
             weights,
             threads,
             failed: false,
+            map: None,
         })
+    }
+
+    fn releasing(mut self, map: Shared) -> Self {
+        self.map = Some(map);
+        self
     }
 
     fn row_bytes(&self) -> usize {
@@ -281,6 +333,14 @@ impl<'a> Slabs<'a> {
         let take = (rows * row).min(self.src.len());
         let (chunk, rest) = self.src.split_at(take);
         self.src = rest;
+        let out = self.convert(chunk);
+        if let Some(map) = &self.map {
+            release(map, chunk);
+        }
+        out
+    }
+
+    fn convert(&mut self, chunk: &[u8]) -> std::result::Result<Vec<u8>, QuantizeError> {
         let le = match self.order {
             ByteOrder::Little => std::borrow::Cow::Borrowed(chunk),
             ByteOrder::Big => {
