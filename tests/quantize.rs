@@ -604,6 +604,66 @@ fn imatrices_give_llama_quantizes_bytes() {
     }
 }
 
+/// `convert --imatrix`: IQ2_XXS (which needs one) becomes available, each tensor's blocks those
+/// llama-quantize writes with the same matrix and `--pure`.
+#[test]
+fn convert_takes_an_imatrix() {
+    let Some(tool) = llama_quantize() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    fixtures(dir.path());
+    let (gguf, _) = imatrices(dir.path(), "dense.gguf");
+    let out = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+        .args([
+            "convert",
+            "dense.gguf",
+            "-o",
+            "c.gguf",
+            "--type",
+            "iq2_xxs",
+            "--imatrix",
+            &gguf,
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let args: Vec<String> = [
+        "--pure",
+        "--imatrix",
+        &gguf,
+        "dense.gguf",
+        "t.gguf",
+        "IQ2_XXS",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert!(run(&tool, &args, dir.path()).status.success());
+    let (a, b) = (
+        ggufrw::Gguf::open(dir.path().join("c.gguf")).unwrap(),
+        ggufrw::Gguf::open(dir.path().join("t.gguf")).unwrap(),
+    );
+    let mut same = 0;
+    for (i, t) in a.header().tensor_infos.iter().enumerate() {
+        if t.ggml_type != GgmlType::IQ2_XXS.id() {
+            continue;
+        }
+        let theirs = b.tensor(t.name.as_bytes()).unwrap();
+        assert_eq!(theirs.info.ggml_type, t.ggml_type, "{}", t.name);
+        assert!(
+            a.tensor_data(i).unwrap() == b.tensor_data(theirs.index).unwrap(),
+            "{}",
+            t.name
+        );
+        same += 1;
+    }
+    assert!(same > 40, "{same} tensors compared");
+}
+
 /// The presets the imatrix test runs in CI (all of them with `GGUFRW_QUANTIZE_MATRIX`): not
 /// IQ1_S, IQ1_M and IQ3_XXS, which take llama-quantize 6 to 12 s on the fixture.
 const IMATRIX_PRESETS_CI: &[&str] = &[

@@ -25,6 +25,10 @@ pub struct Args {
     /// Threads to re-quantize on (0: every processor); the output is the same for every count.
     #[arg(long, value_name = "N", default_value_t = 0)]
     threads: usize,
+    /// An importance matrix (GGUF or legacy .dat, as llama-imatrix writes them): the tensors it
+    /// names are quantized with their weights (IQ2_XXS, IQ2_XS and IQ1_S need it).
+    #[arg(long, value_name = "FILE")]
+    imatrix: Option<PathBuf>,
 }
 
 /// ggml types by name, the valid ones listed when another is given.
@@ -39,12 +43,25 @@ pub fn run(args: Args) -> ExitCode {
         eprintln!("{}: is the input; write elsewhere", args.output.display());
         return ExitCode::from(USAGE_OR_IO);
     }
-    match convert::convert(
+    let weights = match &args.imatrix {
+        None => Default::default(),
+        Some(path) => match ggufrw::quantize::imatrix::Imatrix::load(path)
+            .and_then(|m| ggufrw::quantize::imatrix::select(&m, &[], &[]))
+        {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(super::FAILED);
+            }
+        },
+    };
+    match convert::convert_with(
         &args.input,
         &args.output,
         args.ty,
         &args.tensors,
         args.threads,
+        &weights,
         &Bar::new(),
     ) {
         Ok(r) => {

@@ -245,6 +245,41 @@ fn imatrix_for<'r>(
     )))
 }
 
+/// Quantizes `values` (whole rows of `row_elements`) into `out`, expert by expert: the rows
+/// are counted from `first` over matrices of `per_expert` rows, and each matrix takes its own
+/// slice of `weights` (`row_elements` a matrix), as llama-quantize hands them out. A run of
+/// rows may hold the end of one matrix and the start of the next.
+pub(crate) fn quantize_experts(
+    to: GgmlType,
+    values: &[f32],
+    row_elements: usize,
+    (first, per_expert): (usize, usize),
+    weights: Option<&[f32]>,
+    out: &mut [u8],
+    threads: usize,
+) -> std::result::Result<(), crate::quant::QuantError> {
+    let rows = values.len() / row_elements.max(1);
+    let out_row = out.len() / rows.max(1);
+    let per_expert = per_expert.max(1);
+    let mut r = 0;
+    while r < rows {
+        let global = first + r;
+        let expert = global / per_expert;
+        let end = rows.min(r + (per_expert - global % per_expert));
+        let w = weights.map(|w| &w[expert * row_elements..(expert + 1) * row_elements]);
+        quant::quantize_into_weighted_threads(
+            to,
+            &values[r * row_elements..end * row_elements],
+            row_elements,
+            w,
+            &mut out[r * out_row..end * out_row],
+            threads,
+        )?;
+        r = end;
+    }
+    Ok(())
+}
+
 /// Bytes of input each slab takes per thread: large enough to keep the threads busy, small
 /// enough that memory stays a few MiB whatever the tensor.
 const SLAB: usize = 1 << 20;
@@ -362,26 +397,15 @@ impl<'a> Slabs<'a> {
         let len = n / self.to.block_size() as usize * self.to.type_size() as usize;
         let mut out = vec![0u8; len];
         let rows = n / self.row_elements.max(1);
-        let out_row = len / rows.max(1);
-        // Quantized expert by expert: a slab may hold the end of one and the start of another.
-        let mut r = 0;
-        while r < rows {
-            let global = self.row + r;
-            let expert = global / self.rows_per_expert;
-            let end = rows.min(r + (self.rows_per_expert - global % self.rows_per_expert));
-            let w = self
-                .weights
-                .map(|w| &w[expert * self.row_elements..(expert + 1) * self.row_elements]);
-            quant::quantize_into_weighted_threads(
-                self.to,
-                &values[r * self.row_elements..end * self.row_elements],
-                self.row_elements,
-                w,
-                &mut out[r * out_row..end * out_row],
-                self.threads,
-            )?;
-            r = end;
-        }
+        quantize_experts(
+            self.to,
+            &values,
+            self.row_elements,
+            (self.row, self.rows_per_expert),
+            self.weights,
+            &mut out,
+            self.threads,
+        )?;
         self.row += rows;
         quant::validate_row_data(self.to, &out).map_err(|source| {
             QuantizeError::QuantizedInvalid {

@@ -8,6 +8,7 @@ use crate::keys::FileType;
 use crate::quant::{GgmlType, QuantError};
 use crate::write::{Builder, Source};
 use ggufrw_schema::{ByteOrder, Value};
+use std::collections::BTreeMap;
 use std::path::Path;
 use strum::IntoEnumIterator;
 
@@ -46,8 +47,13 @@ pub fn glob_matches(pattern: &str, name: &str) -> bool {
     p[i..].iter().all(|&c| c == '*')
 }
 
-/// Why tensor `dims` of `from` cannot become `to`, if it cannot.
-fn refusal(from: Option<GgmlType>, dims: &[u64], to: GgmlType) -> Option<String> {
+/// Why tensor `dims` of `from` cannot become `to` (with `weights`, if any), if it cannot.
+fn refusal(
+    from: Option<GgmlType>,
+    dims: &[u64],
+    to: GgmlType,
+    weights: Option<&[f32]>,
+) -> Option<String> {
     let Some(from) = from else {
         return Some("its type has no known values".into());
     };
@@ -61,11 +67,10 @@ fn refusal(from: Option<GgmlType>, dims: &[u64], to: GgmlType) -> Option<String>
             to.block_size()
         ));
     }
-    if let Err(e) = crate::quant::quantize(
-        to,
-        &vec![0.0; to.block_size() as usize],
-        to.block_size() as usize,
-    ) {
+    let block = to.block_size() as usize;
+    let probe = weights.map(|_| vec![1.0; block]);
+    if let Err(e) = crate::quant::quantize_weighted(to, &vec![0.0; block], block, probe.as_deref())
+    {
         return Some(e.to_string());
     }
     if let Err(e) = crate::quant::dequantize(from, &[], ByteOrder::Little, &mut []) {
@@ -83,6 +88,11 @@ struct Requantize<'a> {
     byte_order: ByteOrder,
     row_elements: usize,
     threads: usize,
+    /// Importance weights, a row's per expert matrix of `rows_per_expert` rows.
+    weights: Option<&'a [f32]>,
+    rows_per_expert: usize,
+    /// Rows done so far.
+    row: usize,
 }
 
 impl Requantize<'_> {
@@ -99,13 +109,16 @@ impl Requantize<'_> {
         crate::quant::dequantize_threads(self.from, chunk, self.byte_order, &mut values, threads)?;
         let len = n / self.to.block_size() as usize * self.to.type_size() as usize;
         let mut out = vec![0u8; len];
-        crate::quant::quantize_into_threads(
+        crate::quantize::quantize_experts(
             self.to,
             &values,
             self.row_elements,
+            (self.row, self.rows_per_expert),
+            self.weights,
             &mut out,
             threads,
         )?;
+        self.row += n / self.row_elements.max(1);
         if self.byte_order == ByteOrder::Big {
             crate::quant::swap_in_place(self.to, &mut out)?;
         }
@@ -113,18 +126,42 @@ impl Requantize<'_> {
     }
 }
 
-/// Writes `input` to `output` with the chosen tensors re-quantized to `to`: those matching one
-/// of `globs`, or with no globs every 2-D tensor whose rows are whole blocks of `to`. Other
-/// tensors and the metadata are copied (but `general.file_type`, set to `to`'s file type when
-/// every quantized tensor now has type `to`). The data is laid out as ggml lays it out.
-/// Re-quantization runs on `threads` threads (0: every processor); the bytes are the same for
-/// every count.
+/// [`convert_with`] without an importance matrix.
 pub fn convert(
     input: &Path,
     output: &Path,
     to: GgmlType,
     globs: &[String],
     threads: usize,
+    progress: &dyn Progress,
+) -> Result<ConvertReport> {
+    convert_with(
+        input,
+        output,
+        to,
+        globs,
+        threads,
+        &BTreeMap::new(),
+        progress,
+    )
+}
+
+/// Writes `input` to `output` with the chosen tensors re-quantized to `to`: those matching one
+/// of `globs`, or with no globs every 2-D tensor whose rows are whole blocks of `to`. Other
+/// tensors and the metadata are copied (but `general.file_type`, set to `to`'s file type when
+/// every quantized tensor now has type `to`). The data is laid out as ggml lays it out.
+/// Re-quantization runs on `threads` threads (0: every processor); the bytes are the same for
+/// every count. A tensor named in `imatrix` (importance weights as
+/// [`crate::quantize::imatrix::select`] gives them: a row's per expert) is quantized with them,
+/// as `ggml_quantize_chunk` quantizes with an imatrix; the types that need one (IQ2_XXS, IQ2_XS,
+/// IQ1_S) take only such tensors.
+pub fn convert_with(
+    input: &Path,
+    output: &Path,
+    to: GgmlType,
+    globs: &[String],
+    threads: usize,
+    imatrix: &BTreeMap<String, Vec<f32>>,
     progress: &dyn Progress,
 ) -> Result<ConvertReport> {
     let threads = crate::quant::thread_count(threads);
@@ -146,8 +183,13 @@ pub fn convert(
             (info.name.as_str()).is_ok_and(|name| globs.iter().any(|g| glob_matches(g, name)))
         };
         let data = file.tensor_data(i).map_err(|e| e.in_file(input))?;
+        let d = |k: usize| info.dimensions.get(k).copied().unwrap_or(1);
+        let weights = imatrix
+            .get(&info.name.to_string())
+            .filter(|w| w.len() as u64 == d(0) * d(2))
+            .map(Vec::as_slice);
         let why_not = chosen
-            .then(|| refusal(from, &info.dimensions, to))
+            .then(|| refusal(from, &info.dimensions, to, weights))
             .flatten();
         let convert = chosen && why_not.is_none();
         if let Some(why) = why_not {
@@ -172,6 +214,9 @@ pub fn convert(
                     byte_order: header.byte_order,
                     row_elements: info.dimensions.first().copied().unwrap_or(1) as usize,
                     threads,
+                    weights,
+                    rows_per_expert: d(1) as usize,
+                    row: 0,
                 };
                 let chunks = std::iter::from_fn(move || {
                     (!rows.src.is_empty()).then(|| rows.chunk().map_err(|e| fail(e.into())))
