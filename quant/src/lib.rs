@@ -1,6 +1,6 @@
 //! The arithmetic on ggml's blocks: dequantize to f32 and quantize from f32, bit-exact with
-//! ggml's reference C code (`ggml-quants.c`, as `to_float` and `ggml_quantize_chunk` without an
-//! importance matrix run it), and the byte swap of big-endian files. The blocks themselves are
+//! ggml's reference C code (`ggml-quants.c`, as `to_float` and `ggml_quantize_chunk` run it,
+//! with an importance matrix or without), and the byte swap of big-endian files. The blocks themselves are
 //! declared in `ggufrw_schema::blocks`; each family's arithmetic is a module here.
 //!
 //! ```
