@@ -104,7 +104,8 @@ fn dequantize_split(
     run_pieces(inputs, outputs, |i, o| dequantize(ty, i, byte_order, o))
 }
 
-/// [`quantize_into`] on up to `threads` threads (0: all); the same bytes for every count.
+/// [`quantize_into`](crate::quantize_into) on up to `threads` threads (0: all); the same bytes
+/// for every count.
 pub fn quantize_into_threads(
     ty: GgmlType,
     x: &[f32],

@@ -12,8 +12,8 @@ use ggufrw_schema::blocks::{Iq2Xs, Iq2Xxs};
 
 /// Levels per element: 0..3, the value `2l + 1`.
 const K_MAX_Q: i32 = 3;
-/// `GROUP_MAX_EPS`: a group whose largest magnitude is below it is all zero.
-const GROUP_MAX_EPS: f32 = 1e-15;
+// The sub-block scales go through the K-quants' `make_qp_quants` (ggml shares it too).
+use crate::k::search::{make_qp_quants, GROUP_MAX_EPS};
 
 /// σ² of a block of 256 for these two: `sumx2/QK_K`.
 fn sigma2(xbl: &[f32]) -> f32 {
@@ -29,84 +29,6 @@ fn weights<const N: usize>(xb: &[f32], qw: &[f32], sigma2: f32) -> ([f32; N], [f
     let weight: [f32; N] = std::array::from_fn(|i| imatrix_weight(qw[i], sigma2, xb[i]));
     let waux = weight.map(f32::sqrt);
     (weight, waux)
-}
-
-/// ggml's `make_qp_quants(n, nmax, x, L, quant_weights)`: quants `0..=nmax` of the
-/// (non-negative, but for the sign-flipped ones) `x`, the scale tried at `nmax/max` and 8
-/// neighbours by weighted squared error, then up to five passes moving one quant at a time
-/// while that raises `sumlx²/suml2`. Returns the least-squares scale (0 for a group below
-/// [`GROUP_MAX_EPS`]).
-///
-/// ggml keeps the quants in `uint8_t`: a negative `nearest_int` (a flipped element) is stored
-/// modulo 256 and read back so in the passes, while the sums right after the scale search add
-/// the `int` itself. `l` follows that.
-fn make_qp_quants<const N: usize>(nmax: i32, x: &[f32; N], l: &mut [u8; N], w: &[f32; N]) -> f32 {
-    let max = x.iter().fold(0f32, |m, &v| c_max(m, v));
-    if max < GROUP_MAX_EPS {
-        *l = [0; N];
-        return 0.0;
-    }
-    let nmaxf = nmax as f32;
-    let mut iscale = nmaxf / max;
-    for (l, &x) in l.iter_mut().zip(x) {
-        *l = nearest_int(iscale * x) as u8;
-    }
-    let scale = 1.0 / iscale;
-    let mut best_mse = 0f32;
-    for i in 0..N {
-        let diff = x[i] - scale * f32::from(l[i]);
-        best_mse += w[i] * diff * diff;
-    }
-    for is in (-4..=4).filter(|&is| is != 0) {
-        let iscale_is = (0.1 * is as f32 + nmaxf) / max;
-        let scale_is = 1.0 / iscale_is;
-        let mut mse = 0f32;
-        for i in 0..N {
-            let q = nearest_int(iscale_is * x[i]).min(nmax);
-            let diff = x[i] - scale_is * q as f32;
-            mse += w[i] * diff * diff;
-        }
-        if mse < best_mse {
-            best_mse = mse;
-            iscale = iscale_is;
-        }
-    }
-    let (mut sumlx, mut suml2) = (0f32, 0f32);
-    for i in 0..N {
-        let q = nearest_int(iscale * x[i]).min(nmax);
-        l[i] = q as u8;
-        sumlx += w[i] * x[i] * q as f32;
-        suml2 += w[i] * q as f32 * q as f32;
-    }
-    for _ in 0..5 {
-        let mut changed = false;
-        for i in 0..N {
-            let (wi, li) = (w[i], f32::from(l[i]));
-            let mut slx = sumlx - wi * x[i] * li;
-            let mut sl2 = suml2 - wi * li * li;
-            if slx > 0.0 && sl2 > 0.0 {
-                let new_l = nearest_int(x[i] * sl2 / slx).min(nmax);
-                if new_l != i32::from(l[i]) {
-                    slx += wi * x[i] * new_l as f32;
-                    sl2 += wi * new_l as f32 * new_l as f32;
-                    if slx * slx * suml2 > sumlx * sumlx * sl2 {
-                        l[i] = new_l as u8;
-                        sumlx = slx;
-                        suml2 = sl2;
-                        changed = true;
-                    }
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
-    if suml2 > 0.0 {
-        sumlx / suml2
-    } else {
-        0.0
-    }
 }
 
 /// The scale stored for a group, on 4 bits against the block's `1/d`.
