@@ -199,9 +199,15 @@ fn enums_have_names_both_ways() {
     }
     assert_eq!(FileType::MOSTLY_Q4_K_M.encoding(), "Q4_K_M");
     assert_eq!(FileType::ALL_F32.encoding(), "F32");
-    for gap in [4, 5, 6, 33, 34, 35, 41] {
+    for gap in [4, 5, 6, 33, 34, 35, 42] {
         assert_eq!(FileType::from_repr(gap), None, "{gap} is a gap");
     }
+    // llama.h's newest: Q1_0 and Q2_0 (40, 41).
+    assert_eq!(FileType::from_repr(41), Some(FileType::MOSTLY_Q2_0));
+    assert_eq!(
+        FileType::MOSTLY_Q2_0.main_type(),
+        Some(ggufrw::GgmlType::Q2_0)
+    );
     assert_eq!(
         TokenType::from_str("user_defined"),
         Ok(TokenType::UserDefined)

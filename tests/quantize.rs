@@ -41,6 +41,23 @@ fn run(program: &Path, args: &[String], dir: &Path) -> Output {
         .unwrap_or_else(|e| panic!("{}: {e}", program.display()))
 }
 
+/// `ggufrw ARGS` in `dir`.
+fn ggufrw(dir: &Path, args: &[&str]) -> Output {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    run(Path::new(env!("CARGO_BIN_EXE_ggufrw")), &args, dir)
+}
+
+/// `ggufrw ARGS` in `dir`, which must succeed: what it printed.
+fn ggufrw_ok(dir: &Path, args: &[&str]) -> String {
+    let out = ggufrw(dir, args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// Deterministic values with a spread like trained weights' (a few large ones).
 fn values(seed: u64, n: usize) -> Vec<f32> {
     let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -572,19 +589,7 @@ fn imatrices_give_llama_quantizes_bytes() {
     assert!(same > 0);
     // `ggufrw imatrix`: show, and convert both ways; each result is a file llama-quantize
     // takes, with the same output from both tools.
-    let ggufrw = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let ggufrw = |args: &[&str]| ggufrw_ok(dir.path(), args);
     let shown = ggufrw(&["imatrix", "show", "imatrix.gguf"]);
     assert!(
         shown.contains("GGUF format") && shown.contains("blk.0.ffn_up_exps.weight"),
@@ -612,8 +617,9 @@ fn convert_takes_an_imatrix() {
     let dir = tempfile::tempdir().unwrap();
     fixtures(dir.path());
     let (gguf, _) = imatrices(dir.path(), "dense.gguf");
-    let out = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-        .args([
+    ggufrw_ok(
+        dir.path(),
+        &[
             "convert",
             "dense.gguf",
             "-o",
@@ -622,14 +628,7 @@ fn convert_takes_an_imatrix() {
             "iq2_xxs",
             "--imatrix",
             &gguf,
-        ])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
     let args: Vec<String> = [
         "--pure",
@@ -695,14 +694,7 @@ fn bad_input_fails_cleanly() {
             );
         }
     }
-    let ours = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-            .arg("quantize")
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap()
-    };
+    let ours = |args: &[&str]| ggufrw(dir.path(), &[&["quantize"], args].concat());
     let out = ours(&["nan.gguf", "o.gguf", "Q4_K_M"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -740,11 +732,10 @@ fn split_models_as_llama_quantize_does() {
     let Some(tool) = llama_quantize() else { return };
     let dir = tempfile::tempdir().unwrap();
     fixtures(dir.path());
-    let split = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-        .args(["split", "--max-tensors", "20", "dense.gguf", "shard"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let split = ggufrw(
+        dir.path(),
+        &["split", "--max-tensors", "20", "dense.gguf", "shard"],
+    );
     assert!(
         split.status.success(),
         "{}",
@@ -801,20 +792,7 @@ fn recipes_and_dry_runs() {
     let Some(tool) = llama_quantize() else { return };
     let dir = tempfile::tempdir().unwrap();
     fixtures(dir.path());
-    let ours = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-            .arg("quantize")
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
+    let ours = |args: &[&str]| ggufrw_ok(dir.path(), &[&["quantize"], args].concat());
     ours(&["dense.gguf", "mix.gguf", "Q3_K_M"]);
     let recipe = ours(&["--recipe-from", "mix.gguf"]);
     assert!(
