@@ -132,6 +132,26 @@ pub(super) fn best_neighbour(
     k
 }
 
+/// The levels of a split: the sorted elements `..i1` at 0, `i1..i2` at 1, the rest at 2, each
+/// put back in its place (IQ1_S and IQ1_M).
+pub(super) fn split_levels<const N: usize>(
+    order: &[(f32, usize); N],
+    i1: usize,
+    i2: usize,
+) -> [i8; N] {
+    let mut l = [0i8; N];
+    for (j, &(_, i)) in order.iter().enumerate() {
+        l[i] = if j < i1 {
+            0
+        } else if j < i2 {
+            1
+        } else {
+            2
+        };
+    }
+    l
+}
+
 /// The best split of a group of 16 into three levels: `(i1, i2, shift, scale)`, the sorted
 /// elements `..i1` at level 0, `i1..i2` at 1, the rest at 2. `None` if no split has a positive
 /// `Σ w·q²` and a score above `-FLT_MAX` (NaN everywhere).
@@ -227,16 +247,7 @@ pub(super) fn quantize(x: &[f32], qw: Option<&[f32]>, out: &mut [Iq1M]) {
             let Some((i1, i2, mut shift, mut scale)) = best_split(xb, &weight, &order, max) else {
                 continue;
             };
-            let mut l = [0i8; 16];
-            for (j, &(_, i)) in order.iter().enumerate() {
-                l[i] = if j < i1 {
-                    0
-                } else if j < i2 {
-                    1
-                } else {
-                    2
-                };
-            }
+            let mut l = split_levels(&order, i1, i2);
             if scale < 0.0 {
                 for l in &mut l {
                     *l = 2 - *l;

@@ -4,7 +4,7 @@
 //! three levels per group, the scale on 3 bits beside the shift's sign in `qh`.
 
 use super::super::c::nearest_int;
-use super::iq1m::{best_neighbour, sort, word, X_M, X_P};
+use super::iq1m::{best_neighbour, sort, split_levels, word, X_M, X_P};
 use super::lattice::{self, Place};
 use super::{block_sigma2, c_max, imatrix_weight, to_half};
 use ggufrw_schema::blocks::scalar::U16;
@@ -78,16 +78,7 @@ pub(super) fn quantize(x: &[f32], qw: &[f32], out: &mut [Iq1S]) {
             let Some((i1, i2, mut shift, mut scale)) = best_split(xb, &weight, &order, max) else {
                 continue;
             };
-            let mut l = [0i8; 32];
-            for (j, &(_, i)) in order.iter().enumerate() {
-                l[i] = if j < i1 {
-                    0
-                } else if j < i2 {
-                    1
-                } else {
-                    2
-                };
-            }
+            let mut l = split_levels(&order, i1, i2);
             if scale < 0.0 {
                 for l in &mut l {
                     *l = 2 - *l;
