@@ -31,7 +31,7 @@ mod run;
 pub use arch::{Hparams, ARCHITECTURES};
 pub use plan::{KvOverride, Options, Plan, PlannedTensor, TensorType};
 pub use preset::{default_type, Preset, PRESETS};
-pub(crate) use run::quantize_experts;
+pub(crate) use run::Rows;
 pub use run::{quantize, split_output_path, Model, Report, Run};
 
 use crate::quant::{GgmlType, InvalidData, QuantError};

@@ -92,10 +92,11 @@ impl Model {
     /// profile), and a `general.alignment` other than 32 (llama-quantize would keep the key
     /// while laying the data out at 32, a file ggml then refuses).
     pub fn open(path: &Path) -> Result<Model> {
-        let first = Gguf::open(path)?;
-        let mut paths = vec![path.to_path_buf()];
-        if crate::shards::declared_count(&first).is_some_and(|n| n > 1) {
-            let others = crate::shards::other_shards(path, &first).ok_or_else(|| {
+        // The first file is opened once: its header names the other shards.
+        let first = open_mapped(path)?;
+        let mut others = Vec::new();
+        if crate::shards::declared_count(&first.0).is_some_and(|n| n > 1) {
+            others = crate::shards::other_shards(path, &first.0).ok_or_else(|| {
                 Error::from(QuantizeError::Plan(
                     "split.count says the model has shards, but the name is not a first \
                      shard's (…-00001-of-0000N.gguf)"
@@ -103,12 +104,15 @@ impl Model {
                 ))
                 .in_file(path)
             })?;
-            paths.extend(others);
         }
-        let mut files = Vec::with_capacity(paths.len());
-        let mut maps = Vec::with_capacity(paths.len());
-        for p in paths {
-            let (file, map) = open_mapped(&p)?;
+        let mut opened = vec![(path.to_path_buf(), first)];
+        for p in others {
+            let shard = open_mapped(&p)?;
+            opened.push((p, shard));
+        }
+        let mut files = Vec::with_capacity(opened.len());
+        let mut maps = Vec::with_capacity(opened.len());
+        for (p, (file, map)) in opened {
             let refusals: Vec<String> = validate(&file, Profile::Ggml)
                 .into_iter()
                 .filter(|f| f.severity == Severity::Error)
@@ -245,39 +249,94 @@ fn imatrix_for<'r>(
     )))
 }
 
-/// Quantizes `values` (whole rows of `row_elements`) into `out`, expert by expert: the rows
-/// are counted from `first` over matrices of `per_expert` rows, and each matrix takes its own
-/// slice of `weights` (`row_elements` a matrix), as llama-quantize hands them out. A run of
-/// rows may hold the end of one matrix and the start of the next.
-pub(crate) fn quantize_experts(
+/// One tensor's rows converted from one type to another a slab at a time: dequantized, then
+/// quantized expert by expert, each matrix of `ne[1]` rows with its own slice of the
+/// importance weights (a row's worth a matrix), as llama-quantize hands them out. A slab may
+/// hold the end of one matrix and the start of the next. Both drivers, `quantize` and
+/// `tools::convert`, take their slabs from it.
+pub(crate) struct Rows<'a> {
+    src: &'a [u8],
+    from: GgmlType,
     to: GgmlType,
-    values: &[f32],
     row_elements: usize,
-    (first, per_expert): (usize, usize),
-    weights: Option<&[f32]>,
-    out: &mut [u8],
+    rows_per_expert: usize,
+    weights: Option<&'a [f32]>,
     threads: usize,
-) -> std::result::Result<(), crate::quant::QuantError> {
-    let rows = values.len() / row_elements.max(1);
-    let out_row = out.len() / rows.max(1);
-    let per_expert = per_expert.max(1);
-    let mut r = 0;
-    while r < rows {
-        let global = first + r;
-        let expert = global / per_expert;
-        let end = rows.min(r + (per_expert - global % per_expert));
-        let w = weights.map(|w| &w[expert * row_elements..(expert + 1) * row_elements]);
-        quant::quantize_into_weighted_threads(
+    /// The first row of the next slab, counted over every expert.
+    row: usize,
+}
+
+impl<'a> Rows<'a> {
+    /// The rows of `src`, a tensor of `from` with dimensions `dims`, to become `to`.
+    pub(crate) fn new(
+        src: &'a [u8],
+        (from, to): (GgmlType, GgmlType),
+        dims: &[u64],
+        weights: Option<&'a [f32]>,
+        threads: usize,
+    ) -> Rows<'a> {
+        Rows {
+            src,
+            from,
             to,
-            &values[r * row_elements..end * row_elements],
-            row_elements,
-            w,
-            &mut out[r * out_row..end * out_row],
+            row_elements: dims.first().copied().unwrap_or(1) as usize,
+            rows_per_expert: dims.get(1).copied().unwrap_or(1).max(1) as usize,
+            weights,
             threads,
-        )?;
-        r = end;
+            row: 0,
+        }
     }
-    Ok(())
+
+    /// Whether every row has been taken.
+    pub(crate) fn is_done(&self) -> bool {
+        self.src.is_empty()
+    }
+
+    /// The next slab of the source: whole rows, about [`SLAB`] bytes a thread.
+    pub(crate) fn take(&mut self) -> &'a [u8] {
+        let row = (self.row_elements / self.from.block_size() as usize
+            * self.from.type_size() as usize)
+            .max(1);
+        let rows = (SLAB * self.threads / row).max(1);
+        let (chunk, rest) = self.src.split_at((rows * row).min(self.src.len()));
+        self.src = rest;
+        chunk
+    }
+
+    /// The slab just taken, stored in `order`, converted to little-endian blocks of `to`.
+    pub(crate) fn convert(
+        &mut self,
+        chunk: &[u8],
+        order: ByteOrder,
+    ) -> std::result::Result<Vec<u8>, crate::quant::QuantError> {
+        let n = chunk.len() / self.from.type_size() as usize * self.from.block_size() as usize;
+        let mut values = vec![0f32; n];
+        quant::dequantize_threads(self.from, chunk, order, &mut values, self.threads)?;
+        let mut out = vec![0u8; n / self.to.block_size() as usize * self.to.type_size() as usize];
+        let rows = n / self.row_elements.max(1);
+        let out_row = out.len() / rows.max(1);
+        let (elements, per_expert) = (self.row_elements, self.rows_per_expert);
+        let mut r = 0;
+        while r < rows {
+            let global = self.row + r;
+            let expert = global / per_expert;
+            let end = rows.min(r + (per_expert - global % per_expert));
+            let w = self
+                .weights
+                .map(|w| &w[expert * elements..(expert + 1) * elements]);
+            quant::quantize_into_weighted_threads(
+                self.to,
+                &values[r * elements..end * elements],
+                elements,
+                w,
+                &mut out[r * out_row..end * out_row],
+                self.threads,
+            )?;
+            r = end;
+        }
+        self.row += rows;
+        Ok(out)
+    }
 }
 
 /// Bytes of input each slab takes per thread: large enough to keep the threads busy, small
@@ -288,17 +347,8 @@ const SLAB: usize = 1 << 20;
 /// what it reads, converted, and checked again as llama-quantize checks what it wrote.
 struct Slabs<'a> {
     name: String,
-    src: &'a [u8],
-    from: GgmlType,
-    to: GgmlType,
+    rows: Rows<'a>,
     order: ByteOrder,
-    row_elements: usize,
-    /// Rows of one expert's matrix (`ne[1]`): each expert has its own slice of the weights.
-    rows_per_expert: usize,
-    /// The first row of the next slab, counted over every expert.
-    row: usize,
-    weights: Option<&'a [f32]>,
-    threads: usize,
     failed: bool,
     /// The map the source lies in, its pages dropped as slabs are done.
     map: Option<Shared>,
@@ -338,15 +388,8 @@ impl<'a> Slabs<'a> {
         }
         Ok(Slabs {
             name,
-            src,
-            from: t.from,
-            to: t.to,
+            rows: Rows::new(src, (t.from, t.to), &t.dims, weights, threads),
             order,
-            row_elements: t.dims.first().copied().unwrap_or(1) as usize,
-            rows_per_expert: t.dims.get(1).copied().unwrap_or(1).max(1) as usize,
-            row: 0,
-            weights,
-            threads,
             failed: false,
             map: None,
         })
@@ -357,17 +400,8 @@ impl<'a> Slabs<'a> {
         self
     }
 
-    fn row_bytes(&self) -> usize {
-        (self.row_elements / self.from.block_size() as usize * self.from.type_size() as usize)
-            .max(1)
-    }
-
     fn next_slab(&mut self) -> std::result::Result<Vec<u8>, QuantizeError> {
-        let row = self.row_bytes();
-        let rows = (SLAB * self.threads / row).max(1);
-        let take = (rows * row).min(self.src.len());
-        let (chunk, rest) = self.src.split_at(take);
-        self.src = rest;
+        let chunk = self.rows.take();
         let out = self.convert(chunk);
         if let Some(map) = &self.map {
             release(map, chunk);
@@ -376,42 +410,26 @@ impl<'a> Slabs<'a> {
     }
 
     fn convert(&mut self, chunk: &[u8]) -> std::result::Result<Vec<u8>, QuantizeError> {
+        let (from, to) = (self.rows.from, self.rows.to);
         let le = match self.order {
             ByteOrder::Little => std::borrow::Cow::Borrowed(chunk),
             ByteOrder::Big => {
                 let mut v = chunk.to_vec();
-                quant::swap_in_place(self.from, &mut v)?;
+                quant::swap_in_place(from, &mut v)?;
                 std::borrow::Cow::Owned(v)
             }
         };
-        quant::validate_row_data(self.from, &le).map_err(|source| QuantizeError::InvalidData {
+        quant::validate_row_data(from, &le).map_err(|source| QuantizeError::InvalidData {
             tensor: self.name.clone(),
             source,
         })?;
-        if self.from == self.to {
+        if from == to {
             return Ok(le.into_owned());
         }
-        let n = le.len() / self.from.type_size() as usize * self.from.block_size() as usize;
-        let mut values = vec![0f32; n];
-        quant::dequantize_threads(self.from, &le, ByteOrder::Little, &mut values, self.threads)?;
-        let len = n / self.to.block_size() as usize * self.to.type_size() as usize;
-        let mut out = vec![0u8; len];
-        let rows = n / self.row_elements.max(1);
-        quantize_experts(
-            self.to,
-            &values,
-            self.row_elements,
-            (self.row, self.rows_per_expert),
-            self.weights,
-            &mut out,
-            self.threads,
-        )?;
-        self.row += rows;
-        quant::validate_row_data(self.to, &out).map_err(|source| {
-            QuantizeError::QuantizedInvalid {
-                tensor: self.name.clone(),
-                source,
-            }
+        let out = self.rows.convert(&le, ByteOrder::Little)?;
+        quant::validate_row_data(to, &out).map_err(|source| QuantizeError::QuantizedInvalid {
+            tensor: self.name.clone(),
+            source,
         })?;
         Ok(out)
     }
@@ -421,7 +439,7 @@ impl Iterator for Slabs<'_> {
     type Item = std::result::Result<Vec<u8>, QuantizeError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.src.is_empty() {
+        if self.failed || self.rows.is_done() {
             return None;
         }
         let r = self.next_slab();

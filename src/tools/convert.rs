@@ -79,46 +79,17 @@ fn refusal(
     None
 }
 
-/// Rows of a tensor dequantized from one type and quantized to another as they are written,
-/// about a MiB of source a thread at a time, in the file's byte order.
+/// A tensor's rows re-quantized as they are written, in the file's byte order.
 struct Requantize<'a> {
-    src: &'a [u8],
-    from: GgmlType,
+    rows: crate::quantize::Rows<'a>,
     to: GgmlType,
     byte_order: ByteOrder,
-    row_elements: usize,
-    threads: usize,
-    /// Importance weights, a row's per expert matrix of `rows_per_expert` rows.
-    weights: Option<&'a [f32]>,
-    rows_per_expert: usize,
-    /// Rows done so far.
-    row: usize,
 }
 
 impl Requantize<'_> {
     fn chunk(&mut self) -> std::result::Result<Vec<u8>, QuantError> {
-        let row_bytes =
-            self.row_elements / self.from.block_size() as usize * self.from.type_size() as usize;
-        let rows = ((1 << 20) * self.threads / row_bytes.max(1)).max(1);
-        let take = (rows * row_bytes.max(1)).min(self.src.len());
-        let (chunk, rest) = self.src.split_at(take);
-        self.src = rest;
-        let n = chunk.len() / self.from.type_size() as usize * self.from.block_size() as usize;
-        let mut values = vec![0f32; n];
-        let threads = self.threads;
-        crate::quant::dequantize_threads(self.from, chunk, self.byte_order, &mut values, threads)?;
-        let len = n / self.to.block_size() as usize * self.to.type_size() as usize;
-        let mut out = vec![0u8; len];
-        crate::quantize::quantize_experts(
-            self.to,
-            &values,
-            self.row_elements,
-            (self.row, self.rows_per_expert),
-            self.weights,
-            &mut out,
-            threads,
-        )?;
-        self.row += n / self.row_elements.max(1);
+        let chunk = self.rows.take();
+        let mut out = self.rows.convert(chunk, self.byte_order)?;
         if self.byte_order == ByteOrder::Big {
             crate::quant::swap_in_place(self.to, &mut out)?;
         }
@@ -207,19 +178,20 @@ pub fn convert_with(
                     source,
                 };
                 let len = (to.byte_size(&info.dimensions)).map_err(|e| fail(e.into()))?;
+                let rows = crate::quantize::Rows::new(
+                    data,
+                    (from, to),
+                    &info.dimensions,
+                    weights,
+                    threads,
+                );
                 let mut rows = Requantize {
-                    src: data,
-                    from,
+                    rows,
                     to,
                     byte_order: header.byte_order,
-                    row_elements: info.dimensions.first().copied().unwrap_or(1) as usize,
-                    threads,
-                    weights,
-                    rows_per_expert: d(1) as usize,
-                    row: 0,
                 };
                 let chunks = std::iter::from_fn(move || {
-                    (!rows.src.is_empty()).then(|| rows.chunk().map_err(|e| fail(e.into())))
+                    (!rows.rows.is_done()).then(|| rows.chunk().map_err(|e| fail(e.into())))
                 });
                 let chunks = Box::new(chunks);
                 (to, Source::Chunks { chunks, len })
