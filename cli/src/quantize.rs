@@ -122,7 +122,7 @@ fn tensor_type(text: &str) -> Result<TensorType, String> {
 fn prune_layers(text: &str) -> Result<Vec<u32>, String> {
     let mut out = Vec::new();
     for id in text.split(',') {
-        match quantize_stoi(id) {
+        match quantize::stoi(id) {
             Some(v) if v >= 0 => out.push(v as u32),
             _ => return Err(format!("invalid layer id '{id}'")),
         }
@@ -130,18 +130,6 @@ fn prune_layers(text: &str) -> Result<Vec<u32>, String> {
     out.sort_unstable();
     out.dedup();
     Ok(out)
-}
-
-/// C's `stoi` (the preset parser's, for the other numbers on the command line).
-fn quantize_stoi(text: &str) -> Option<i64> {
-    let s = text.trim_start();
-    let (sign, digits) = match s.strip_prefix('-') {
-        Some(d) => (-1, d),
-        None => (1, s.strip_prefix('+').unwrap_or(s)),
-    };
-    let n = digits.bytes().take_while(u8::is_ascii_digit).count();
-    let v: i64 = digits[..n].parse().ok()?;
-    i32::try_from(sign * v).ok().map(i64::from)
 }
 
 struct Parsed {
@@ -193,7 +181,7 @@ fn parse(args: &[String]) -> Result<Parsed, String> {
             "--any-architecture" => opts.any_architecture = true,
             "--max-buffer-size" => {
                 let v = value(&mut i)?;
-                if quantize_stoi(&v).is_none_or(|m| m <= 0) {
+                if quantize::stoi(&v).is_none_or(|m| m <= 0) {
                     return Err(format!("invalid --max-buffer-size '{v}'"));
                 }
             }
@@ -245,7 +233,7 @@ fn parse(args: &[String]) -> Result<Parsed, String> {
     };
     opts.preset = preset;
     if let Some(n) = more.first() {
-        let n = quantize_stoi(n).ok_or_else(|| format!("invalid nthread '{n}'"))?;
+        let n = quantize::stoi(n).ok_or_else(|| format!("invalid nthread '{n}'"))?;
         run.threads = usize::try_from(n).unwrap_or(0);
     }
     Ok(Parsed {

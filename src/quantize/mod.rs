@@ -30,7 +30,7 @@ mod run;
 
 pub use arch::{Hparams, ARCHITECTURES};
 pub use plan::{KvOverride, Options, Plan, PlannedTensor, TensorType};
-pub use preset::{default_type, Preset, PRESETS};
+pub use preset::{default_type, stoi, Preset, PRESETS};
 pub(crate) use run::Rows;
 pub use run::{quantize, split_output_path, Model, Report, Run};
 

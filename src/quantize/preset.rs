@@ -128,9 +128,10 @@ pub fn default_type(ft: FileType) -> Option<GgmlType> {
     })
 }
 
-/// C's `std::stoi`: blanks, an optional sign, at least one digit; the rest ignored; `None`
-/// where it throws (no digits, out of `int`'s range).
-pub(crate) fn stoi(text: &str) -> Option<i64> {
+/// C's `std::stoi`, as llama-quantize reads the numbers on its command line (a preset's id,
+/// layer ids, the thread count): blanks, an optional sign, at least one digit; the rest
+/// ignored; `None` where it throws (no digits, out of `int`'s range).
+pub fn stoi(text: &str) -> Option<i64> {
     let s = text.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
     let (negative, digits) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
