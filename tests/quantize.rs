@@ -723,6 +723,27 @@ fn bad_input_fails_cleanly() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
     assert_eq!(std::fs::read(dir.path().join("dense.gguf")).unwrap(), dense);
+    // An alignment other than 32: refused by the run and by the plan alone, the same way.
+    Builder::new()
+        .alignment(64)
+        .metadata("general.architecture", "llama")
+        .tensor("w.weight", GgmlType::F32, &[32, 2], vec![0u8; 256])
+        .unwrap()
+        .write_file(&dir.path().join("a64.gguf"))
+        .unwrap();
+    for args in [
+        &["a64.gguf", "o.gguf", "Q8_0"][..],
+        &["--dry-run", "a64.gguf", "Q8_0"],
+    ] {
+        let out = ours(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("general.alignment is Uint32(64)"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!dir.path().join("o.gguf").exists());
 }
 
 /// A split model is merged (as llama-quantize's loader merges it), or with `--keep-split`

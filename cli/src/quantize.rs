@@ -396,6 +396,14 @@ fn dry_run(input: &Path, opts: &Options) -> ExitCode {
             return ExitCode::from(FAILED);
         }
     };
+    // The plan refuses what the run would refuse.
+    for i in &inputs {
+        let f = &i.file;
+        if let Err(e) = quantize::check_input(f.header(), f.layout(), i.len) {
+            eprintln!("ggufrw quantize: {}: {e}", i.name);
+            return ExitCode::from(FAILED);
+        }
+    }
     let headers: Vec<_> = inputs.iter().map(|i| i.file.header()).collect();
     match Plan::new(&headers, opts) {
         Ok(plan) => {

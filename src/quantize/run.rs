@@ -7,9 +7,9 @@ use crate::error::{Error, Result};
 use crate::file::Gguf;
 use crate::fsutil::{Mode, Progress};
 use crate::quant::{self, GgmlType};
-use crate::validate::{validate, Profile, Severity};
+use crate::validate::{validate_header, Profile, Severity};
 use crate::write::{Builder, Source};
-use ggufrw_schema::{ByteOrder, Value, ALIGNMENT_KEY};
+use ggufrw_schema::{ByteOrder, Header, Layout, Value, ALIGNMENT_KEY};
 use memmap2::Mmap;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -88,9 +88,7 @@ fn release(map: &Shared, done: &[u8]) {
 
 impl Model {
     /// Opens `path` and, when it is the first shard of a set, the other shards (merged as
-    /// llama-quantize's loader merges them). Refuses what ggml's reader refuses (the `ggml`
-    /// profile), and a `general.alignment` other than 32 (llama-quantize would keep the key
-    /// while laying the data out at 32, a file ggml then refuses).
+    /// llama-quantize's loader merges them), each checked by [`check_input`].
     pub fn open(path: &Path) -> Result<Model> {
         // The first file is opened once: its header names the other shards.
         let first = open_mapped(path)?;
@@ -113,19 +111,8 @@ impl Model {
         let mut files = Vec::with_capacity(opened.len());
         let mut maps = Vec::with_capacity(opened.len());
         for (p, (file, map)) in opened {
-            let refusals: Vec<String> = validate(&file, Profile::Ggml)
-                .into_iter()
-                .filter(|f| f.severity == Severity::Error)
-                .map(|f| f.to_string())
-                .collect();
-            if !refusals.is_empty() {
-                return Err(Error::from(QuantizeError::Refused(refusals.join("; "))).in_file(&p));
-            }
-            if let Some(v) = file.get(ALIGNMENT_KEY) {
-                if *v != Value::Uint32(32) {
-                    return Err(Error::from(QuantizeError::Alignment(format!("{v:?}"))).in_file(&p));
-                }
-            }
+            check_input(file.header(), file.layout(), file.bytes().len() as u64)
+                .map_err(|e| Error::from(e).in_file(&p))?;
             files.push((p, file));
             maps.push(map);
         }
@@ -136,6 +123,32 @@ impl Model {
     pub fn plan(&self, opts: &Options) -> Result<Plan> {
         let headers: Vec<_> = self.files.iter().map(|(_, f)| f.header()).collect();
         Plan::new(&headers, opts).map_err(|e| Error::from(e).in_file(&self.files[0].0))
+    }
+}
+
+/// Refuses an input llama-quantize's loader would not load, or would load into a broken output:
+/// what ggml's reader refuses (the `ggml` profile's errors), and a `general.alignment` other
+/// than 32 (llama-quantize would keep the key while laying the data out at 32, a file ggml then
+/// refuses). `len` is the file's length (a remote file's as its server says), so that a plan
+/// alone (`--dry-run`) refuses what the run would.
+pub fn check_input(
+    header: &Header,
+    layout: &Layout,
+    len: u64,
+) -> std::result::Result<(), QuantizeError> {
+    let refusals: Vec<String> = validate_header(header, layout, len, Profile::Ggml)
+        .into_iter()
+        .filter(|f| f.severity == Severity::Error)
+        .map(|f| f.to_string())
+        .collect();
+    if !refusals.is_empty() {
+        return Err(QuantizeError::Refused(refusals.join("; ")));
+    }
+    match header.metadata.iter().find(|kv| kv.key == *ALIGNMENT_KEY) {
+        Some(kv) if kv.value != Value::Uint32(32) => {
+            Err(QuantizeError::Alignment(format!("{:?}", kv.value)))
+        }
+        _ => Ok(()),
     }
 }
 
