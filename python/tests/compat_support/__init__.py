@@ -1,0 +1,1 @@
+"""Helpers of the gguf-py compatibility tests: sample files and reader comparisons."""
