@@ -26,6 +26,7 @@ rm -rf target/wheels
 "$py" -m pip install --quiet --disable-pip-version-check --no-input --force-reinstall --no-deps \
     target/wheels/ggufrw-*.whl
 if [ "$run_tests" = 1 ]; then
-    GGUFRW_PYTHON="$py" "$py" -m pytest python/tests -q -p no:cacheprovider "$@" >&3
+    # pytest reports on stderr: stdout is kept for the path.
+    GGUFRW_PYTHON="$py" "$py" -m pytest python/tests -q -p no:cacheprovider "$@"
 fi
 echo "$py" >&3

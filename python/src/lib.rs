@@ -318,6 +318,13 @@ fn py_to_array(element: u32, value: &Bound<'_, PyAny>) -> PyResult<ArrayValues> 
     })
 }
 
+/// Where a pair lies: `(kv_offset, key_len, value_type, element_type, count)`.
+type KvPlace = (u64, u64, u32, Option<u32>, Option<u64>);
+
+/// A finding: `(severity, category, path, offset, message)`.
+type PyFinding = (String, String, String, u64, String);
+
+/// A pair as Python gives it: `(key, value_type, value, element_type)`.
 type PyKeyValue<'py> = (Bound<'py, PyAny>, u32, Bound<'py, PyAny>, Option<u32>);
 
 fn key_values(metadata: Vec<PyKeyValue<'_>>) -> PyResult<Vec<KeyValue>> {
@@ -471,7 +478,7 @@ impl File {
 
     /// `(kv_offset, key_len, value_type, element_type, count)` of each pair: where its bytes
     /// lie.
-    fn kv_layout(&self) -> Vec<(u64, u64, u32, Option<u32>, Option<u64>)> {
+    fn kv_layout(&self) -> Vec<KvPlace> {
         let layout = self.gguf.layout();
         (self.gguf.header().metadata.iter().enumerate())
             .map(|(i, kv)| {
@@ -594,7 +601,7 @@ impl File {
     /// Findings of `profile` (`'ggml'` or `'spec'`): `(severity, category, path, offset,
     /// message)`.
     #[pyo3(signature = (profile = "ggml"))]
-    fn check(&self, profile: &str) -> PyResult<Vec<(String, String, String, u64, String)>> {
+    fn check(&self, profile: &str) -> PyResult<Vec<PyFinding>> {
         let profile: Profile = profile
             .parse()
             .map_err(|_| PyValueError::new_err(format!("profile {profile:?}: 'ggml' or 'spec'")))?;
