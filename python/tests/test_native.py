@@ -421,3 +421,64 @@ def test_data_is_a_view_of_the_map(gemma):
     a = t.data
     assert not a.flags.owndata and not a.flags.writeable
     assert a.shape == (262144, 640 // 32 * 34)
+
+
+class _RangeHandler:
+    """An HTTP server that answers Range requests for one file, as model hubs do."""
+
+    @staticmethod
+    def serve(data: bytes):
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_HEAD(self):
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Accept-Ranges", "bytes")
+                self.end_headers()
+
+            def do_GET(self):
+                spec = self.headers.get("Range", "")
+                if spec.startswith("bytes="):
+                    first, _, last = spec[6:].partition("-")
+                    start = int(first)
+                    end = min(int(last) if last else len(data) - 1, len(data) - 1)
+                    body = data[start : end + 1]
+                    self.send_response(206)
+                    self.send_header("Content-Range", f"bytes {start}-{end}/{len(data)}")
+                else:
+                    body = data
+                    self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+
+def test_url_reads_the_header_only(gemma):
+    data = open(gemma, "rb").read()
+    server = _RangeHandler.serve(data)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/gemma.gguf"
+        f = ggufrw.open(url)
+        local = ggufrw.open(gemma)
+        assert f.path == url and f.size == len(data)
+        assert dict(f.metadata) == dict(local.metadata)
+        assert [(t.name, t.shape, t.offset) for t in f.tensors] == [
+            (t.name, t.shape, t.offset) for t in local.tensors
+        ]
+        assert f.check() == local.check()
+        with pytest.raises(ggufrw.Error):
+            f.tensors[0].bytes()
+        with pytest.raises(ggufrw.Error) as e:
+            ggufrw.open(url.replace("gemma", "missing").replace(str(server.server_address[1]), "1"))
+        assert e.value.kind == "remote"
+    finally:
+        server.shutdown()
