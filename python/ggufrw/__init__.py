@@ -94,6 +94,8 @@ class TypeInfo(NamedTuple):
     quantizes: bool
 
 
+_BY_ID = {int(m): m for m in GGMLType}  # type: ignore[var-annotated]
+
 _TYPE_INFO = {
     tid: TypeInfo(GGMLType(tid), bs, ts, deq, q) for tid, _name, bs, ts, deq, q in _TYPES
 }
@@ -284,7 +286,7 @@ class Tensor:
         #: Dimensions in GGUF order (``ne0`` first, the contiguous one).
         self.shape = tuple(dims)
         #: Its ggml type (a plain int for a type ggufrw does not know).
-        self.type = GGMLType(tid) if tid in _TYPE_INFO else tid
+        self.type = _BY_ID.get(tid, tid)
         #: Offset of its data in the data section.
         self.data_offset = rel
         #: Offset of its data in the file.

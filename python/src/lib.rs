@@ -16,24 +16,31 @@ use ggufrw::{
     Value, ValueType,
 };
 use memmap2::Mmap;
-use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyList, PyString, PyTuple};
 use std::path::{Path, PathBuf};
 
-create_exception!(
-    _native,
-    GgufError,
-    PyException,
-    "Anything that can go wrong reading, writing or converting a GGUF file."
-);
-create_exception!(
-    _native,
-    PyDecodeError,
-    GgufError,
-    "The input is not a well-formed GGUF file."
-);
+/// The exceptions, named as the package exports them (`ggufrw.Error`, `ggufrw.DecodeError`).
+mod exceptions {
+    use pyo3::create_exception;
+    use pyo3::exceptions::PyException;
+
+    create_exception!(
+        ggufrw,
+        Error,
+        PyException,
+        "Anything that can go wrong reading, writing or converting a GGUF file."
+    );
+    create_exception!(
+        ggufrw,
+        DecodeError,
+        Error,
+        "The input is not a well-formed GGUF file."
+    );
+}
+
+use exceptions::{DecodeError as PyDecodeError, Error as GgufError};
 
 /// The bytes a file is read from: a read-only map, or bytes held in memory.
 enum Backing {

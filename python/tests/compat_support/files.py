@@ -137,6 +137,7 @@ def gguf_py_sample(gguf: Any, path: str, big: bool = False, alignment: int | Non
     w.add_token_list(["<s>", "</s>", "hello"])
     w.add_token_scores([0.0, -1.5, 2.25])
     w.add_token_types([1, 3, 1])
+    w.add_bos_token_id(1)
     w.add_context_length(4096)
     w.add_rope_freq_base(10000.0)
     for name, dims, t, data in sample_tensors(types or [0, 1, 30, 2, 8, 12, 14, 24, 25, 26, 27, 28]):
