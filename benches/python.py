@@ -3,7 +3,7 @@
 dequantizing every tensor of Gemma.
 
 Usage: scripts/python.sh >/dev/null && "$(scripts/peers.sh --with-model)" benches/python.py
-       [--pairs N] [--skip-dequantize] [--dir DIR]
+       [--pairs N] [--skip-headers] [--skip-dequantize] [--dir DIR]
 (the venv scripts/peers.sh makes holds gguf-py, numpy and the Gemma model; scripts/python.sh
 installs ggufrw into it)
 
@@ -62,11 +62,17 @@ def read_ours(path):
     return len(values)
 
 
-def timed(job):
-    gc.collect()
-    start = time.perf_counter()
-    job()
-    return time.perf_counter() - start
+def timed(job, collect=True):
+    """Seconds `job` takes, the garbage collector kept out of it."""
+    if collect:
+        gc.collect()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        job()
+        return time.perf_counter() - start
+    finally:
+        gc.enable()
 
 
 def pairs(a, b, n):
@@ -124,16 +130,19 @@ def dequantize(args, gemma):
     elements = defaultdict(int)
     for round_no in range(args.pairs + 1):
         totals = defaultdict(lambda: [0.0, 0.0, 0.0])
+        gc.collect()
         for t, ref in zip(ours.tensors, theirs.tensors):
             out = {}
             acc = totals[t.type_name]
-            acc[0] += timed(lambda: out.__setitem__("want", gguf.quants.dequantize(ref.data, ref.tensor_type)))
-            acc[1] += timed(lambda: out.__setitem__("got", t.dequantize(threads=1)))
+            # gc.collect() per tensor would cost more than most tensors (gguf-py's reader holds
+            # millions of objects): collected once per round instead.
+            acc[0] += timed(lambda: out.__setitem__("want", gguf.quants.dequantize(ref.data, ref.tensor_type)), False)
+            acc[1] += timed(lambda: out.__setitem__("got", t.dequantize(threads=1)), False)
             got, want = out["got"], out["want"]
             if got.tobytes() != np.asarray(want, np.float32).tobytes():
                 sys.exit(f"{t.name}: not bit-identical with gguf-py")
             dst = np.ones_like(got)  # touched: the copy measures memory bandwidth alone
-            acc[2] += timed(lambda: np.copyto(dst, got))
+            acc[2] += timed(lambda: np.copyto(dst, got), False)
             if round_no == 0:
                 elements[t.type_name] += t.n_elements
         if round_no > 0:  # the first round maps the file's pages in: not counted
@@ -151,6 +160,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--skip-dequantize", action="store_true")
+    ap.add_argument("--skip-headers", action="store_true")
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "ggufrw-bench-python"))
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
@@ -158,7 +168,8 @@ def main():
 
     gemma = str(model.assemble())
     print(f"ggufrw {ggufrw.__version__}, gguf-py {gguf.__version__ if hasattr(gguf, '__version__') else '0.19.0'}, numpy {np.__version__}, Python {sys.version.split()[0]}\n")
-    headers(args, gemma)
+    if not args.skip_headers:
+        headers(args, gemma)
     if not args.skip_dequantize:
         dequantize(args, gemma)
 

@@ -17,6 +17,7 @@ use ggufrw::{
 };
 use memmap2::Mmap;
 use pyo3::exceptions::PyValueError;
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyList, PyString, PyTuple};
 use std::path::{Path, PathBuf};
@@ -602,7 +603,7 @@ impl File {
         })?;
         let data = self.gguf.tensor_data(index).map_err(|e| self.fail(py, e))?;
         let order = self.gguf.header().byte_order;
-        dequantize_bytes(py, ty, data, order, threads).map_err(|e| self.fail(py, Error::Quant(e)))
+        dequantize_bytes(py, ty, data, order, threads, |e| self.fail(py, Error::Quant(e)))
     }
 
     /// Findings of `profile` (`'ggml'` or `'spec'`): `(severity, category, path, offset,
@@ -644,38 +645,76 @@ fn dequantize_bytes<'py>(
     data: &[u8],
     order: ByteOrder,
     threads: usize,
-) -> Result<Bound<'py, PyByteArray>, QuantError> {
+    fail: impl Fn(QuantError) -> PyErr,
+) -> PyResult<Bound<'py, PyByteArray>> {
     let (size, block) = (ty.type_size() as usize, ty.block_size() as usize);
     let elements = data.len() / size.max(1) * block;
-    let mut failure = None;
-    let out = PyByteArray::new_with(py, elements * 4, |buf| {
-        let result = py.detach(|| {
-            // A bytearray's buffer has no alignment promise: dequantize into an f32 buffer
-            // where it is not 4-aligned.
-            match bytemuck_f32(buf) {
-                Some(floats) => quant::dequantize_threads(ty, data, order, floats, threads),
-                None => {
-                    let mut floats = vec![0f32; elements];
-                    quant::dequantize_threads(ty, data, order, &mut floats, threads)?;
-                    for (dst, src) in buf.chunks_exact_mut(4).zip(&floats) {
-                        dst.copy_from_slice(&src.to_ne_bytes());
-                    }
-                    Ok(())
+    let len = (elements.checked_mul(4))
+        .ok_or_else(|| PyValueError::new_err("the output would pass the address space"))?;
+    let out = fresh_bytearray(py, len)?;
+    // SAFETY: the bytearray was made above and no Python code has a reference to it yet, so
+    // nothing can resize, read or free its buffer while this slice lives.
+    let buf = unsafe { out.as_bytes_mut() };
+    py.detach(|| {
+        // A bytearray's buffer has no alignment promise: dequantize into an f32 buffer where
+        // it is not 4-aligned.
+        match bytemuck_f32(buf) {
+            Some(floats) => quant::dequantize_threads(ty, data, order, floats, threads),
+            None => {
+                let mut floats = vec![0f32; elements];
+                quant::dequantize_threads(ty, data, order, &mut floats, threads)?;
+                for (dst, src) in buf.chunks_exact_mut(4).zip(&floats) {
+                    dst.copy_from_slice(&src.to_ne_bytes());
                 }
+                Ok(())
             }
-        });
-        failure = result.err();
-        Ok(())
-    });
-    match (failure, out) {
-        (Some(e), _) => Err(e),
-        (None, Ok(out)) => Ok(out),
-        (None, Err(_)) => Err(QuantError::OutputLength {
-            needed: elements,
-            given: 0,
-        }),
+        }
+    })
+    .map_err(fail)?;
+    Ok(out)
+}
+
+/// A zeroed bytearray of `len` bytes, its pages huge where the system allows: a dequantized
+/// tensor is often hundreds of megabytes, and faulting it in 4 KiB pages costs more than
+/// dequantizing it (numpy asks for huge pages for its large arrays likewise).
+fn fresh_bytearray(py: Python<'_>, len: usize) -> PyResult<Bound<'_, PyByteArray>> {
+    let size = ffi::Py_ssize_t::try_from(len)
+        .map_err(|_| PyValueError::new_err("the output would pass the address space"))?;
+    // SAFETY: with a null source, PyByteArray_FromStringAndSize allocates `len` bytes (plus
+    // the terminating NUL) and leaves them uninitialised; they are zeroed through the raw
+    // pointer before any reference to them is made, and the object is owned by `obj`.
+    unsafe {
+        let raw = ffi::PyByteArray_FromStringAndSize(std::ptr::null(), size);
+        let obj = Bound::from_owned_ptr_or_err(py, raw)?.cast_into_unchecked::<PyByteArray>();
+        let ptr = ffi::PyByteArray_AsString(obj.as_ptr()).cast::<u8>();
+        advise_huge_pages(ptr, len);
+        std::ptr::write_bytes(ptr, 0, len);
+        Ok(obj)
     }
 }
+
+#[cfg(target_os = "linux")]
+fn advise_huge_pages(ptr: *mut u8, len: usize) {
+    const HUGE: usize = 2 << 20;
+    if len < 2 * HUGE {
+        return;
+    }
+    // Whole pages inside the buffer only: advice about memory the buffer does not own could
+    // touch a neighbour's.
+    let page = 4096;
+    let start = (ptr as usize).next_multiple_of(page);
+    let end = (ptr as usize + len) / page * page;
+    if end > start {
+        // SAFETY: madvise(MADV_HUGEPAGE) changes no contents and no protection; the range
+        // lies inside the buffer. A refusal (no THP) leaves the pages as they were.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages(_ptr: *mut u8, _len: usize) {}
 
 /// `bytes` as f32s when they are 4-aligned.
 fn bytemuck_f32(bytes: &mut [u8]) -> Option<&mut [f32]> {
@@ -694,7 +733,7 @@ fn dequantize<'py>(
 ) -> PyResult<Bound<'py, PyByteArray>> {
     let ty = ggml_type(type_id)?;
     let order = parse_byte_order(byte_order)?;
-    dequantize_bytes(py, ty, data.as_bytes(), order, threads).map_err(|e| quant_err(py, e))
+    dequantize_bytes(py, ty, data.as_bytes(), order, threads, |e| quant_err(py, e))
 }
 
 /// Rows of `n_per_row` float32 (native byte order) quantized to `type_id`, as ggml's

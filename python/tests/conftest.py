@@ -25,6 +25,12 @@ def gemma() -> str:
     return str(model.assemble())
 
 
+@pytest.fixture(scope="session")
+def gemma_gguf_py(gguf, gemma):
+    """gguf-py's reader of Gemma, opened once (it takes seconds)."""
+    return gguf.GGUFReader(gemma)
+
+
 def hostile_files() -> list[tuple[str, str, str]]:
     """(file, outcome, field path prefix) of each file of the hostile corpus."""
     rows = []
