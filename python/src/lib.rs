@@ -603,7 +603,9 @@ impl File {
         })?;
         let data = self.gguf.tensor_data(index).map_err(|e| self.fail(py, e))?;
         let order = self.gguf.header().byte_order;
-        dequantize_bytes(py, ty, data, order, threads, |e| self.fail(py, Error::Quant(e)))
+        dequantize_bytes(py, ty, data, order, threads, |e| {
+            self.fail(py, Error::Quant(e))
+        })
     }
 
     /// Findings of `profile` (`'ggml'` or `'spec'`): `(severity, category, path, offset,
@@ -733,7 +735,9 @@ fn dequantize<'py>(
 ) -> PyResult<Bound<'py, PyByteArray>> {
     let ty = ggml_type(type_id)?;
     let order = parse_byte_order(byte_order)?;
-    dequantize_bytes(py, ty, data.as_bytes(), order, threads, |e| quant_err(py, e))
+    dequantize_bytes(py, ty, data.as_bytes(), order, threads, |e| {
+        quant_err(py, e)
+    })
 }
 
 /// Rows of `n_per_row` float32 (native byte order) quantized to `type_id`, as ggml's

@@ -426,6 +426,12 @@ def test_without_numpy_data_is_memoryview(gemma):
         assert len(v) == t.n_elements and d.nbytes == t.size
         q = ggufrw.quantize(v.tobytes(), "Q8_0")
         assert isinstance(q, bytes) and len(q) == t.n_elements // 32 * 34
+        try:
+            import ggufrw.compat
+        except ImportError as e:
+            assert "needs numpy" in str(e)
+        else:
+            raise AssertionError("ggufrw.compat imported without numpy")
         print("ok")
         """
     )

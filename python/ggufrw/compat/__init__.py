@@ -31,6 +31,13 @@ padding and file handling) is as gguf-py 0.19 has it.
 
 from __future__ import annotations
 
+try:
+    import numpy as _numpy  # noqa: F401
+except ImportError as e:  # pragma: no cover - exercised in a subprocess without numpy
+    raise ImportError(
+        "ggufrw.compat needs numpy, as gguf-py does: pip install numpy (or ggufrw[numpy])"
+    ) from e
+
 from . import constants, quants
 from .constants import (
     GGML_QUANT_SIZES,
