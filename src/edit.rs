@@ -315,6 +315,10 @@ fn edit_in_place_inner(path: &Path, edit: &Edit) -> Result<EditReport> {
     if !edit.delete_tensors.is_empty() {
         return Err(EditError::DeleteInPlace.into());
     }
+    // Locked before the header is read: a second writer must not edit what this one is
+    // about to overwrite.
+    let mut out = OpenOptions::new().write(true).open(path)?;
+    crate::fsutil::lock_for_writing(&out)?;
     let (new, has_data) = {
         let file = Gguf::open(path)?;
         let mut new = edit.apply(file.header())?;
@@ -337,7 +341,6 @@ fn edit_in_place_inner(path: &Path, edit: &Edit) -> Result<EditReport> {
         }
         (new, has_data)
     };
-    let mut out = OpenOptions::new().write(true).open(path)?;
     let header_bytes = critical(|| -> Result<u64> {
         let header_bytes = new.write_to(&mut out, has_data)?;
         if !has_data {

@@ -168,6 +168,16 @@ pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io
     os::read_exact_at(file, buf, offset)
 }
 
+/// Takes the advisory write lock of `file` (open for writing) for as long as the handle
+/// lives: every in-place write of this library takes it first, so that two of them (two
+/// `edit --in-place` at once, say) never interleave. A second writer fails at once rather than
+/// wait, with an error of kind `WouldBlock` saying so: a tool that silently blocks looks hung,
+/// and the user who started both knows which to let finish. Readers take no lock. On systems
+/// without `flock(2)` (and with `--cfg ggufrw_portable`) nothing is locked.
+pub fn lock_for_writing(file: &File) -> std::io::Result<()> {
+    os::lock_for_writing(file)
+}
+
 /// Writes all of `buf` at `offset` of `file`.
 pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
     os::write_all_at(file, buf, offset)
@@ -206,6 +216,25 @@ mod os {
     pub fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
         file.write_all_at(buf, offset)
     }
+
+    pub fn lock_for_writing(file: &File) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock takes a descriptor the File owns and keeps open for the call; it
+        // touches no memory.
+        let status = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if status == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() == std::io::ErrorKind::WouldBlock {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::WouldBlock,
+                "another process is writing this file in place (it holds the file's lock); \
+                 try again when it is done",
+            ));
+        }
+        Err(err)
+    }
 }
 
 /// Elsewhere: a permission is read-only or not, and positioned I/O moves the file's cursor
@@ -230,6 +259,10 @@ mod os {
 
     pub fn plain_mode(o: &mut OpenOptions) -> &mut OpenOptions {
         o
+    }
+
+    pub fn lock_for_writing(_file: &File) -> std::io::Result<()> {
+        Ok(())
     }
 
     pub fn same_file(a: &Path, b: &Path) -> bool {

@@ -266,3 +266,49 @@ fn standard_keys_keep_their_standard_type_unless_forced() {
     let edited = ggufrw::Gguf::open(&out).unwrap();
     assert_eq!(edited.get("general.file_type"), Some(&"q4".into()));
 }
+
+/// An in-place write takes the file's lock first: while another writer holds it, `edit
+/// --in-place` and `convert-endian --in-place` fail at once (no waiting), say why and name the
+/// file, and change nothing; once it is released they go ahead.
+#[test]
+fn in_place_writes_take_the_files_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "m.gguf", &small_file(3, false).done(), 0o644);
+    let before = std::fs::read(&path).unwrap();
+    let holder = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    ggufrw::fsutil::lock_for_writing(&holder).unwrap();
+    // Same length: the new header fits where the old one was.
+    let edit = [
+        "edit",
+        s(&path),
+        "--in-place",
+        "--set",
+        "general.architecture=string:gemma",
+    ];
+    let swap = ["convert-endian", s(&path), "--in-place"];
+    for args in [&edit[..], &swap[..]] {
+        let out = ggufrw(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(s(&path)), "{err}");
+        assert!(
+            err.contains("another process is writing this file in place"),
+            "{err}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            before,
+            "{args:?} changed the file"
+        );
+    }
+    drop(holder);
+    for args in [&edit[..], &swap[..]] {
+        let out = ggufrw(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_ne!(std::fs::read(&path).unwrap(), before);
+}

@@ -507,3 +507,21 @@ def test_url_reads_the_header_only(gemma):
         assert e.value.kind == "remote"
     finally:
         server.shutdown()
+
+
+def test_in_place_edit_fails_while_another_writer_holds_the_lock(tmp):
+    """The library's in-place writes take the file's flock: held elsewhere, the edit fails at
+    once, names the file and changes nothing."""
+    import fcntl
+
+    model = small_model(tmp / "m.gguf")
+    before = (tmp / "m.gguf").read_bytes()
+    with open(model, "r+b") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ggufrw.Error) as e:
+            ggufrw.edit(model, set={"general.name": "x"}, in_place=True)
+        assert "another process is writing this file in place" in str(e.value)
+        assert e.value.file == model and e.value.kind == "io"
+        assert (tmp / "m.gguf").read_bytes() == before
+    ggufrw.edit(model, set={"general.name": "x"}, in_place=True)
+    assert ggufrw.open(model).metadata["general.name"] == "x"

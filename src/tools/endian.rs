@@ -195,6 +195,14 @@ pub fn convert_endian(
 /// one order.
 pub fn convert_endian_in_place(path: &Path, to: ByteOrder, progress: &dyn Progress) -> Result<()> {
     let in_file = |e: Error| e.in_file(path);
+    let io = |e: std::io::Error| Error::from(e).in_file(path);
+    // Locked before the header is read (see `fsutil::lock_for_writing`).
+    let out = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(io)?;
+    crate::fsutil::lock_for_writing(&out).map_err(io)?;
     let (header, stretches, data_offset, has_data) = {
         let file = Gguf::open(path)?;
         let (header, stretches) = plan(&file, to).map_err(in_file)?;
@@ -209,12 +217,6 @@ pub fn convert_endian_in_place(path: &Path, to: ByteOrder, progress: &dyn Progre
             !file.data_section().is_empty(),
         )
     };
-    let io = |e: std::io::Error| Error::from(e).in_file(path);
-    let out = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .map_err(io)?;
     critical(|| -> Result<()> {
         let total: u64 = stretches.iter().map(|s| s.range.end - s.range.start).sum();
         progress.begin(total);
