@@ -312,3 +312,90 @@ fn in_place_writes_take_the_files_lock() {
     }
     assert_ne!(std::fs::read(&path).unwrap(), before);
 }
+
+/// Runs `ggufrw ARGS` where no file may pass 64 KiB (`ulimit -f`, SIGXFSZ ignored so that the
+/// write fails with EFBIG instead of killing the process): a disk that fills mid-write.
+fn ggufrw_on_a_full_disk(args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 64 && exec \"$0\" \"$@\"")
+        .arg(env!("CARGO_BIN_EXE_ggufrw"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Every command that writes a file, stopped by a full disk: exit status 2, an error naming
+/// the output, no output and no temporary file left, the input as it was. For `split`, a
+/// later shard failing takes the earlier, complete ones with it: a partial set is no output.
+#[test]
+fn every_writing_command_leaves_nothing_on_a_full_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.gguf");
+    // A small first tensor and a large second: the first shard of a split fits, the second
+    // does not.
+    Builder::new()
+        .metadata("general.architecture", "llama")
+        .tensor("small", GgmlType::F32, &[64], vec![0u8; 256])
+        .unwrap()
+        .tensor("w", GgmlType::F32, &[256, 256], vec![0u8; 256 * 1024])
+        .unwrap()
+        .write_file(&input)
+        .unwrap();
+    let before = std::fs::read(&input).unwrap();
+    // Shards to merge, made without the limit.
+    let parts = dir.path().join("parts");
+    let made = ggufrw(&["split", s(&input), s(&parts), "--max-tensors", "1"]);
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let first = dir.path().join("parts-00001-of-00002.gguf");
+    let second = dir.path().join("parts-00002-of-00002.gguf");
+    let out = dir.path().join("out.gguf");
+    let npy = dir.path().join("out.npy");
+    let shards = dir.path().join("shards");
+    let cases: Vec<(Vec<&str>, &Path)> = vec![
+        (vec!["rewrite", s(&input), s(&out)], &out),
+        (
+            vec![
+                "edit",
+                s(&input),
+                "-o",
+                s(&out),
+                "--set",
+                "general.name=string:x",
+            ],
+            &out,
+        ),
+        (vec!["convert-endian", s(&input), "-o", s(&out)], &out),
+        (
+            vec!["convert", s(&input), "-o", s(&out), "--type", "f16"],
+            &out,
+        ),
+        (vec!["extract", s(&input), "w", "-o", s(&npy)], &npy),
+        (vec!["merge", s(&first), s(&out)], &out),
+        (
+            vec!["split", s(&input), s(&shards), "--max-tensors", "1"],
+            &shards,
+        ),
+    ];
+    for (args, output) in cases {
+        let run = ggufrw_on_a_full_disk(&args);
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("File too large"), "{args:?}: {err}");
+        assert!(
+            err.contains(s(output)),
+            "{args:?} does not name its output: {err}"
+        );
+        let left = leftovers(dir.path(), &[&input, &parts, &first, &second]);
+        assert!(left.is_empty(), "{args:?} left {left:?}");
+        assert_eq!(
+            std::fs::read(&input).unwrap(),
+            before,
+            "{args:?} changed its input"
+        );
+    }
+}
