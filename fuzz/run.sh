@@ -10,7 +10,7 @@
 set -uo pipefail
 
 seconds=${1:-60}
-targets=(decode roundtrip validate mmap_tensors edit)
+targets=(decode roundtrip validate mmap_tensors edit payload)
 cd "$(dirname "$0")"
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -40,6 +40,7 @@ for t in "${targets[@]}"; do
         fi
     fi
     echo "== $t: fuzzing for ${seconds}s"
+    mkdir -p "corpus/$t"
     if nice -n 19 cargo fuzz run "${flags[@]}" "$t" "corpus/$t" -- \
         "${libfuzzer[@]}" -max_total_time="$seconds" >"target/fuzz-logs/$t.log" 2>&1; then
         grep -E '^#[0-9]+ +DONE|stat::(number_of_executed_units|average_exec_per_sec)' \
