@@ -37,7 +37,10 @@ fn run(data: &[u8]) {
     let from_big = quant::dequantize(ty, &swapped, ByteOrder::Big, &mut big);
     match (&from_little, &from_big) {
         (Ok(()), Ok(())) => assert!(
-            little.iter().zip(&big).all(|(a, b)| a.to_bits() == b.to_bits()),
+            little
+                .iter()
+                .zip(&big)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
             "{ty:?}: the big-endian blocks dequantize to other bits"
         ),
         (Err(_), Err(_)) => {}
