@@ -53,6 +53,32 @@ pub fn map(path: impl AsRef<Path>) -> Result<Mmap> {
     map_file(path).map_err(|e| e.in_file(path))
 }
 
+/// The bytes behind a file: its read-only memory map, or bytes held in memory (a remote
+/// header, a file given as bytes). `Gguf<Content>` is a file from either source;
+/// [`remote::open_as`](crate::remote) fills it from a `Vec`.
+#[derive(Debug)]
+pub enum Content {
+    /// A local file, mapped.
+    Map(Mmap),
+    /// Bytes held in memory.
+    Bytes(Vec<u8>),
+}
+
+impl AsRef<[u8]> for Content {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Content::Map(m) => m,
+            Content::Bytes(v) => v,
+        }
+    }
+}
+
+impl From<Vec<u8>> for Content {
+    fn from(v: Vec<u8>) -> Self {
+        Content::Bytes(v)
+    }
+}
+
 impl<'a> GgufView<'a> {
     /// Decodes the header at the start of `bytes`, leaving strings and arrays where they are.
     pub fn new(bytes: &'a [u8]) -> Result<Self> {

@@ -169,27 +169,7 @@ pub fn open(path: &Path) -> Result<Gguf, ExitCode> {
 
 /// The bytes behind a file named on the command line: a local file's memory map, or the
 /// header fetched from a URL.
-pub enum Content {
-    /// A local file, mapped.
-    Map(memmap2::Mmap),
-    /// A remote file's first bytes, up to its data section.
-    Fetched(Vec<u8>),
-}
-
-impl AsRef<[u8]> for Content {
-    fn as_ref(&self) -> &[u8] {
-        match self {
-            Content::Map(m) => m,
-            Content::Fetched(v) => v,
-        }
-    }
-}
-
-impl From<Vec<u8>> for Content {
-    fn from(v: Vec<u8>) -> Self {
-        Content::Fetched(v)
-    }
-}
+pub use ggufrw::view::Content;
 
 /// A file or URL named on the command line, opened.
 pub struct Input {

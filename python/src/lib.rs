@@ -11,11 +11,11 @@ use ggufrw::schema::{Array, ArrayValues, StrList, Width};
 use ggufrw::tools::hash::{hash_file, HashKind};
 use ggufrw::tools::split::{self, SplitBy};
 use ggufrw::validate::{validate_header, Profile};
+use ggufrw::view::Content;
 use ggufrw::{
     ByteOrder, DecodeError, Error, GgmlType, Gguf, GgufBool, GgufString, Header, KeyValue, Text,
     Value, ValueType,
 };
-use memmap2::Mmap;
 use pyo3::exceptions::PyValueError;
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -42,27 +42,6 @@ mod exceptions {
 }
 
 use exceptions::{DecodeError as PyDecodeError, Error as GgufError};
-
-/// The bytes a file is read from: a read-only map, or bytes held in memory.
-enum Backing {
-    Map(Mmap),
-    Owned(Vec<u8>),
-}
-
-impl AsRef<[u8]> for Backing {
-    fn as_ref(&self) -> &[u8] {
-        match self {
-            Backing::Map(m) => m,
-            Backing::Owned(v) => v,
-        }
-    }
-}
-
-impl From<Vec<u8>> for Backing {
-    fn from(v: Vec<u8>) -> Self {
-        Backing::Owned(v)
-    }
-}
 
 /// A short name for the error's kind, for `Error.kind`.
 fn kind_of(e: &Error) -> String {
@@ -350,7 +329,7 @@ fn key_values(metadata: Vec<PyKeyValue<'_>>) -> PyResult<Vec<KeyValue>> {
 /// header's).
 #[pyclass(frozen, module = "ggufrw._native")]
 struct File {
-    gguf: Gguf<Backing>,
+    gguf: Gguf<Content>,
     path: Option<String>,
     /// The file's length (a remote file's as the server says; its bytes stop at the data).
     len: u64,
@@ -385,7 +364,7 @@ impl File {
         let gguf = py
             .detach(|| {
                 let map = ggufrw::view::map(&path)?;
-                Gguf::from_bytes(Backing::Map(map)).map_err(|e| e.in_file(&path))
+                Gguf::from_bytes(Content::Map(map)).map_err(|e| e.in_file(&path))
             })
             .map_err(|e| py_err(py, e))?;
         let len = gguf.bytes().len() as u64;
@@ -402,7 +381,7 @@ impl File {
         let bytes = data.as_bytes().to_vec();
         let len = bytes.len() as u64;
         let gguf = py
-            .detach(|| Gguf::from_bytes(Backing::Owned(bytes)))
+            .detach(|| Gguf::from_bytes(Content::Bytes(bytes)))
             .map_err(|e| py_err(py, e))?;
         Ok(File {
             gguf,
@@ -417,7 +396,7 @@ impl File {
     fn open_url(py: Python<'_>, url: String) -> PyResult<File> {
         let options = ggufrw::remote::Options::from_env();
         let remote = py
-            .detach(|| ggufrw::remote::open_as::<Backing>(&url, &options))
+            .detach(|| ggufrw::remote::open_as::<Content>(&url, &options))
             .map_err(|e| py_err(py, e))?;
         Ok(File {
             gguf: remote.file,
