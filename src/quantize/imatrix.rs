@@ -383,7 +383,7 @@ impl Collected {
     }
 
     /// The legacy format: per entry with any data (in name order) its name, `ncall` (the
-    /// largest count in chunks, rounded up) and the values as `sum / count × ncall` (1 where a
+    /// largest count in chunks, rounded up, at most `i32::MAX`) and the values as `sum / count × ncall` (1 where a
     /// matrix has no data); then the chunk count and the last dataset.
     pub fn to_legacy(&self) -> Vec<u8> {
         let chunk = i64::from(self.chunk_size.max(1));
@@ -398,7 +398,9 @@ impl Collected {
             out.extend((name.len() as i32).to_le_bytes());
             out.extend(name.as_bytes());
             let max = counts.iter().copied().max().unwrap_or(0);
-            let ncall = ((max + chunk - 1) / chunk) as i32;
+            // A count read from a GGUF file can be any float rounded; past `int` the chunk
+            // count is held at its largest (llama-imatrix's `int` arithmetic would overflow).
+            let ncall = i32::try_from(max.saturating_add(chunk - 1) / chunk).unwrap_or(i32::MAX);
             out.extend(ncall.to_le_bytes());
             let (nval, nmat) = (values.len(), counts.len());
             out.extend((nval as i32).to_le_bytes());
@@ -416,5 +418,27 @@ impl Collected {
         out.extend((dataset.len() as i32).to_le_bytes());
         out.extend(dataset.as_bytes());
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A GGUF file's counts are floats rounded to any i64; the legacy chunk count of the
+    /// largest one is held at `i32::MAX` instead of overflowing (found by the `imatrix` fuzz
+    /// target).
+    #[test]
+    fn a_count_past_int_gives_the_largest_chunk_count() {
+        let mut c = Collected {
+            chunk_size: 512,
+            ..Collected::default()
+        };
+        c.stats.insert("w".into(), (vec![1.0; 4], vec![i64::MAX]));
+        let legacy = c.to_legacy();
+        // Entries, the name's length, "w", then ncall.
+        assert_eq!(legacy[9..13], i32::MAX.to_le_bytes());
+        c.stats.insert("w".into(), (vec![1.0; 4], vec![1025]));
+        assert_eq!(c.to_legacy()[9..13], 3i32.to_le_bytes());
     }
 }
