@@ -116,6 +116,43 @@ fn edited_lossless_json_builds_a_valid_file() {
     }
 }
 
+/// JSON that drops every tensor builds the header alone, with the padding it gives: a huge
+/// alignment does not fill the output with zeros (found by the `lossless_build` fuzz target:
+/// 2 GiB written for a 179-byte JSON).
+#[test]
+fn json_without_tensors_builds_the_header_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, output) = (dir.path().join("in.gguf"), dir.path().join("out.gguf"));
+    let file = Builder::new()
+        .metadata("general.architecture", "llama")
+        .tensor("w", ggufrw::GgmlType::F32, &[8], vec![0u8; 32])
+        .unwrap()
+        .build()
+        .unwrap();
+    std::fs::write(&input, file.to_bytes().unwrap()).unwrap();
+    let json: serde_json::Value = serde_json::from_str(
+        r#"{"ggufrw_lossless":1,"magic":"GGUF","version":3,"byte_order":"little",
+            "metadata":[{"key":"general.alignment","type":"uint32","value":2147483648}],
+            "tensors":[],"padding":{"len":0}}"#,
+    )
+    .unwrap();
+    let built = lossless::build(&json, &input, &output, &()).unwrap();
+    assert_eq!(built, lossless::Built::LaidOutAgain);
+    let header = lossless::header_from_json(&json).unwrap();
+    assert_eq!(
+        std::fs::read(&output).unwrap(),
+        header.encode(false).unwrap()
+    );
+    assert!(std::fs::metadata(&output).unwrap().len() < 100);
+    // Padding longer than the alignment calls for is refused, and leaves nothing.
+    let mut long = json.clone();
+    long["metadata"][0]["value"] = 32.into();
+    long["padding"]["len"] = 64.into();
+    std::fs::remove_file(&output).unwrap();
+    assert!(lossless::build(&long, &input, &output, &()).is_err());
+    assert!(!output.exists());
+}
+
 /// A file compared with itself: no change. With one key set and one tensor deleted by `edit`:
 /// exactly those.
 #[test]
@@ -341,6 +378,53 @@ fn merge_names_the_shard_and_key_that_do_not_fit() {
         .to_string();
     assert!(err.contains("m-00002-of-00002.gguf"), "{err}");
     assert!(!dir.path().join("out.gguf").exists());
+}
+
+/// A shard whose tensors are all empty, cut before its data section (its padding gone), is
+/// refused naming it, as ggml and gguf-split refuse it: merged, the shard's declared layout
+/// would have been taken as it stands (the `merge` fuzz target merged such a shard with a 64
+/// MiB alignment into a 64 MiB file).
+#[test]
+fn merge_refuses_a_shard_cut_before_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.gguf");
+    ggufrw::Builder::new()
+        .metadata("general.architecture", "llama")
+        .tensor("a", ggufrw::GgmlType::F32, &[4], vec![0u8; 16])
+        .unwrap()
+        .tensor("b", ggufrw::GgmlType::F32, &[0], Vec::new())
+        .unwrap()
+        .write_file(&input)
+        .unwrap();
+    let prefix = dir.path().join("m");
+    let shards = split::split(
+        &input,
+        &prefix,
+        split::SplitBy::Tensors(1),
+        false,
+        false,
+        &(),
+    )
+    .unwrap();
+    let second = &shards[1].path;
+    let whole = Gguf::open(second).unwrap();
+    let end = whole.layout().tensor_infos_end;
+    assert!(end < whole.layout().data_offset);
+    drop(whole);
+    let bytes = std::fs::read(second).unwrap();
+    std::fs::write(second, &bytes[..end as usize]).unwrap();
+    assert!(Gguf::open(second).is_ok(), "the cut shard still decodes");
+    let out = dir.path().join("out.gguf");
+    let err = split::merge(&shards[0].path, &out, &())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("m-00002-of-00002.gguf") && err.contains("before the data section"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    std::fs::write(second, &bytes).unwrap();
+    split::merge(&shards[0].path, &out, &()).unwrap();
 }
 
 /// `convert` writes the same bytes on every thread count: the pieces are whole rows, each

@@ -432,6 +432,17 @@ pub fn build(j: &Json, from: &Path, output: &Path, progress: &dyn Progress) -> R
         })?;
         return Ok(Built::DataAsItWas);
     }
+    if header.tensor_infos.is_empty() {
+        // No tensors, so no data: the header with the padding the JSON gives (no reader needs
+        // any; laid out again, an alignment of 2^31 would call for 2 GiB of zeros).
+        write_atomic_file(output, Mode::Plain, |out| {
+            header
+                .write_to(out, false)
+                .map(drop)
+                .map_err(|e| Error::from(e).in_file(output))
+        })?;
+        return Ok(Built::LaidOutAgain);
+    }
     let mut builder = Builder::new()
         .like(&header)
         .with_metadata(header.metadata.clone());

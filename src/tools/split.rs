@@ -180,6 +180,15 @@ pub enum SplitError {
     /// The file named as the first shard is not named as one.
     #[error("is not a first shard: its name must end in -00001-of-NNNNN.gguf")]
     NotFirstShard,
+    /// A shard with tensors ends before its data section: cut short (ggml, gguf-split and
+    /// llama.cpp's loader refuse it; merged, its tensors would be laid out as if it were whole).
+    #[error(
+        "the file ends {missing} bytes before the data section its tensors are in (cut short?)"
+    )]
+    CutShort {
+        /// Bytes missing up to the data section.
+        missing: u64,
+    },
     /// A shard disagrees with the set: the field, and how.
     #[error("{field}: {why}")]
     Inconsistent {
@@ -246,6 +255,12 @@ pub fn merge(first: &Path, output: &Path, progress: &dyn Progress) -> Result<Mer
                     head.byte_order.name()
                 ),
             ));
+        }
+        let data_offset = file.layout().data_offset;
+        let len = file.bytes().len() as u64;
+        if !h.tensor_infos.is_empty() && len < data_offset {
+            let missing = data_offset - len;
+            return Err(Error::from(SplitError::CutShort { missing }).in_file(path));
         }
         // The same version-gated fields (the merged file takes the first shard's).
         let (theirs, first) = (h.gated.values(), head.gated.values());
