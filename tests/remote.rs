@@ -208,6 +208,29 @@ fn headers_arrive_in_few_requests_with_little_to_spare() {
     }
 }
 
+/// A first window too small to hold even the counts costs one request more, not one for each
+/// doubling (the `remote` fuzz target saw 8 requests for a 308-byte header from a 4-byte
+/// window).
+#[test]
+fn a_tiny_first_window_costs_one_request_more() {
+    let s = server();
+    let bytes = many_tensors();
+    s.add("tiny-window.gguf", bytes.clone());
+    for window in [1, 4, 16] {
+        let opts = Options {
+            first_window: window,
+            ..options()
+        };
+        let remote = remote::open(&s.url("f", "tiny-window.gguf"), &opts).unwrap();
+        same_as_local(&bytes, &remote);
+        assert!(
+            remote.stats.requests <= 5,
+            "window {window}: {:?}",
+            remote.stats
+        );
+    }
+}
+
 #[test]
 fn the_gemma_header_in_four_requests() {
     let s = server();

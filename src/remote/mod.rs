@@ -526,7 +526,10 @@ impl RemoteReader {
         let have = self.fetched.len() as u64;
         let target = match estimate::header_end(&self.fetched, self.len) {
             Some(end) => end.saturating_add((end.saturating_sub(have) / 16).max(64 << 10)),
-            None => have.saturating_mul(2),
+            // Too short to say (not even the counts), or a nested array: twice as much, and
+            // never less than the slack above, so that a tiny first window costs one request
+            // more, not one per doubling.
+            None => have.saturating_mul(2).max(have.saturating_add(64 << 10)),
         };
         let target = target.max(need).min(limit).min(self.len);
         self.fetch(target)
