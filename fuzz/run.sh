@@ -10,7 +10,11 @@
 set -uo pipefail
 
 seconds=${1:-60}
-targets=(decode roundtrip validate mmap_tensors edit payload)
+targets=(decode roundtrip validate mmap_tensors edit payload quantize imatrix plan lossless_build
+    merge remote)
+# The differential targets link ggml's own code, built from the pinned llama.cpp sources by
+# scripts/ggml.sh (Python 3 and a C++ compiler); where it does not build they are skipped.
+ggml_targets=(ggml_reader ggml_dequantize)
 cd "$(dirname "$0")"
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
@@ -21,6 +25,16 @@ fi
 # ASan; fuzz/src/lib.rs caps and measures allocations and checks for leaks instead).
 # `-a`: debug assertions and overflow checks on, in an optimised build.
 flags=(-s none -a)
+mkdir -p target
+if ggml=$(nice -n 19 ../scripts/ggml.sh --lib 2>target/ggml.log); then
+    GGUFRW_GGML_LIB=$(sed -n 1p <<<"$ggml")
+    GGUFRW_GGML_SRC=$(sed -n 2p <<<"$ggml")
+    export GGUFRW_GGML_LIB GGUFRW_GGML_SRC
+    flags+=(--features ggml)
+    targets+=("${ggml_targets[@]}")
+else
+    echo "ggml's library did not build (fuzz/target/ggml.log): ${ggml_targets[*]} skipped"
+fi
 # The maximum input length is set so that larger files can grow from the seeds; `-timeout`
 # turns anything slower than 10 s on one input into a failure (a hang).
 libfuzzer=(-max_len=16384 -timeout=10 -rss_limit_mb=2048 -dict=gguf.dict -print_final_stats=1)

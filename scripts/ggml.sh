@@ -4,9 +4,12 @@
 # library ggml-base, and the JSON-lines adapter conform/peers/ggml_peer.cpp
 # linked against it.
 #
-# Usage: scripts/ggml.sh [--tools]
+# Usage: scripts/ggml.sh [--tools | --lib]
 #
 #   (no option)  print the adapter binary's absolute path
+#   --lib        print two lines instead: the path of libggml-base.a, and the ggml folder of
+#                the llama.cpp tree it was built from (include/ and src/ are in it); for
+#                linking ggml's own code into the fuzz targets (fuzz/run.sh)
 #   --tools      also configure a second build dir with
 #                -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_EXAMPLES=ON and build
 #                llama-gguf-split, llama-gguf-hash and llama-quantize (they need libllama and
@@ -61,13 +64,15 @@ die() { echo "ggml.sh: $*" >&2; exit 1; }
 note() { echo "ggml.sh: $*" >&2; }
 
 with_tools=0
+print_lib=0
 for arg in "$@"; do
     case "$arg" in
         --tools) with_tools=1 ;;
+        --lib) print_lib=1 ;;
         -h|--help)
-            sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2
+            sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//' >&2
             exit 0 ;;
-        *) die "unknown argument: $arg (usage: scripts/ggml.sh [--tools])" ;;
+        *) die "unknown argument: $arg (usage: scripts/ggml.sh [--tools | --lib])" ;;
     esac
 done
 
@@ -294,7 +299,9 @@ if ! ready; then
     fi
 fi
 
-if [ "$with_tools" = 1 ]; then
+if [ "$print_lib" = 1 ]; then
+    printf '%s\n%s\n' "$lib" "$src/ggml" >&3
+elif [ "$with_tools" = 1 ]; then
     echo "$build_tools/bin" >&3
 else
     echo "$adapter_bin" >&3

@@ -6,6 +6,11 @@
 //! Rust cannot build without `RUSTC_BOOTSTRAP`; [`Tracking`] gives both on plain stable.
 
 use ggufrw::{ArrayValues, Header, KeyValue, Value};
+
+#[cfg(feature = "ggml")]
+pub mod ggml;
+#[cfg(feature = "seeds")]
+pub mod seeds;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -87,6 +92,17 @@ unsafe impl GlobalAlloc for Tracking {
         }
         p
     }
+}
+
+/// Every ggml type, in id order: what a type byte of a fuzz input picks from.
+pub fn ggml_types() -> Vec<ggufrw::GgmlType> {
+    (0..64).filter_map(ggufrw::GgmlType::from_id).collect()
+}
+
+/// The type a fuzz input's byte picks (every byte picks one).
+pub fn pick_type(byte: u8) -> ggufrw::GgmlType {
+    let types = ggml_types();
+    types[usize::from(byte) % types.len()]
 }
 
 /// Bytes currently allocated through [`Tracking`].

@@ -1,14 +1,17 @@
-//! Writes the seed corpus: `SAMPLES` valid files drawn from `ggufrw_conform::strategy::any_file()` with a
+//! Writes the seed corpus into `DIR/<target>/` (default DIR: `fuzz/corpus`). The header
+//! targets get `SAMPLES` valid files drawn from `ggufrw_conform::strategy::any_file()` with a
 //! fixed seed (every version and byte order, every value type, tensors of every ggml type,
-//! gaps, padding, trailing bytes), and the hostile corpus of `tests/hostile/` (files up to the
-//! fuzzers' 16 KiB input limit), into `DIR/<target>/` for every target (default DIR:
-//! `fuzz/corpus`).
+//! gaps, padding, trailing bytes) and the hostile corpus of `tests/hostile/` (files up to the
+//! fuzzers' 16 KiB input limit); the targets with inputs of their own get those files in their
+//! shape (shard sets, lossless JSON, importance matrices, models to quantize, rows of floats,
+//! blocks of every type).
 //!
 //! ```sh
 //! cargo run --manifest-path fuzz/Cargo.toml --features seeds --bin seeds [DIR]
 //! ```
 
 use ggufrw_conform::strategy::any_file;
+use ggufrw_fuzz::seeds as own;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::path::PathBuf;
@@ -19,8 +22,9 @@ const MAX_LEN: usize = 16384;
 const SAMPLES: usize = 200;
 /// The generator's seed: the same corpus every time.
 const SEED: [u8; 32] = *b"ggufrw fuzz seed corpus, fixed.\0";
-/// Every fuzz target (each gets the same seeds; libFuzzer adds its own finds to the folder).
-const TARGETS: [&str; 5] = ["decode", "roundtrip", "validate", "mmap_tensors", "edit"];
+/// The targets whose input is a file (each gets the same seeds; libFuzzer adds its own finds
+/// to the folder).
+const FILE_TARGETS: [&str; 5] = ["decode", "roundtrip", "validate", "mmap_tensors", "edit"];
 
 fn main() {
     let dir = std::env::args_os()
@@ -55,19 +59,25 @@ fn main() {
         }
     }
 
-    for target in TARGETS {
+    let mut corpora: Vec<(&str, Vec<(String, Vec<u8>)>)> =
+        FILE_TARGETS.iter().map(|&t| (t, seeds.clone())).collect();
+    corpora.extend([
+        ("payload", own::payload()),
+        ("quantize", own::quantize()),
+        ("imatrix", own::imatrix()),
+        ("plan", own::plan()),
+        ("lossless_build", own::lossless(&seeds)),
+        ("merge", own::merge(&seeds)),
+        ("remote", own::remote(&seeds)),
+    ]);
+    for (target, seeds) in &corpora {
         let out = dir.join(target);
         std::fs::create_dir_all(&out).expect("create the corpus folder");
-        for (name, bytes) in &seeds {
+        let mut total = 0;
+        for (name, bytes) in seeds.iter().filter(|(_, b)| b.len() <= MAX_LEN) {
             std::fs::write(out.join(name), bytes).expect("write a seed");
+            total += bytes.len();
         }
+        println!("{target}: {} seeds, {total} bytes", seeds.len());
     }
-    let total: usize = seeds.iter().map(|(_, b)| b.len()).sum();
-    let largest = seeds.iter().map(|(_, b)| b.len()).max().unwrap_or(0);
-    println!(
-        "{} seeds ({total} bytes, largest {largest}) in each of {}/{{{}}}",
-        seeds.len(),
-        dir.display(),
-        TARGETS.join(",")
-    );
 }
