@@ -1,11 +1,13 @@
-//! Dequantization and quantization speed per type against ggml's reference C, single thread,
-//! in a form a noisy machine cannot fake: ours and ggml's (the ggml peer's `bench` op, the same
-//! work timed inside the adapter, one run per request) alternate A B A B… on the same input,
-//! 16 MiB of f32 a run (dequantize's output, quantize's input: past the caches), and the ratio
-//! ggml's time / ours is taken pair by pair (above 1: ggufrw faster). Each direction prints the
-//! median ratio with its spread (the lowest and the highest pair), then the geometric mean of the
-//! medians over the types and the types below 1. Then our own speed-up on every processor
-//! (`dequantize_threads` / `quantize_into_threads`), one thread against all, in pairs too.
+//! Dequantization and quantization speed per type against ggml's reference C, in a form a noisy
+//! machine cannot fake: ours and ggml's (the ggml peer's `bench` op, the same work timed inside
+//! the adapter, one run per request) alternate A B A B… on the same input, 16 MiB of f32 a run
+//! (dequantize's output, quantize's input: past the caches), and the ratio ggml's time / ours
+//! is taken pair by pair (above 1: ggufrw faster). Each direction prints the median ratio with
+//! its spread (the lowest and the highest pair) on one thread, then the same on every
+//! processor (ggml's work cut in even pieces over as many threads, as llama-quantize cuts rows;
+//! ours through `dequantize_threads` / `quantize_into_threads`), then our own speed-up on every
+//! processor against one thread, in pairs too; at the end the geometric mean of the medians
+//! over the types and the types below 1.
 //!
 //! `cargo bench --bench quant [-- TYPE…]`; `GGUFRW_BENCH_PAIRS` pairs (default 9, at least 3),
 //! `GGUFRW_BENCH_MIB` MiB of f32 a run (default 16). Needs `GGUFRW_GGML` (scripts/ggml.sh).
@@ -68,14 +70,18 @@ fn ggml_ns(peer: &mut Peer, request: &serde_json::Value) -> Option<f64> {
     answer["ns"].as_array()?.first()?.as_f64()
 }
 
-/// `pairs` alternating runs of ours (`run`, timed here) and ggml's (`request`), after one
-/// untimed run of each: the per-pair ratios ggml / ours, and our median nanoseconds.
+/// `pairs` alternating runs of ours (`run`, timed here) and ggml's (`request`, on `threads`),
+/// after one untimed run of each: the per-pair ratios ggml / ours, and our median nanoseconds.
 fn pairs(
     peer: &mut Peer,
     request: &serde_json::Value,
+    threads: usize,
     pairs: usize,
     mut run: impl FnMut(),
 ) -> Option<(Vec<f64>, f64, f64)> {
+    let mut request = request.clone();
+    request["threads"] = json!(threads);
+    let request = &request;
     run();
     ggml_ns(peer, request)?;
     let (mut ratios, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
@@ -109,16 +115,30 @@ fn speedup(pairs: usize, mut one: impl FnMut(), mut many: impl FnMut()) -> f64 {
     median(&ratios)
 }
 
-/// One direction's cells: our MB/s, ggml's, and the median ratio [lowest–highest].
-fn cells(result: &Option<(Vec<f64>, f64, f64)>, bytes: usize) -> String {
+/// The median ratio [lowest–highest].
+fn spread(result: &Option<(Vec<f64>, f64, f64)>) -> String {
     match result {
-        None => format!("{:>8} {:>8} {:>20}", "–", "–", "–"),
-        Some((ratios, ours, theirs)) => {
+        None => "–".into(),
+        Some((ratios, _, _)) => {
             let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
             let hi = ratios.iter().copied().fold(0.0, f64::max);
-            let mb = |ns: f64| bytes as f64 / ns * 1e3;
-            let spread = format!("{:.2} [{lo:.2}–{hi:.2}]", median(ratios));
-            format!("{:>8.0} {:>8.0} {spread:>20}", mb(*ours), mb(*theirs))
+            format!("{:.2} [{lo:.2}–{hi:.2}]", median(ratios))
+        }
+    }
+}
+
+/// One direction's cells: our MB/s, ggml's, and the median ratio [lowest–highest].
+fn cells(result: &Option<(Vec<f64>, f64, f64)>, bytes: usize) -> String {
+    let mb = |ns: f64| bytes as f64 / ns * 1e3;
+    match result {
+        None => format!("{:>8} {:>8} {:>20}", "–", "–", "–"),
+        Some((_, ours, theirs)) => {
+            format!(
+                "{:>8.0} {:>8.0} {:>20}",
+                mb(*ours),
+                mb(*theirs),
+                spread(result)
+            )
         }
     }
 }
@@ -141,27 +161,31 @@ fn main() {
     let dir = tempfile::tempdir().unwrap();
     let threads = quant::thread_count(0);
     println!(
-        "{n_pairs} pairs a type and direction, {} MiB of f32 a run, single thread; ×{threads}: ours on {threads} threads against ours on one",
+        "{n_pairs} pairs a type and direction, {} MiB of f32 a run; ggml/ours on 1 and on {threads} threads (both sides); ×{threads}: ours on {threads} threads against ours on one",
         values >> 18
     );
     println!(
-        "{:<8} {:>8} {:>8} {:>20} {:>5} | {:>8} {:>8} {:>20} {:>5}",
+        "{:<8} {:>8} {:>8} {:>20} {:>20} {:>5} | {:>8} {:>8} {:>20} {:>20} {:>5}",
         "type",
         "deq MB/s",
         "ggml",
-        "ggml/ours [spread]",
+        "1 thread [spread]",
+        format!("{threads} threads [spread]"),
         format!("×{threads}"),
         "q MB/s",
         "ggml",
-        "ggml/ours [spread]",
+        "1 thread [spread]",
+        format!("{threads} threads [spread]"),
         format!("×{threads}")
     );
-    let (mut deq_medians, mut q_medians) = (Vec::new(), Vec::new());
-    let (mut deq_slow, mut q_slow) = (Vec::new(), Vec::new());
+    // Medians over the types: [direction][1 thread, all threads].
+    let mut medians = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
+    let mut slow = [[Vec::new(), Vec::new()], [Vec::new(), Vec::new()]];
     let x = rows(values);
     let floats = dir.path().join("rows.bin");
     let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
     std::fs::write(&floats, bytes).unwrap();
+    let order = ByteOrder::Little;
     for ty in GgmlType::iter() {
         if !only.is_empty() && !only.iter().any(|o| o.eq_ignore_ascii_case(ty.name())) {
             continue;
@@ -171,26 +195,29 @@ fn main() {
         let data = blocks(ty, n_blocks * ty.type_size() as usize);
         let n = data.len() / ty.type_size() as usize * ty.block_size() as usize;
         let mut out = vec![0f32; n];
-        let deq = if quant::dequantize(ty, &data, ByteOrder::Little, &mut out).is_ok() {
+        let deq = if quant::dequantize(ty, &data, order, &mut out).is_ok() {
             let input = dir.path().join("blocks.bin");
             std::fs::write(&input, &data).unwrap();
             let request = json!({"op": "bench", "what": "dequantize", "type": ty.id(),
                 "input": input, "n": n});
-            let result = pairs(&mut ggml, &request, n_pairs, || {
-                quant::dequantize(ty, black_box(&data), ByteOrder::Little, &mut out).unwrap();
+            let one = pairs(&mut ggml, &request, 1, n_pairs, || {
+                quant::dequantize(ty, black_box(&data), order, &mut out).unwrap();
+                black_box(&out);
+            });
+            let many = pairs(&mut ggml, &request, threads, n_pairs, || {
+                quant::dequantize_threads(ty, black_box(&data), order, &mut out, threads).unwrap();
                 black_box(&out);
             });
             let mut other = vec![0f32; n];
             let scale = speedup(
                 n_pairs,
-                || quant::dequantize(ty, black_box(&data), ByteOrder::Little, &mut out).unwrap(),
+                || quant::dequantize(ty, black_box(&data), order, &mut out).unwrap(),
                 || {
-                    let order = ByteOrder::Little;
                     quant::dequantize_threads(ty, black_box(&data), order, &mut other, threads)
                         .unwrap()
                 },
             );
-            result.map(|r| (r, scale))
+            Some((one, many, scale))
         } else {
             None
         };
@@ -203,8 +230,13 @@ fn main() {
                 let request = json!({"op": "bench", "what": "quantize", "type": ty.id(),
                     "input": floats, "nrows": x.len() / 4096, "n_per_row": 4096,
                     "ref": matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K)});
-                let result = pairs(&mut ggml, &request, n_pairs, || {
+                let one = pairs(&mut ggml, &request, 1, n_pairs, || {
                     quant::quantize_into(ty, black_box(&x), 4096, &mut qout).unwrap();
+                    black_box(&qout);
+                });
+                let many = pairs(&mut ggml, &request, threads, n_pairs, || {
+                    quant::quantize_into_threads(ty, black_box(&x), 4096, &mut qout, threads)
+                        .unwrap();
                     black_box(&qout);
                 });
                 let mut other = qout.clone();
@@ -216,42 +248,51 @@ fn main() {
                             .unwrap()
                     },
                 );
-                result.map(|r| (r, scale))
+                Some((one, many, scale))
             }
             Err(_) => None,
         };
-        for (result, medians, slow) in [
-            (&deq, &mut deq_medians, &mut deq_slow),
-            (&q, &mut q_medians, &mut q_slow),
-        ] {
-            if let Some(((ratios, _, _), _)) = result {
-                let m = median(ratios);
-                medians.push(m);
-                if m < 1.0 {
-                    slow.push(format!("{} {m:.2}", ty.name()));
+        let mut line = format!("{:<8}", ty.name());
+        for (direction, (result, bytes)) in [(&deq, data.len()), (&q, x.len() * 4)]
+            .into_iter()
+            .enumerate()
+        {
+            let Some((one, many, scale)) = result else {
+                line.push_str(&format!(
+                    " {:>8} {:>8} {:>20} {:>20} {:>5} |",
+                    "–", "–", "–", "–", "–"
+                ));
+                continue;
+            };
+            line.push_str(&format!(" {}", cells(one, bytes)));
+            line.push_str(&format!(" {:>20}", spread(many)));
+            line.push_str(&format!(" {scale:>5.2} |"));
+            for (k, result) in [one, many].into_iter().enumerate() {
+                if let Some((ratios, _, _)) = result {
+                    let m = median(ratios);
+                    medians[direction][k].push(m);
+                    if m < 1.0 {
+                        slow[direction][k].push(format!("{} {m:.2}", ty.name()));
+                    }
                 }
             }
         }
-        let scale =
-            |r: &Option<(_, f64)>| r.as_ref().map_or("–".into(), |(_, s)| format!("{s:.2}"));
-        println!(
-            "{:<8} {} {:>5} | {} {:>5}",
-            ty.name(),
-            cells(&deq.as_ref().map(|(r, _)| r.clone()), data.len()),
-            scale(&deq),
-            cells(&q.as_ref().map(|(r, _)| r.clone()), x.len() * 4),
-            scale(&q)
-        );
+        println!("{}", line.trim_end_matches(" |"));
     }
     let geomean = |v: &[f64]| (v.iter().map(|r| r.ln()).sum::<f64>() / v.len().max(1) as f64).exp();
-    println!(
-        "geometric mean of the median ratios: dequantize {:.2} ({} types), quantize {:.2} ({} types)",
-        geomean(&deq_medians),
-        deq_medians.len(),
-        geomean(&q_medians),
-        q_medians.len()
-    );
-    println!("below 1 (ggml faster): dequantize: {}", deq_slow.join(", "));
-    println!("below 1 (ggml faster): quantize: {}", q_slow.join(", "));
-    println!("MB/s of block bytes read (dequantize) or of f32 read (quantize).");
+    for (direction, name) in ["dequantize", "quantize"].into_iter().enumerate() {
+        for (k, label) in ["1 thread".to_string(), format!("{threads} threads")]
+            .iter()
+            .enumerate()
+        {
+            let m = &medians[direction][k];
+            println!(
+                "{name}, {label}: geometric mean of the median ratios {:.2} ({} types); below 1 (ggml faster): {}",
+                geomean(m),
+                m.len(),
+                slow[direction][k].join(", ")
+            );
+        }
+    }
+    println!("MB/s of block bytes read (dequantize) or of f32 read (quantize), one thread.");
 }

@@ -18,7 +18,9 @@
 //   {"op":"dequantize","type":T,"input":P,"output":P,"n":N}
 //   {"op":"quantize","type":T,"input":P,"output":P,"nrows":R,"n_per_row":K,"ref":false|true,
 //    "imatrix":P}   (optional: K f32 importance weights, passed to ggml_quantize_chunk)
-//   {"op":"bench","what":"dequantize"|"quantize","type":T,"input":P,"n":N,"reps":K,...}
+//   {"op":"bench","what":"dequantize"|"quantize","type":T,"input":P,"n":N,"reps":K,
+//    "threads":H,...}   (H threads, default 1, each given an even share of the blocks or
+//    rows, as llama-quantize shares rows out)
 // Every response is {"ok":true,...} or {"ok":false,"error":"..."}; a request
 // field "id" is echoed back. Binary payloads go through files.
 //
@@ -53,6 +55,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fcntl.h>
@@ -1293,32 +1296,59 @@ json op_quantize(const json & req) {
     return r;
 }
 
+// f(first, end) over [0, units) cut into `threads` even pieces, each on a thread of its own
+// (the calling one takes the first).
+template <typename F>
+void in_pieces(int64_t threads, int64_t units, F f) {
+    threads = std::max<int64_t>(1, std::min(threads, units));
+    std::vector<std::thread> others;
+    for (int64_t t = 1; t < threads; ++t) {
+        others.emplace_back(f, units * t / threads, units * (t + 1) / threads);
+    }
+    f(0, units / threads);
+    for (auto & th : others) th.join();
+}
+
 json op_bench(const json & req) {
     const std::string what = get_string(req, "what");
     const int64_t reps = get_int(req, "reps", 1, 1000000);
+    const int64_t threads = req.contains("threads") ? get_int(req, "threads", 1, 256) : 1;
     std::vector<int64_t> ns;
     ns.reserve((size_t) reps);
     using clk = std::chrono::steady_clock;  // CLOCK_MONOTONIC
     static_assert(clk::is_steady, "steady clock");
     volatile float sink = 0;
     if (what == "dequantize") {
-        check_fields(req, {"op", "id", "what", "type", "input", "n", "reps"}, "bench dequantize");
+        check_fields(req, {"op", "id", "what", "type", "input", "n", "reps", "threads"}, "bench dequantize");
         DequantJob j = prepare_dequantize(req);
         std::vector<float> out((size_t) j.n + 1);
+        const int64_t blck = ggml_blck_size(j.type);
+        const size_t bytes = ggml_type_size(j.type);
         for (int64_t k = 0; k < reps; ++k) {
             const auto t0 = clk::now();
-            if (j.n) j.fn(j.in.data(), out.data(), j.n);
+            in_pieces(threads, j.n / blck, [&](int64_t a, int64_t b) {
+                if (b > a) j.fn(j.in.data() + a * bytes, out.data() + a * blck, (b - a) * blck);
+            });
             const auto t1 = clk::now();
             sink = sink + out[(size_t) (k % (j.n ? j.n : 1))];
             ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
         }
     } else if (what == "quantize") {
-        check_fields(req, {"op", "id", "what", "type", "input", "nrows", "n_per_row", "ref", "reps"}, "bench quantize");
+        check_fields(req, {"op", "id", "what", "type", "input", "nrows", "n_per_row", "ref", "reps", "threads"}, "bench quantize");
         QuantJob j = prepare_quantize(req);
         std::vector<uint8_t> out(j.out_bytes + 64);
+        const size_t row_size = ggml_row_size(j.type, j.n_per_row);
         for (int64_t k = 0; k < reps; ++k) {
             const auto t0 = clk::now();
-            if (j.nrows) run_quantize(j, out.data());
+            in_pieces(threads, j.nrows, [&](int64_t a, int64_t b) {
+                if (b <= a) return;
+                if (j.ref) {
+                    j.ref_fn(j.in.data() + a * j.n_per_row, out.data() + a * row_size, (b - a) * j.n_per_row);
+                } else {
+                    ggml_quantize_chunk(j.type, j.in.data(), out.data(), a * j.n_per_row, b - a, j.n_per_row,
+                                        j.imatrix.empty() ? nullptr : j.imatrix.data());
+                }
+            });
             const auto t1 = clk::now();
             sink = sink + out[(size_t) k % out.size()];
             ns.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
