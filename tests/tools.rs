@@ -427,6 +427,66 @@ fn merge_refuses_a_shard_cut_before_its_data() {
     split::merge(&shards[0].path, &out, &()).unwrap();
 }
 
+/// `stats` gives the same figures on every thread count: chunks are summarised alone and merged
+/// in order, whatever thread summarised them; and the figures are the values' (counted
+/// exactly, mean and deviation to rounding).
+#[test]
+fn stats_are_the_same_on_every_thread_count() {
+    use ggufrw::tools::stats::tensor_stats_threads;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut value = |i: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        match i % 1000 {
+            7 => f32::NAN,
+            8 => f32::INFINITY,
+            9 => 0.0,
+            _ => ((x >> 40) as f32 / (1u64 << 23) as f32 - 1.0) * 3.0,
+        }
+    };
+    let values: Vec<f32> = (0..300_001).map(&mut value).collect();
+    let f32_bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let rows: Vec<f32> = (0..256 * 1000).map(|i| value(i + 1)).collect();
+    let q4k = ggufrw::quant::quantize(ggufrw::GgmlType::Q4_K, &rows, 256).unwrap();
+    let file = Builder::new()
+        .tensor("f", ggufrw::GgmlType::F32, &[300_001], f32_bytes)
+        .unwrap()
+        .tensor("q", ggufrw::GgmlType::Q4_K, &[256, 1000], q4k)
+        .unwrap()
+        .build()
+        .unwrap();
+    for index in 0..2 {
+        let one = tensor_stats_threads(&file, index, 1).unwrap();
+        for threads in [2, 3, 7] {
+            let many = tensor_stats_threads(&file, index, threads).unwrap();
+            let bits =
+                |s: &ggufrw::tools::stats::Stats| [s.min, s.max, s.mean, s.std].map(f64::to_bits);
+            assert_eq!(bits(&one), bits(&many), "tensor {index}, {threads} threads");
+            assert_eq!(
+                (one.count, one.nan, one.inf, one.zero),
+                (many.count, many.nan, many.inf, many.zero)
+            );
+        }
+        let all = file.dequantize(index).unwrap();
+        let finite: Vec<f64> = all
+            .iter()
+            .filter(|v| v.is_finite())
+            .map(|&v| f64::from(v))
+            .collect();
+        let n = finite.len() as f64;
+        let mean = finite.iter().sum::<f64>() / n;
+        let std = (finite.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+        assert_eq!(one.count, all.len() as u64);
+        assert_eq!(one.nan, all.iter().filter(|v| v.is_nan()).count() as u64);
+        assert_eq!(one.zero, all.iter().filter(|&&v| v == 0.0).count() as u64);
+        assert!(
+            (one.mean - mean).abs() < 1e-9 && (one.std - std).abs() < 1e-9,
+            "{one:?}"
+        );
+    }
+}
+
 /// `convert` writes the same bytes on every thread count: the pieces are whole rows, each
 /// quantized by the single-threaded function, for tensors of several rows in both byte orders.
 #[test]

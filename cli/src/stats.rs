@@ -17,6 +17,10 @@ pub struct Args {
     /// One JSON object per tensor, one per line.
     #[arg(long)]
     json: bool,
+    /// Threads to dequantize and summarise on (0: every processor); the figures are the same
+    /// for every count.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    threads: usize,
 }
 
 pub fn run(args: Args) -> ExitCode {
@@ -41,7 +45,7 @@ pub fn run(args: Args) -> ExitCode {
         if !chosen {
             continue;
         }
-        match stats::tensor_stats(&file, t.index) {
+        match stats::tensor_stats_threads(&file, t.index, args.threads) {
             Ok(s) => {
                 if args.json {
                     let num = |v: f64| if v.is_finite() { json!(v) } else { json!(null) };

@@ -1,12 +1,22 @@
 //! Per-tensor statistics of the values (dequantized where needed), computed streaming: memory
-//! stays bounded whatever the tensor's size.
+//! stays bounded whatever the tensor's size (one chunk of values a thread).
+//!
+//! The values are summarised a chunk at a time, each chunk in two passes while it is in the
+//! cache (its mean, then its squared deviations from it), in lanes that the compiler
+//! vectorises; the chunks' summaries are then merged in order (Chan, Golub and LeVeque's
+//! pairwise update). The result depends on the chunking alone, which is fixed, so it is the
+//! same for every thread count.
 
 use crate::error::{Error, Result, TensorError};
 use crate::file::Gguf;
 use crate::quant::GgmlType;
 
-/// Values dequantized at once.
+/// Values summarised at once (a multiple of every block size, so that chunks are whole
+/// blocks).
 const CHUNK_ELEMENTS: usize = 1 << 16;
+
+/// Accumulators run side by side: independent sums the compiler keeps in vector registers.
+const LANES: usize = 8;
 
 /// What a tensor's values are like.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -29,61 +39,135 @@ pub struct Stats {
     pub zero: u64,
 }
 
-/// Running sums, in f64, by Welford's method (stable for large counts).
-#[derive(Default)]
-struct Running {
-    n: u64,
+/// A run of values summarised: counts, extremes, and the mean and sum of squared deviations
+/// of the finite ones.
+#[derive(Clone, Copy, Debug)]
+struct Part {
+    count: u64,
+    finite: u64,
     mean: f64,
     m2: f64,
-    min: f64,
-    max: f64,
+    min: f32,
+    max: f32,
     nan: u64,
     inf: u64,
     zero: u64,
-    count: u64,
 }
 
-impl Running {
-    fn add(&mut self, values: &[f32]) {
-        for &v in values {
-            self.count += 1;
-            if v.is_nan() {
-                self.nan += 1;
-                continue;
+impl Default for Part {
+    fn default() -> Part {
+        Part {
+            count: 0,
+            finite: 0,
+            mean: 0.0,
+            m2: 0.0,
+            min: f32::INFINITY,
+            max: f32::NEG_INFINITY,
+            nan: 0,
+            inf: 0,
+            zero: 0,
+        }
+    }
+}
+
+impl Part {
+    /// The summary of `values`: two passes, each in [`LANES`] lanes.
+    fn of(values: &[f32]) -> Part {
+        let (mut sum, mut finite) = ([0f64; LANES], [0u32; LANES]);
+        let (mut min, mut max) = ([f32::INFINITY; LANES], [f32::NEG_INFINITY; LANES]);
+        let (mut nan, mut zero) = ([0u32; LANES], [0u32; LANES]);
+        let lanes = values.chunks_exact(LANES);
+        let rest = lanes.remainder();
+        let mut add = |i: usize, v: f32| {
+            let ok = v.is_finite();
+            sum[i] += if ok { f64::from(v) } else { 0.0 };
+            finite[i] += u32::from(ok);
+            min[i] = if ok && v < min[i] { v } else { min[i] };
+            max[i] = if ok && v > max[i] { v } else { max[i] };
+            nan[i] += u32::from(v.is_nan());
+            zero[i] += u32::from(v == 0.0);
+        };
+        for run in lanes {
+            for (i, &v) in run.iter().enumerate() {
+                add(i, v);
             }
-            if v.is_infinite() {
-                self.inf += 1;
-                continue;
+        }
+        for (i, &v) in rest.iter().enumerate() {
+            add(i, v);
+        }
+        let n: u64 = finite.iter().map(|&c| u64::from(c)).sum();
+        let count = values.len() as u64;
+        let nan: u64 = nan.iter().map(|&c| u64::from(c)).sum();
+        let mean = if n > 0 {
+            sum.iter().sum::<f64>() / n as f64
+        } else {
+            0.0
+        };
+        let mut m2 = [0f64; LANES];
+        let lanes = values.chunks_exact(LANES);
+        let rest = lanes.remainder();
+        let mut deviation = |i: usize, v: f32| {
+            let d = f64::from(v) - mean;
+            m2[i] += if v.is_finite() { d * d } else { 0.0 };
+        };
+        for run in lanes {
+            for (i, &v) in run.iter().enumerate() {
+                deviation(i, v);
             }
-            if v == 0.0 {
-                self.zero += 1;
-            }
-            let v = f64::from(v);
-            if self.n == 0 || v < self.min {
-                self.min = v;
-            }
-            if self.n == 0 || v > self.max {
-                self.max = v;
-            }
-            self.n += 1;
-            let delta = v - self.mean;
-            self.mean += delta / self.n as f64;
-            self.m2 += delta * (v - self.mean);
+        }
+        for (i, &v) in rest.iter().enumerate() {
+            deviation(i, v);
+        }
+        Part {
+            count,
+            finite: n,
+            mean,
+            m2: m2.iter().sum(),
+            min: min.iter().copied().fold(f32::INFINITY, f32::min),
+            max: max.iter().copied().fold(f32::NEG_INFINITY, f32::max),
+            nan,
+            inf: count - n - nan,
+            zero: zero.iter().map(|&c| u64::from(c)).sum(),
+        }
+    }
+
+    /// This run followed by `next`.
+    fn then(self, next: &Part) -> Part {
+        let n = self.finite + next.finite;
+        let (mean, m2) = if next.finite == 0 {
+            (self.mean, self.m2)
+        } else if self.finite == 0 {
+            (next.mean, next.m2)
+        } else {
+            let (a, b) = (self.finite as f64, next.finite as f64);
+            let delta = next.mean - self.mean;
+            (
+                self.mean + delta * (b / n as f64),
+                self.m2 + next.m2 + delta * delta * (a * b / n as f64),
+            )
+        };
+        Part {
+            count: self.count + next.count,
+            finite: n,
+            mean,
+            m2,
+            min: self.min.min(next.min),
+            max: self.max.max(next.max),
+            nan: self.nan + next.nan,
+            inf: self.inf + next.inf,
+            zero: self.zero + next.zero,
         }
     }
 
     fn finish(self) -> Stats {
-        let none = self.n == 0;
+        let none = self.finite == 0;
+        let or_nan = |v: f64| if none { f64::NAN } else { v };
         Stats {
             count: self.count,
-            min: if none { f64::NAN } else { self.min },
-            max: if none { f64::NAN } else { self.max },
-            mean: if none { f64::NAN } else { self.mean },
-            std: if none {
-                f64::NAN
-            } else {
-                (self.m2 / self.n as f64).sqrt()
-            },
+            min: or_nan(f64::from(self.min)),
+            max: or_nan(f64::from(self.max)),
+            mean: or_nan(self.mean),
+            std: or_nan((self.m2 / self.finite as f64).sqrt()),
             nan: self.nan,
             inf: self.inf,
             zero: self.zero,
@@ -93,43 +177,117 @@ impl Running {
 
 /// The statistics of tensor `index`'s values.
 pub fn tensor_stats<B: AsRef<[u8]>>(file: &Gguf<B>, index: usize) -> Result<Stats> {
+    tensor_stats_threads(file, index, 1)
+}
+
+/// [`tensor_stats`] on up to `threads` threads (0: every processor); the same result for
+/// every count.
+pub fn tensor_stats_threads<B: AsRef<[u8]>>(
+    file: &Gguf<B>,
+    index: usize,
+    threads: usize,
+) -> Result<Stats> {
     let data = file.tensor_data(index)?;
     let info = &file.header().tensor_infos[index];
-    let ty = GgmlType::from_id(info.ggml_type).ok_or_else(|| Error::Tensor {
+    let fail = |source: TensorError| Error::Tensor {
         index,
         name: info.name.to_string(),
-        source: TensorError::UnknownType(info.ggml_type),
-    })?;
+        source,
+    };
+    let ty = GgmlType::from_id(info.ggml_type)
+        .ok_or_else(|| fail(TensorError::UnknownType(info.ggml_type)))?;
     let (block_bytes, block_elements) = (ty.type_size() as usize, ty.block_size() as usize);
-    let blocks_per_chunk = (CHUNK_ELEMENTS / block_elements).max(1);
-    let mut values = vec![0f32; blocks_per_chunk * block_elements];
-    let mut running = Running::default();
-    for chunk in data.chunks(blocks_per_chunk * block_bytes) {
-        let n = chunk.len() / block_bytes * block_elements;
-        crate::quant::dequantize(ty, chunk, file.header().byte_order, &mut values[..n]).map_err(
-            |e| Error::Tensor {
-                index,
-                name: info.name.to_string(),
-                source: e.into(),
-            },
-        )?;
-        running.add(&values[..n]);
+    let chunk_bytes = (CHUNK_ELEMENTS / block_elements).max(1) * block_bytes;
+    let chunks: Vec<&[u8]> = data.chunks(chunk_bytes).collect();
+    let order = file.header().byte_order;
+    // Each thread summarises a run of whole chunks into its own parts, in chunk order.
+    let summarise = |run: &[&[u8]]| -> std::result::Result<Vec<Part>, TensorError> {
+        let mut values = vec![0f32; chunk_bytes / block_bytes * block_elements];
+        (run.iter())
+            .map(|chunk| {
+                let n = chunk.len() / block_bytes * block_elements;
+                crate::quant::dequantize(ty, chunk, order, &mut values[..n])?;
+                Ok(Part::of(&values[..n]))
+            })
+            .collect()
+    };
+    let n = crate::quant::thread_count(threads).min(chunks.len()).max(1);
+    let runs: Vec<&[&[u8]]> = (0..n)
+        .map(|k| &chunks[chunks.len() * k / n..chunks.len() * (k + 1) / n])
+        .collect();
+    let parts: Vec<_> = std::thread::scope(|scope| {
+        let others: Vec<_> = (runs[1..].iter())
+            .map(|run| scope.spawn(|| summarise(run)))
+            .collect();
+        let mut parts = vec![summarise(runs[0])];
+        for h in others {
+            parts.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        parts
+    });
+    let mut total = Part::default();
+    for run in parts {
+        for part in run.map_err(fail)? {
+            total = total.then(&part);
+        }
     }
-    Ok(running.finish())
+    Ok(total.finish())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn sums_are_those_of_the_finite_values() {
-        let mut r = Running::default();
-        r.add(&[1.0, 2.0, 3.0, f32::NAN, f32::INFINITY, 0.0, -0.0]);
-        let s = r.finish();
+        let s = Part::of(&[1.0, 2.0, 3.0, f32::NAN, f32::INFINITY, 0.0, -0.0]).finish();
         assert_eq!((s.count, s.nan, s.inf, s.zero), (7, 1, 1, 2));
         assert_eq!((s.min, s.max), (0.0, 3.0));
         assert!((s.mean - 1.2).abs() < 1e-12);
         assert!((s.std - (6.8f64 / 5.0).sqrt()).abs() < 1e-12);
+        let none = Part::of(&[f32::NAN, f32::NEG_INFINITY]).finish();
+        assert_eq!((none.count, none.nan, none.inf, none.zero), (2, 1, 1, 0));
+        assert!(none.min.is_nan() && none.max.is_nan() && none.mean.is_nan() && none.std.is_nan());
+    }
+
+    /// Chunked and merged, the statistics are those of the whole, computed directly in f64:
+    /// counts and extremes exactly, mean and deviation to rounding.
+    #[test]
+    fn chunks_merged_give_the_whole() {
+        let value = prop_oneof![
+            8 => -1e6f32..1e6,
+            1 => Just(0.0f32),
+            1 => Just(f32::NAN),
+            1 => Just(f32::INFINITY),
+            1 => Just(f32::NEG_INFINITY),
+        ];
+        let config = ProptestConfig::with_cases(64);
+        proptest!(config, |(values in prop::collection::vec(value, 0..300), cuts in prop::collection::vec(0usize..300, 0..6))| {
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(values.len())).collect();
+            cuts.push(0);
+            cuts.push(values.len());
+            cuts.sort_unstable();
+            let merged = (cuts.windows(2))
+                .map(|w| Part::of(&values[w[0]..w[1]]))
+                .fold(Part::default(), |a, b| a.then(&b))
+                .finish();
+            let finite: Vec<f64> = values.iter().filter(|v| v.is_finite()).map(|&v| f64::from(v)).collect();
+            prop_assert_eq!(merged.count, values.len() as u64);
+            prop_assert_eq!(merged.nan, values.iter().filter(|v| v.is_nan()).count() as u64);
+            prop_assert_eq!(merged.inf, values.iter().filter(|v| v.is_infinite()).count() as u64);
+            prop_assert_eq!(merged.zero, values.iter().filter(|&&v| v == 0.0).count() as u64);
+            if finite.is_empty() {
+                prop_assert!(merged.mean.is_nan() && merged.min.is_nan());
+            } else {
+                let n = finite.len() as f64;
+                let mean = finite.iter().sum::<f64>() / n;
+                let var = finite.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+                prop_assert_eq!(merged.min, finite.iter().copied().fold(f64::INFINITY, f64::min));
+                prop_assert_eq!(merged.max, finite.iter().copied().fold(f64::NEG_INFINITY, f64::max));
+                prop_assert!((merged.mean - mean).abs() <= 1e-9 * (1.0 + mean.abs()), "{} {}", merged.mean, mean);
+                prop_assert!((merged.std - var.sqrt()).abs() <= 1e-6 * (1.0 + var.sqrt()), "{} {}", merged.std, var.sqrt());
+            }
+        });
     }
 }
