@@ -18,7 +18,8 @@ use ggufrw_schema::blocks::bits::{Crumbs, Nibbles, ScaleByte};
 use ggufrw_schema::blocks::scalar::{Half, I16, U32};
 use ggufrw_schema::blocks::{Q2K, Q3K, Q4K, Q5K, Q6K, Q8K};
 use search::{
-    make_q3_quants, make_qkx2_quants, make_qx_quants, make_qx_quants_weighted, Qkx2, GROUP_MAX_EPS,
+    make_q3_quants, make_qkx2_quants_lanes, make_qx_quants, make_qx_quants_weighted, Qkx2,
+    GROUP_MAX_EPS,
 };
 
 /// 16 small integers (the quants of one scale) converted to f32 at once: exact either way, so
@@ -173,22 +174,19 @@ impl Quantize for Q2K {
         };
         for (x, y) in groups::<QK_K, _>(x).zip(out) {
             let mut ls = [0u8; QK_K];
-            let mut scales = [0f32; QK_K / 16];
-            let mut mins = [0f32; QK_K / 16];
-            let mut weights = [0f32; 16];
+            let xs: &[[f32; 16]; QK_K / 16] = bytemuck::cast_ref(x);
+            let weights = xs.map(|g| g.map(f32::abs));
+            // The sixteen sub-blocks searched side by side.
+            let found = make_qkx2_quants_lanes(&search, xs, &weights, bytemuck::cast_mut(&mut ls));
+            let (scales, mins) = (found.map(|f| f.0), found.map(|f| f.1));
             // Scales are never negative: the minimum is taken off.
             let (mut max_scale, mut max_min) = (0f32, 0f32);
-            let subs = groups::<16, _>(x).zip(groups_mut::<16, _>(&mut ls));
-            for ((xs, ls), (scale, min)) in subs.zip(scales.iter_mut().zip(&mut mins)) {
-                for (w, v) in weights.iter_mut().zip(xs) {
-                    *w = v.abs();
+            for (&scale, &min) in scales.iter().zip(&mins) {
+                if scale > max_scale {
+                    max_scale = scale;
                 }
-                (*scale, *min) = make_qkx2_quants(&search, xs, &weights, ls);
-                if *scale > max_scale {
-                    max_scale = *scale;
-                }
-                if *min > max_min {
-                    max_min = *min;
+                if min > max_min {
+                    max_min = min;
                 }
             }
             if max_scale > 0.0 {
@@ -413,26 +411,25 @@ fn quantize_k4(
     d: &mut Half,
     dmin: &mut Half,
 ) {
-    let mut scales = [0f32; QK_K / 32];
-    let mut mins = [0f32; QK_K / 32];
-    let mut weights = [0f32; 32];
-    let (mut max_scale, mut max_min) = (0f32, 0f32);
-    let subs = groups::<32, _>(x).zip(groups_mut::<32, _>(ls));
-    for ((xs, ls), (scale, min)) in subs.zip(scales.iter_mut().zip(&mut mins)) {
+    let xs: &[[f32; 32]; QK_K / 32] = bytemuck::cast_ref(x);
+    let weights: [[f32; 32]; QK_K / 32] = std::array::from_fn(|j| {
         let mut sum_x2 = 0f32;
-        for &v in xs {
+        for &v in &xs[j] {
             sum_x2 += v * v;
         }
         let av_x = (sum_x2 / 32.0).sqrt();
-        for (w, v) in weights.iter_mut().zip(xs) {
-            *w = av_x + v.abs();
+        xs[j].map(|v| av_x + v.abs())
+    });
+    // The eight sub-blocks searched side by side.
+    let found = make_qkx2_quants_lanes(search, xs, &weights, bytemuck::cast_mut(ls));
+    let (scales, mins) = (found.map(|f| f.0), found.map(|f| f.1));
+    let (mut max_scale, mut max_min) = (0f32, 0f32);
+    for (&scale, &min) in scales.iter().zip(&mins) {
+        if scale > max_scale {
+            max_scale = scale;
         }
-        (*scale, *min) = make_qkx2_quants(search, xs, &weights, ls);
-        if *scale > max_scale {
-            max_scale = *scale;
-        }
-        if *min > max_min {
-            max_min = *min;
+        if min > max_min {
+            max_min = min;
         }
     }
     let inv_scale = if max_scale > 0.0 {

@@ -21,6 +21,7 @@ mod iq;
 mod k;
 mod legacy;
 mod plain;
+mod simd;
 mod threads;
 mod validate;
 
@@ -244,9 +245,7 @@ pub fn dequantize(
                     }
                 };
                 let blocks: &[B] = blocks::view(le).unwrap_or(&[]);
-                for (block, out) in blocks.iter().zip(out.chunks_exact_mut(B::ELEMENTS)) {
-                    block.dequantize(out);
-                }
+                simd::dequantize_blocks(blocks, out);
             }
             Ok(())
         }
@@ -327,13 +326,7 @@ pub fn quantize_weighted(
     Ok(bytes)
 }
 
-/// Which quantizer a row goes through.
-#[derive(Clone, Copy)]
-enum Mode<'a> {
-    Chunk,
-    Reference,
-    Weighted(&'a [f32]),
-}
+use simd::Mode;
 
 fn quantize_into_with(
     ty: GgmlType,
@@ -396,16 +389,9 @@ fn quantize_rows(
                     given: out.len(),
                 });
             }
-            let per_row = n_per_row / B::ELEMENTS;
             // Blocks have alignment 1: the bytes are the blocks, written in place.
             let out: &mut [B] = bytemuck::cast_slice_mut(out);
-            for (row, blocks) in x.chunks(n_per_row).zip(out.chunks_mut(per_row)) {
-                match mode {
-                    Mode::Reference => B::quantize_row_ref(row, blocks),
-                    Mode::Chunk => B::quantize_row(row, blocks),
-                    Mode::Weighted(w) => B::quantize_row_weighted(row, w, blocks),
-                }
-            }
+            simd::quantize_rows(x, n_per_row, mode, out);
             Ok(())
         }
     }

@@ -301,6 +301,121 @@ pub(crate) fn make_qkx2_quants<const N: usize>(
     (scale, -min)
 }
 
+/// [`make_qkx2_quants`] for `L` groups at once, each in a lane of its own: every step the scalar
+/// search takes for one group is taken for all of them side by side (the sums still added in
+/// element order within each lane, the comparisons made per lane, the early exit and every
+/// `if` a per-lane choice), so that each lane's results are the scalar search's bit for bit
+/// while the arithmetic runs `L` wide. The K-quants search 8 or 16 groups a super-block.
+pub(crate) fn make_qkx2_quants_lanes<const N: usize, const L: usize>(
+    p: &Qkx2,
+    x: &[[f32; N]; L],
+    weights: &[[f32; N]; L],
+    ls: &mut [[u8; N]; L],
+) -> [(f32, f32); L] {
+    // Element-major: xt[i][k] is element i of group k.
+    let xt: [[f32; L]; N] = std::array::from_fn(|i| std::array::from_fn(|k| x[k][i]));
+    let wt: [[f32; L]; N] = std::array::from_fn(|i| std::array::from_fn(|k| weights[k][i]));
+    let (mut min, mut max) = (xt[0], xt[0]);
+    let mut sum_w = wt[0];
+    let mut sum_x: [f32; L] = std::array::from_fn(|k| sum_w[k] * xt[0][k]);
+    for i in 1..N {
+        for k in 0..L {
+            let (v, w) = (xt[i][k], wt[i][k]);
+            min[k] = if v < min[k] { v } else { min[k] };
+            max[k] = if v > max[k] { v } else { max[k] };
+            sum_w[k] += w;
+            sum_x[k] += w * v;
+        }
+    }
+    for m in &mut min {
+        *m = if *m > 0.0 { 0.0 } else { *m };
+    }
+    // A flat group returns at once, with these.
+    let flat: [bool; L] = std::array::from_fn(|k| max[k] == min[k]);
+    let flat_min = min;
+    let nmax = p.nmax;
+    let nmaxf = nmax as f32;
+    let quants = |iscale: &[f32; L], min: &[f32; L]| -> [[i32; L]; N] {
+        std::array::from_fn(|i| {
+            std::array::from_fn(|k| asymmetric(iscale[k], xt[i][k], min[k], nmax))
+        })
+    };
+    // Σ w diff² (or Σ w |diff|), diff = scale l + min - x, in element order per lane.
+    let error = |scale: &[f32; L], min: &[f32; L], l: &[[i32; L]; N]| -> [f32; L] {
+        let mut total = [0f32; L];
+        for i in 0..N {
+            for k in 0..L {
+                let diff = scale[k] * l[i][k] as f32 + min[k] - xt[i][k];
+                let t = wt[i][k] * if p.use_mad { diff.abs() } else { diff * diff };
+                total[k] += t;
+            }
+        }
+        total
+    };
+    let iscale: [f32; L] = std::array::from_fn(|k| nmaxf / (max[k] - min[k]));
+    let mut scale: [f32; L] = std::array::from_fn(|k| 1.0 / iscale[k]);
+    let mut best = quants(&iscale, &min);
+    let mut best_error = error(&scale, &min, &best);
+    if p.nstep >= 1 {
+        for is in 0..=p.nstep {
+            let step = p.rmin + p.rdelta * is as f32 + nmaxf;
+            let iscale: [f32; L] = std::array::from_fn(|k| step / (max[k] - min[k]));
+            let laux = quants(&iscale, &min);
+            let (mut sum_l, mut sum_l2, mut sum_xl) = ([0f32; L], [0f32; L], [0f32; L]);
+            for i in 0..N {
+                for k in 0..L {
+                    let l = laux[i][k] as f32;
+                    let wl = wt[i][k] * l;
+                    sum_l[k] += wl;
+                    sum_l2[k] += wl * l;
+                    sum_xl[k] += wl * xt[i][k];
+                }
+            }
+            let mut this_scale = [0f32; L];
+            let mut this_min = [0f32; L];
+            let mut positive = [false; L];
+            for k in 0..L {
+                let d = sum_w[k] * sum_l2[k] - sum_l[k] * sum_l[k];
+                positive[k] = d > 0.0;
+                let s = (sum_w[k] * sum_xl[k] - sum_x[k] * sum_l[k]) / d;
+                let m = (sum_l2[k] * sum_x[k] - sum_l[k] * sum_xl[k]) / d;
+                (this_scale[k], this_min[k]) = if m > 0.0 {
+                    (sum_xl[k] / sum_l2[k], 0.0)
+                } else {
+                    (s, m)
+                };
+            }
+            let cur_error = error(&this_scale, &this_min, &laux);
+            let take: [bool; L] =
+                std::array::from_fn(|k| positive[k] && cur_error[k] < best_error[k]);
+            for i in 0..N {
+                for k in 0..L {
+                    best[i][k] = if take[k] { laux[i][k] } else { best[i][k] };
+                }
+            }
+            for k in 0..L {
+                if take[k] {
+                    best_error[k] = cur_error[k];
+                    scale[k] = this_scale[k];
+                    min[k] = this_min[k];
+                }
+            }
+        }
+    }
+    for (k, group) in ls.iter_mut().enumerate() {
+        for (i, l) in group.iter_mut().enumerate() {
+            *l = if flat[k] { 0 } else { best[i][k] as u8 };
+        }
+    }
+    std::array::from_fn(|k| {
+        if flat[k] {
+            (0.0, -flat_min[k])
+        } else {
+            (scale[k], -min[k])
+        }
+    })
+}
+
 /// `make_qp_quants(n, nmax, x, L, quant_weights)` (the sub-block scales and minimums of Q2_K,
 /// Q4_K and Q5_K with an importance matrix): quants of `x ≥ 0` in `0..=nmax` on a scale
 /// chosen among 9 by the weighted squared error, then up to five passes moving one quant at a
@@ -406,4 +521,81 @@ pub(crate) fn imatrix_weights<const N: usize>(
 ) -> ([f32; N], f32) {
     let w: [f32; N] = std::array::from_fn(|l| qw[l] * (sigma2 + x[l] * x[l]).sqrt());
     (w, sum(&w))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Groups of ordinary values, and of the ones where the choices matter: all equal (the
+    /// early exit), all positive (the minimum held at 0), tiny, huge, infinite and NaN, with
+    /// weights of any sign, zero included.
+    fn group<const N: usize>() -> impl Strategy<Value = ([f32; N], [f32; N])> {
+        let value = prop_oneof![
+            6 => -1.0f32..1.0,
+            1 => Just(0.25f32),
+            1 => 0.0f32..1e-20,
+            1 => prop::num::f32::ANY,
+        ];
+        let weight = prop_oneof![4 => 0.0f32..2.0, 1 => Just(0.0f32), 1 => prop::num::f32::ANY];
+        (
+            prop::collection::vec(value, N),
+            prop::collection::vec(weight, N),
+            any::<u8>(),
+        )
+            .prop_map(|(x, w, shape)| {
+                let mut x: [f32; N] = x.try_into().unwrap();
+                match shape % 8 {
+                    0 => x = [x[0]; N],
+                    1 => x.iter_mut().for_each(|v| *v = v.abs() + 0.5),
+                    _ => {}
+                }
+                (x, w.try_into().unwrap())
+            })
+    }
+
+    fn lanes_are_scalar<const N: usize, const L: usize>(
+        p: &Qkx2,
+        groups: &[([f32; N], [f32; N])],
+    ) -> Result<(), TestCaseError> {
+        let x: [[f32; N]; L] = std::array::from_fn(|k| groups[k].0);
+        let w: [[f32; N]; L] = std::array::from_fn(|k| groups[k].1);
+        let mut ls = [[0u8; N]; L];
+        let got = make_qkx2_quants_lanes(p, &x, &w, &mut ls);
+        for k in 0..L {
+            let mut l = [0u8; N];
+            let want = make_qkx2_quants(p, &x[k], &w[k], &mut l);
+            prop_assert_eq!(ls[k], l, "group {} quants", k);
+            prop_assert_eq!(
+                (got[k].0.to_bits(), got[k].1.to_bits()),
+                (want.0.to_bits(), want.1.to_bits()),
+                "group {} scale and minimum",
+                k
+            );
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// The lanes give each group the scalar search's quants, scale and minimum, bit for
+        /// bit, with every parameter set the K-quants use.
+        #[test]
+        fn qkx2_lanes_are_the_scalar_search(
+            g32 in prop::collection::vec(group::<32>(), 8),
+            g16 in prop::collection::vec(group::<16>(), 16),
+        ) {
+            let q2 = Qkx2 { nmax: 3, rmin: -0.5, rdelta: 0.1, nstep: 15, use_mad: true };
+            let q4 = Qkx2 { nmax: 15, rmin: -1.0, rdelta: 0.1, nstep: 20, use_mad: false };
+            let q5 = Qkx2 { nmax: 31, rmin: -0.5, rdelta: 0.1, nstep: 15, use_mad: false };
+            lanes_are_scalar::<16, 16>(&q2, &g16)?;
+            lanes_are_scalar::<16, 16>(&Qkx2::qkx3(3), &g16)?;
+            lanes_are_scalar::<32, 8>(&q4, &g32)?;
+            lanes_are_scalar::<32, 8>(&q5, &g32)?;
+            lanes_are_scalar::<32, 8>(&Qkx2::qkx3(15), &g32)?;
+            lanes_are_scalar::<32, 8>(&Qkx2::qkx3(31), &g32)?;
+        }
+    }
 }

@@ -7,7 +7,8 @@
 //! weights; the quants are then made again from the scales as stored, as without weights.
 
 use super::search::{
-    imatrix_weights as weights, make_qkx2_quants, make_qp_quants, make_qx_quants_weighted, Qkx2,
+    imatrix_weights as weights, make_qkx2_quants_lanes, make_qp_quants, make_qx_quants_weighted,
+    Qkx2,
 };
 use super::{
     groups, groups_mut, pack_q3k_scale, pack_scale_min_k4, q2k_requantize, q3k_requantize,
@@ -19,22 +20,37 @@ fn sum_of_squares(x: &[f32; QK_K]) -> f32 {
     x.iter().fold(0.0, |s, &v| s + v * v)
 }
 
+/// Each group's importance weights and their sum, for the `L` groups of `N` a super-block holds.
+fn group_weights<const N: usize, const L: usize>(
+    x: &[f32; QK_K],
+    qw: &[f32; QK_K],
+    sigma2: f32,
+) -> ([[f32; N]; L], [f32; L]) {
+    let mut w = [[0f32; N]; L];
+    let mut sums = [0f32; L];
+    for ((w, sum), (xs, qw)) in w
+        .iter_mut()
+        .zip(&mut sums)
+        .zip(groups::<N, _>(x).zip(groups::<N, _>(qw)))
+    {
+        (*w, *sum) = weights(xs, qw, sigma2);
+    }
+    (w, sums)
+}
+
 /// `quantize_row_q2_K_impl` for one super-block.
 pub(super) fn q2k(x: &[f32; QK_K], qw: &[f32; QK_K], y: &mut Q2K) {
     let mut ls = [0u8; QK_K];
-    let mut scales = [0f32; QK_K / 16];
-    let mut mins = [0f32; QK_K / 16];
-    let mut sw = [0f32; QK_K / 16];
     // Q2_K's sigma2 is the plain mean square (not doubled as in the others).
     let sigma2 = sum_of_squares(x) / QK_K as f32;
-    let search = Qkx2::qkx3(3);
-    let subs = groups::<16, _>(x).zip(groups::<16, _>(qw));
-    let outs = groups_mut::<16, _>(&mut ls).zip(scales.iter_mut().zip(&mut mins));
-    for (((xs, qw), (ls, (scale, min))), sw) in subs.zip(outs).zip(&mut sw) {
-        let (w, sum) = weights(xs, qw, sigma2);
-        *sw = sum;
-        (*scale, *min) = make_qkx2_quants(&search, xs, &w, ls);
-    }
+    let (w, sw) = group_weights::<16, { QK_K / 16 }>(x, qw, sigma2);
+    let found = make_qkx2_quants_lanes(
+        &Qkx2::qkx3(3),
+        bytemuck::cast_ref(x),
+        &w,
+        bytemuck::cast_mut(&mut ls),
+    );
+    let (scales, mins) = (found.map(|f| f.0), found.map(|f| f.1));
     let (mut lsc, mut lmin) = ([0u8; QK_K / 16], [0u8; QK_K / 16]);
     let dm = make_qp_quants(15, &scales, &mut lsc, &sw);
     let mm = make_qp_quants(15, &mins, &mut lmin, &sw);
@@ -82,18 +98,15 @@ pub(super) fn k4(
     d: &mut Half,
     dmin: &mut Half,
 ) {
-    let mut scales = [0f32; QK_K / 32];
-    let mut mins = [0f32; QK_K / 32];
-    let mut sw = [0f32; QK_K / 32];
     let sigma2 = 2.0 * sum_of_squares(x) / QK_K as f32;
-    let search = Qkx2::qkx3(nmax);
-    let subs = groups::<32, _>(x).zip(groups::<32, _>(qw));
-    let outs = groups_mut::<32, _>(ls).zip(scales.iter_mut().zip(&mut mins));
-    for (((xs, qw), (ls, (scale, min))), sw) in subs.zip(outs).zip(&mut sw) {
-        let (w, sum) = weights(xs, qw, sigma2);
-        *sw = sum;
-        (*scale, *min) = make_qkx2_quants(&search, xs, &w, ls);
-    }
+    let (w, sw) = group_weights::<32, { QK_K / 32 }>(x, qw, sigma2);
+    let found = make_qkx2_quants_lanes(
+        &Qkx2::qkx3(nmax),
+        bytemuck::cast_ref(x),
+        &w,
+        bytemuck::cast_mut(ls),
+    );
+    let (scales, mins) = (found.map(|f| f.0), found.map(|f| f.1));
     let (mut lsc, mut lmin) = ([0u8; QK_K / 32], [0u8; QK_K / 32]);
     let d_block = make_qp_quants(63, &scales, &mut lsc, &sw);
     let m_block = make_qp_quants(63, &mins, &mut lmin, &sw);
