@@ -2,7 +2,7 @@
 //! `ggml/shim.cpp` against the library `scripts/ggml.sh` builds), and ggufrw's reading of a
 //! file written the way the shim describes ggml's, so that the two compare as text.
 
-use ggufrw::schema::{ArrayValues, Number, Value, ValueTypeVisitor};
+use ggufrw::schema::{ArrayValues, Number, Value, ValueType, ValueTypeVisitor};
 use ggufrw::{GgmlType, Gguf};
 use std::ffi::{c_char, c_int, c_void};
 use std::fmt::Write;
@@ -101,6 +101,10 @@ impl ValueTypeVisitor for Stored<'_> {
                 }
             }
         }
+        if T::TYPE == ValueType::Bool {
+            // ggml reads a bool byte as `byte != 0` and stores that.
+            out.iter_mut().for_each(|b| *b = u8::from(*b != 0));
+        }
         out
     }
     fn string(self) -> Vec<u8> {
@@ -113,7 +117,7 @@ impl ValueTypeVisitor for Stored<'_> {
 
 /// ggufrw's reading of `bytes` in the shim's form: what ggml should report for a file ggufrw
 /// decodes (little-endian, versions 2 and 3, no nested arrays: ggml refuses the rest). ggml's
-/// known differences are written its way: C strings, the data offset unpadded when there are
+/// known differences are written its way: C strings, bools as 0 or 1, the data offset unpadded when there are
 /// no tensors, four dimensions, sizes as ggml's `ggml_nbytes` computes them (wrapping).
 pub fn ours(file: &Gguf<&[u8]>) -> String {
     let h = file.header();
