@@ -18,8 +18,8 @@ use ggufrw_schema::blocks::bits::{Crumbs, Nibbles, ScaleByte};
 use ggufrw_schema::blocks::scalar::{Half, I16, U32};
 use ggufrw_schema::blocks::{Q2K, Q3K, Q4K, Q5K, Q6K, Q8K};
 use search::{
-    make_q3_quants, make_qkx2_quants_lanes, make_qx_quants, make_qx_quants_weighted, Qkx2,
-    GROUP_MAX_EPS,
+    make_q3_quants_lanes, make_qkx2_quants_lanes, make_qx_quants_lanes,
+    make_qx_quants_weighted_lanes, Qkx2, GROUP_MAX_EPS,
 };
 
 /// 16 small integers (the quants of one scale) converted to f32 at once: exact either way, so
@@ -302,11 +302,14 @@ impl Quantize for Q3K {
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in groups::<QK_K, _>(x).zip(out) {
             let mut ls = [0i8; QK_K];
-            let mut scales = [0f32; QK_K / 16];
+            // The sixteen sub-blocks searched side by side.
+            let scales = make_q3_quants_lanes::<16, { QK_K / 16 }>(
+                4,
+                bytemuck::cast_ref(x),
+                bytemuck::cast_mut(&mut ls),
+            );
             let (mut max_scale, mut amax) = (0f32, 0f32);
-            let subs = groups::<16, _>(x).zip(groups_mut::<16, _>(&mut ls));
-            for ((xs, ls), scale) in subs.zip(scales.iter_mut()) {
-                *scale = make_q3_quants(4, xs, ls);
+            for scale in &scales {
                 if scale.abs() > amax {
                     amax = scale.abs();
                     max_scale = *scale;
@@ -354,13 +357,16 @@ fn q3k_requantize(x: &[f32; QK_K], ls: &mut [i8; QK_K], y: &mut Q3K) {
     // The high bit of element j goes to bit j / 32 of hmask[j % 32].
     y.hmask = [0; 32];
     let mut qs = [0i32; QK_K];
-    for (j, (q, &l)) in qs.iter_mut().zip(ls.iter()).enumerate() {
-        let mut l = i32::from(l);
-        if l > 3 {
-            y.hmask[j % 32] |= 1 << (j / 32);
-            l -= 4;
+    for (bit, (ls, qs)) in groups::<32, _>(ls)
+        .zip(groups_mut::<32, _>(&mut qs))
+        .enumerate()
+    {
+        for ((h, q), &l) in y.hmask.iter_mut().zip(qs).zip(ls) {
+            // Branch-free: the high bit set where l > 3, and taken off.
+            let high = u8::from(l > 3);
+            *h |= high << bit;
+            *q = i32::from(l) - 4 * i32::from(high);
         }
-        *q = l;
     }
     pack_qs(&mut y.qs, &qs);
 }
@@ -650,7 +656,7 @@ impl Dequantize for Q6K {
 impl Quantize for Q6K {
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in groups::<QK_K, _>(x).zip(out) {
-            quantize_q6k(x, y, |_, xs, ls| make_qx_quants(32, xs, ls));
+            quantize_q6k(x, y, |xs, ls| make_qx_quants_lanes(32, xs, ls));
         }
     }
 
@@ -658,29 +664,25 @@ impl Quantize for Q6K {
     /// itself (ggml's use of `sigma2` there is commented out), the rest as without.
     fn quantize_row_weighted(x: &[f32], qw: &[f32], out: &mut [Self]) {
         for ((x, qw), y) in groups::<QK_K, _>(x).zip(groups::<QK_K, _>(qw)).zip(out) {
-            quantize_q6k(x, y, |ib, xs, ls| {
-                let mut w = [0f32; 16];
-                w.copy_from_slice(&qw[16 * ib..16 * ib + 16]);
-                make_qx_quants_weighted(32, xs, &w, ls)
+            quantize_q6k(x, y, |xs, ls| {
+                make_qx_quants_weighted_lanes(32, xs, bytemuck::cast_ref(qw), ls)
             });
         }
     }
 }
 
-/// A Q6_K super-block whose 16 sub-block searches `search(ib, x, L)` make (scale and quants
-/// `L` in `0..64`): the scales to 8 bits, the quants again from them, packed.
+/// A Q6_K super-block whose 16 sub-block searches `search(x, L)` make, side by side (scale and
+/// quants `L` in `0..64` each): the scales to 8 bits, the quants again from them, packed.
 #[inline(always)]
 fn quantize_q6k(
     x: &[f32; QK_K],
     y: &mut Q6K,
-    search: impl Fn(usize, &[f32; 16], &mut [i8; 16]) -> f32,
+    search: impl Fn(&[[f32; 16]; QK_K / 16], &mut [[i8; 16]; QK_K / 16]) -> [f32; QK_K / 16],
 ) {
     let mut ls = [0i8; QK_K];
-    let mut scales = [0f32; QK_K / 16];
+    let scales = search(bytemuck::cast_ref(x), bytemuck::cast_mut(&mut ls));
     let (mut max_scale, mut max_abs_scale) = (0f32, 0f32);
-    let subs = groups::<16, _>(x).zip(groups_mut::<16, _>(&mut ls));
-    for (ib, ((xs, ls), scale)) in subs.zip(scales.iter_mut()).enumerate() {
-        *scale = search(ib, xs, ls);
+    for scale in &scales {
         if scale.abs() > max_abs_scale {
             max_abs_scale = scale.abs();
             max_scale = *scale;

@@ -6,6 +6,34 @@
 
 use crate::{Dequantize, Quantize};
 
+/// `$vis fn $name` running `$body` (an `#[inline(always)]` function of the same signature)
+/// compiled for AVX2 where the processor has it, else as the baseline build: for the hot
+/// kernels that the block loops' AVX2 build does not reach (a callee the compiler keeps out of
+/// line is compiled for the baseline).
+macro_rules! avx2_or_baseline {
+    (
+        $(#[$doc:meta])*
+        $vis:vis fn $name:ident<$(const $c:ident: usize),*>($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty = $body:ident;
+    ) => {
+        $(#[$doc])*
+        $vis fn $name<$(const $c: usize),*>($($arg: $ty),*) -> $ret {
+            #[cfg(all(target_arch = "x86_64", not(ggufrw_portable)))]
+            {
+                #[target_feature(enable = "avx2")]
+                fn avx2<$(const $c: usize),*>($($arg: $ty),*) -> $ret {
+                    $body::<$($c),*>($($arg),*)
+                }
+                if $crate::simd::avx2() {
+                    // SAFETY: the processor has AVX2 (`avx2()` asked it).
+                    return unsafe { avx2::<$($c),*>($($arg),*) };
+                }
+            }
+            $body::<$($c),*>($($arg),*)
+        }
+    };
+}
+pub(crate) use avx2_or_baseline;
+
 /// How a row is quantized.
 #[derive(Clone, Copy)]
 pub(crate) enum Mode<'a> {

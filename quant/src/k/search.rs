@@ -5,6 +5,7 @@
 //! take with one (the weighted `make_qx_quants`, `make_qkx3_quants`, `make_qp_quants`).
 
 use crate::c::nearest_int;
+use crate::simd::avx2_or_baseline;
 
 /// ggml's `GROUP_MAX_EPS`: a group whose largest |x| is below it is all zero.
 pub(crate) const GROUP_MAX_EPS: f32 = 1e-15;
@@ -44,6 +45,8 @@ fn sum<const N: usize>(terms: &[f32; N]) -> f32 {
 /// `make_qx_quants(n, nmax, x, L, 1, NULL)` (Q6_K): quants `L` in `0..2 nmax` and the scale,
 /// weighted by x², trying 18 scales around `-nmax / max` and keeping the best by
 /// `sumlx² / suml2`. Returns 0 (and all quants 0) for a group below [`GROUP_MAX_EPS`].
+/// The scalar form the lanes ([`make_qx_quants_lanes`]) are held to.
+#[cfg(test)]
 pub(crate) fn make_qx_quants<const N: usize>(nmax: i32, x: &[f32; N], ls: &mut [i8; N]) -> f32 {
     // rmse_type 1 without weights is `w = x[i] * x[i]`.
     let w: [f32; N] = std::array::from_fn(|i| x[i] * x[i]);
@@ -112,10 +115,260 @@ fn qx_search<const N: usize>(nmax: i32, x: &[f32; N], w: &[f32; N], ls: &mut [i8
     scale
 }
 
+/// The largest |x| of each lane's group and the value that has it (the first such; a NaN
+/// never), as [`signed_max`] finds it for one.
+#[inline(always)]
+fn signed_max_lanes<const N: usize, const L: usize>(xt: &[[f32; L]; N]) -> ([f32; L], [f32; L]) {
+    let (mut amax, mut max) = ([0f32; L], [0f32; L]);
+    for row in xt {
+        for k in 0..L {
+            let ax = row[k].abs();
+            if ax > amax[k] {
+                amax[k] = ax;
+                max[k] = row[k];
+            }
+        }
+    }
+    (amax, max)
+}
+
+/// `x` element-major: `t[i][k]` is element `i` of group `k`. (Loops over arrays filled in
+/// place: `array::from_fn` of arrays this size is kept out of line and copied.)
+#[inline(always)]
+fn transpose<const N: usize, const L: usize>(x: &[[f32; N]; L]) -> [[f32; L]; N] {
+    let mut t = [[0f32; L]; N];
+    for (k, group) in x.iter().enumerate() {
+        for (i, &v) in group.iter().enumerate() {
+            t[i][k] = v;
+        }
+    }
+    t
+}
+
+/// Σ w x l and Σ w l² in each lane, added in element order.
+#[inline(always)]
+fn weighted_sums<const N: usize, const L: usize>(
+    wx: &[[f32; L]; N],
+    wt: &[[f32; L]; N],
+    l: &[[i32; L]; N],
+) -> ([f32; L], [f32; L]) {
+    let (mut lx, mut l2) = ([0f32; L], [0f32; L]);
+    for i in 0..N {
+        for k in 0..L {
+            let q = l[i][k] as f32;
+            lx[k] += wx[i][k] * q;
+            l2[k] += wt[i][k] * q * q;
+        }
+    }
+    (lx, l2)
+}
+
+/// `symmetric(iscale, x, nmax)` of every element of every lane, into `l`.
+#[inline(always)]
+fn symmetric_lanes<const N: usize, const L: usize>(
+    iscale: &[f32; L],
+    xt: &[[f32; L]; N],
+    nmax: i32,
+    l: &mut [[i32; L]; N],
+) {
+    for (l, x) in l.iter_mut().zip(xt) {
+        for k in 0..L {
+            l[k] = symmetric(iscale[k], x[k], nmax);
+        }
+    }
+}
+
+avx2_or_baseline! {
+    /// [`make_qx_quants`] for `L` groups at once, in lanes (see [`make_qkx2_quants_lanes`]).
+    pub(crate) fn make_qx_quants_lanes<const N: usize, const L: usize>(
+        nmax: i32,
+        x: &[[f32; N]; L],
+        ls: &mut [[i8; N]; L],
+    ) -> [f32; L] = qx_quants_lanes;
+}
+
+#[inline(always)]
+fn qx_quants_lanes<const N: usize, const L: usize>(
+    nmax: i32,
+    x: &[[f32; N]; L],
+    ls: &mut [[i8; N]; L],
+) -> [f32; L] {
+    let w = x.map(|g| g.map(|v| v * v));
+    qx_search_lanes(nmax, x, &w, ls)
+}
+
+avx2_or_baseline! {
+    /// [`make_qx_quants_weighted`] for `L` groups at once, in lanes.
+    pub(crate) fn make_qx_quants_weighted_lanes<const N: usize, const L: usize>(
+        nmax: i32,
+        x: &[[f32; N]; L],
+        qw: &[[f32; N]; L],
+        ls: &mut [[i8; N]; L],
+    ) -> [f32; L] = qx_search_lanes;
+}
+
+/// `qx_search` for `L` groups side by side: each lane the scalar search, bit for bit.
+#[inline(always)]
+fn qx_search_lanes<const N: usize, const L: usize>(
+    nmax: i32,
+    x: &[[f32; N]; L],
+    w: &[[f32; N]; L],
+    ls: &mut [[i8; N]; L],
+) -> [f32; L] {
+    let xt = transpose(x);
+    let wt = transpose(w);
+    let (amax, max) = signed_max_lanes(&xt);
+    let nmaxf = nmax as f32;
+    let mut wx = [[0f32; L]; N];
+    for i in 0..N {
+        for k in 0..L {
+            wx[i][k] = wt[i][k] * xt[i][k];
+        }
+    }
+    let sums = |l: &[[i32; L]; N]| weighted_sums(&wx, &wt, l);
+    let mut iscale = [0f32; L];
+    for k in 0..L {
+        iscale[k] = -nmaxf / max[k];
+    }
+    let mut best_l = [[0i32; L]; N];
+    symmetric_lanes(&iscale, &xt, nmax, &mut best_l);
+    let (sumlx, suml2) = sums(&best_l);
+    // `suml2 ? … : 0`: a NaN sum is true.
+    let (mut scale, mut best) = ([0f32; L], [0f32; L]);
+    for k in 0..L {
+        scale[k] = if suml2[k] != 0.0 {
+            sumlx[k] / suml2[k]
+        } else {
+            0.0
+        };
+        best[k] = scale[k] * sumlx[k];
+    }
+    let mut l = [[0i32; L]; N];
+    for is in -9..=9 {
+        if is == 0 {
+            continue;
+        }
+        let step = nmaxf + 0.1 * is as f32;
+        for k in 0..L {
+            iscale[k] = -step / max[k];
+        }
+        symmetric_lanes(&iscale, &xt, nmax, &mut l);
+        let (sumlx, suml2) = sums(&l);
+        let mut take = [false; L];
+        for k in 0..L {
+            take[k] = suml2[k] > 0.0 && sumlx[k] * sumlx[k] > best[k] * suml2[k];
+        }
+        for i in 0..N {
+            for k in 0..L {
+                best_l[i][k] = if take[k] { l[i][k] } else { best_l[i][k] };
+            }
+        }
+        for k in 0..L {
+            let s = sumlx[k] / suml2[k];
+            scale[k] = if take[k] { s } else { scale[k] };
+            best[k] = if take[k] { s * sumlx[k] } else { best[k] };
+        }
+    }
+    let small: [bool; L] = std::array::from_fn(|k| amax[k] < GROUP_MAX_EPS);
+    for (k, group) in ls.iter_mut().enumerate() {
+        for (i, l) in group.iter_mut().enumerate() {
+            *l = if small[k] {
+                0
+            } else {
+                (best_l[i][k] + nmax) as i8
+            };
+        }
+    }
+    std::array::from_fn(|k| if small[k] { 0.0 } else { scale[k] })
+}
+
+avx2_or_baseline! {
+    /// [`make_q3_quants`] for `L` groups at once, in lanes: the passes that move one quant at a
+    /// time run in every lane still changing, each lane's own sums, choices and early stop kept.
+    pub(super) fn make_q3_quants_lanes<const N: usize, const L: usize>(
+        nmax: i32,
+        x: &[[f32; N]; L],
+        ls: &mut [[i8; N]; L],
+    ) -> [f32; L] = q3_quants_lanes;
+}
+
+#[inline(always)]
+fn q3_quants_lanes<const N: usize, const L: usize>(
+    nmax: i32,
+    x: &[[f32; N]; L],
+    ls: &mut [[i8; N]; L],
+) -> [f32; L] {
+    let xt = transpose(x);
+    let (amax, max) = signed_max_lanes(&xt);
+    let mut lt = [[0i32; L]; N];
+    let (mut sumlx, mut suml2) = ([0f32; L], [0f32; L]);
+    for i in 0..N {
+        for k in 0..L {
+            let v = xt[i][k];
+            let l = symmetric(-(nmax as f32) / max[k], v, nmax);
+            lt[i][k] = l;
+            let w = v * v;
+            let l = l as f32;
+            sumlx[k] += w * v * l;
+            suml2[k] += w * l * l;
+        }
+    }
+    // Lanes still in their passes (a lane stops after a pass that changed nothing).
+    let mut active = [true; L];
+    for _ in 0..5 {
+        let mut changed = [false; L];
+        for i in 0..N {
+            for k in 0..L {
+                let v = xt[i][k];
+                let w = v * v;
+                let li = lt[i][k] as i8 as f32;
+                let mut slx = sumlx[k] - w * v * li;
+                let mut sl2 = suml2[k] - w * li * li;
+                let new_l = nearest_int(v * sl2 / slx).min(nmax - 1).max(-nmax);
+                let nl = new_l as f32;
+                slx += w * v * nl;
+                sl2 += w * nl * nl;
+                let take = active[k]
+                    && sumlx[k] - w * v * li > 0.0
+                    && new_l != lt[i][k] as i8 as i32
+                    && sl2 > 0.0
+                    && slx * slx * suml2[k] > sumlx[k] * sumlx[k] * sl2;
+                lt[i][k] = if take { new_l } else { lt[i][k] };
+                sumlx[k] = if take { slx } else { sumlx[k] };
+                suml2[k] = if take { sl2 } else { suml2[k] };
+                changed[k] |= take;
+            }
+        }
+        active = changed;
+        if !active.contains(&true) {
+            break;
+        }
+    }
+    let small: [bool; L] = std::array::from_fn(|k| amax[k] < GROUP_MAX_EPS);
+    for (k, group) in ls.iter_mut().enumerate() {
+        for (i, l) in group.iter_mut().enumerate() {
+            *l = if small[k] {
+                0
+            } else {
+                (lt[i][k] as i8).wrapping_add(nmax as i8)
+            };
+        }
+    }
+    std::array::from_fn(|k| {
+        if !small[k] && suml2[k] > 0.0 {
+            sumlx[k] / suml2[k]
+        } else {
+            0.0
+        }
+    })
+}
+
 /// `make_q3_quants(n, nmax, x, L, true)` (Q3_K): quants `L` in `0..2 nmax` from `-nmax / max`,
 /// then up to five passes moving one quant at a time while that raises `sumlx² / suml2`
 /// (weights x²). Returns the least-squares scale, 0 for a group below [`GROUP_MAX_EPS`] (its
 /// quants then 0, not `nmax`).
+/// The scalar form the lanes ([`make_q3_quants_lanes`]) are held to.
+#[cfg(test)]
 pub(super) fn make_q3_quants<const N: usize>(nmax: i32, x: &[f32; N], ls: &mut [i8; N]) -> f32 {
     let (amax, max) = signed_max(x);
     if amax < GROUP_MAX_EPS {
@@ -301,23 +554,35 @@ pub(crate) fn make_qkx2_quants<const N: usize>(
     (scale, -min)
 }
 
-/// [`make_qkx2_quants`] for `L` groups at once, each in a lane of its own: every step the scalar
-/// search takes for one group is taken for all of them side by side (the sums still added in
-/// element order within each lane, the comparisons made per lane, the early exit and every
-/// `if` a per-lane choice), so that each lane's results are the scalar search's bit for bit
-/// while the arithmetic runs `L` wide. The K-quants search 8 or 16 groups a super-block.
-pub(crate) fn make_qkx2_quants_lanes<const N: usize, const L: usize>(
+avx2_or_baseline! {
+    /// [`make_qkx2_quants`] for `L` groups at once, each in a lane of its own: every step the scalar
+    /// search takes for one group is taken for all of them side by side (the sums still added in
+    /// element order within each lane, the comparisons made per lane, the early exit and every
+    /// `if` a per-lane choice), so that each lane's results are the scalar search's bit for bit
+    /// while the arithmetic runs `L` wide. The K-quants search 8 or 16 groups a super-block.
+    pub(crate) fn make_qkx2_quants_lanes<const N: usize, const L: usize>(
+        p: &Qkx2,
+        x: &[[f32; N]; L],
+        weights: &[[f32; N]; L],
+        ls: &mut [[u8; N]; L],
+    ) -> [(f32, f32); L] = qkx2_quants_lanes;
+}
+
+#[inline(always)]
+fn qkx2_quants_lanes<const N: usize, const L: usize>(
     p: &Qkx2,
     x: &[[f32; N]; L],
     weights: &[[f32; N]; L],
     ls: &mut [[u8; N]; L],
 ) -> [(f32, f32); L] {
-    // Element-major: xt[i][k] is element i of group k.
-    let xt: [[f32; L]; N] = std::array::from_fn(|i| std::array::from_fn(|k| x[k][i]));
-    let wt: [[f32; L]; N] = std::array::from_fn(|i| std::array::from_fn(|k| weights[k][i]));
+    let xt = transpose(x);
+    let wt = transpose(weights);
     let (mut min, mut max) = (xt[0], xt[0]);
     let mut sum_w = wt[0];
-    let mut sum_x: [f32; L] = std::array::from_fn(|k| sum_w[k] * xt[0][k]);
+    let mut sum_x = [0f32; L];
+    for k in 0..L {
+        sum_x[k] = sum_w[k] * xt[0][k];
+    }
     for i in 1..N {
         for k in 0..L {
             let (v, w) = (xt[i][k], wt[i][k]);
@@ -331,36 +596,30 @@ pub(crate) fn make_qkx2_quants_lanes<const N: usize, const L: usize>(
         *m = if *m > 0.0 { 0.0 } else { *m };
     }
     // A flat group returns at once, with these.
-    let flat: [bool; L] = std::array::from_fn(|k| max[k] == min[k]);
+    let mut flat = [false; L];
+    for k in 0..L {
+        flat[k] = max[k] == min[k];
+    }
     let flat_min = min;
     let nmax = p.nmax;
     let nmaxf = nmax as f32;
-    let quants = |iscale: &[f32; L], min: &[f32; L]| -> [[i32; L]; N] {
-        std::array::from_fn(|i| {
-            std::array::from_fn(|k| asymmetric(iscale[k], xt[i][k], min[k], nmax))
-        })
-    };
-    // Σ w diff² (or Σ w |diff|), diff = scale l + min - x, in element order per lane.
-    let error = |scale: &[f32; L], min: &[f32; L], l: &[[i32; L]; N]| -> [f32; L] {
-        let mut total = [0f32; L];
-        for i in 0..N {
-            for k in 0..L {
-                let diff = scale[k] * l[i][k] as f32 + min[k] - xt[i][k];
-                let t = wt[i][k] * if p.use_mad { diff.abs() } else { diff * diff };
-                total[k] += t;
-            }
-        }
-        total
-    };
-    let iscale: [f32; L] = std::array::from_fn(|k| nmaxf / (max[k] - min[k]));
-    let mut scale: [f32; L] = std::array::from_fn(|k| 1.0 / iscale[k]);
-    let mut best = quants(&iscale, &min);
-    let mut best_error = error(&scale, &min, &best);
+    let mut iscale = [0f32; L];
+    let mut scale = [0f32; L];
+    for k in 0..L {
+        iscale[k] = nmaxf / (max[k] - min[k]);
+        scale[k] = 1.0 / iscale[k];
+    }
+    let mut best = [[0i32; L]; N];
+    asymmetric_lanes(&iscale, &xt, &min, nmax, &mut best);
+    let mut best_error = weighted_error_lanes(p.use_mad, &xt, &wt, &scale, &min, &best);
+    let mut laux = [[0i32; L]; N];
     if p.nstep >= 1 {
         for is in 0..=p.nstep {
             let step = p.rmin + p.rdelta * is as f32 + nmaxf;
-            let iscale: [f32; L] = std::array::from_fn(|k| step / (max[k] - min[k]));
-            let laux = quants(&iscale, &min);
+            for k in 0..L {
+                iscale[k] = step / (max[k] - min[k]);
+            }
+            asymmetric_lanes(&iscale, &xt, &min, nmax, &mut laux);
             let (mut sum_l, mut sum_l2, mut sum_xl) = ([0f32; L], [0f32; L], [0f32; L]);
             for i in 0..N {
                 for k in 0..L {
@@ -385,20 +644,21 @@ pub(crate) fn make_qkx2_quants_lanes<const N: usize, const L: usize>(
                     (s, m)
                 };
             }
-            let cur_error = error(&this_scale, &this_min, &laux);
-            let take: [bool; L] =
-                std::array::from_fn(|k| positive[k] && cur_error[k] < best_error[k]);
+            let cur_error =
+                weighted_error_lanes(p.use_mad, &xt, &wt, &this_scale, &this_min, &laux);
+            let mut take = [false; L];
+            for k in 0..L {
+                take[k] = positive[k] && cur_error[k] < best_error[k];
+            }
             for i in 0..N {
                 for k in 0..L {
                     best[i][k] = if take[k] { laux[i][k] } else { best[i][k] };
                 }
             }
             for k in 0..L {
-                if take[k] {
-                    best_error[k] = cur_error[k];
-                    scale[k] = this_scale[k];
-                    min[k] = this_min[k];
-                }
+                best_error[k] = if take[k] { cur_error[k] } else { best_error[k] };
+                scale[k] = if take[k] { this_scale[k] } else { scale[k] };
+                min[k] = if take[k] { this_min[k] } else { min[k] };
             }
         }
     }
@@ -407,13 +667,51 @@ pub(crate) fn make_qkx2_quants_lanes<const N: usize, const L: usize>(
             *l = if flat[k] { 0 } else { best[i][k] as u8 };
         }
     }
-    std::array::from_fn(|k| {
-        if flat[k] {
+    let mut out = [(0f32, 0f32); L];
+    for k in 0..L {
+        out[k] = if flat[k] {
             (0.0, -flat_min[k])
         } else {
             (scale[k], -min[k])
+        };
+    }
+    out
+}
+
+/// `asymmetric(iscale, x, min, nmax)` of every element of every lane, into `l`.
+#[inline(always)]
+fn asymmetric_lanes<const N: usize, const L: usize>(
+    iscale: &[f32; L],
+    xt: &[[f32; L]; N],
+    min: &[f32; L],
+    nmax: i32,
+    l: &mut [[i32; L]; N],
+) {
+    for (l, x) in l.iter_mut().zip(xt) {
+        for k in 0..L {
+            l[k] = asymmetric(iscale[k], x[k], min[k], nmax);
         }
-    })
+    }
+}
+
+/// Σ w diff² (or Σ w |diff|), diff = scale l + min - x, in element order in each lane.
+#[inline(always)]
+fn weighted_error_lanes<const N: usize, const L: usize>(
+    use_mad: bool,
+    xt: &[[f32; L]; N],
+    wt: &[[f32; L]; N],
+    scale: &[f32; L],
+    min: &[f32; L],
+    l: &[[i32; L]; N],
+) -> [f32; L] {
+    let mut total = [0f32; L];
+    for i in 0..N {
+        for k in 0..L {
+            let diff = scale[k] * l[i][k] as f32 + min[k] - xt[i][k];
+            total[k] += wt[i][k] * if use_mad { diff.abs() } else { diff * diff };
+        }
+    }
+    total
 }
 
 /// `make_qp_quants(n, nmax, x, L, quant_weights)` (the sub-block scales and minimums of Q2_K,
@@ -555,6 +853,17 @@ mod tests {
             })
     }
 
+    /// The same floats: bit for bit where the group and its weights are finite; where they
+    /// are not, a NaN may come out with another payload (x86 keeps the payload of the first
+    /// operand of a sum or product, and which one is first is the compiler's choice for
+    /// commutative operations, in the lanes, in the scalar code and in ggml's C alike), so
+    /// NaN matches NaN there.
+    fn same(a: &[f32], b: &[f32], x: &[f32], w: &[f32]) -> bool {
+        let finite = x.iter().chain(w).all(|v| v.is_finite());
+        (a.iter().zip(b))
+            .all(|(a, b)| a.to_bits() == b.to_bits() || (!finite && a.is_nan() && b.is_nan()))
+    }
+
     fn lanes_are_scalar<const N: usize, const L: usize>(
         p: &Qkx2,
         groups: &[([f32; N], [f32; N])],
@@ -567,11 +876,37 @@ mod tests {
             let mut l = [0u8; N];
             let want = make_qkx2_quants(p, &x[k], &w[k], &mut l);
             prop_assert_eq!(ls[k], l, "group {} quants", k);
-            prop_assert_eq!(
-                (got[k].0.to_bits(), got[k].1.to_bits()),
-                (want.0.to_bits(), want.1.to_bits()),
-                "group {} scale and minimum",
-                k
+            prop_assert!(
+                same(&[got[k].0, got[k].1], &[want.0, want.1], &x[k], &w[k]),
+                "group {} scale and minimum {:?} {:?}",
+                k,
+                got[k],
+                want
+            );
+        }
+        Ok(())
+    }
+
+    /// Each lane of the symmetric searches against the scalar search of its group.
+    fn symmetric_lanes_are_scalar<const N: usize, const L: usize>(
+        groups: &[([f32; N], [f32; N])],
+        lanes: impl Fn(&[[f32; N]; L], &[[f32; N]; L], &mut [[i8; N]; L]) -> [f32; L],
+        scalar: impl Fn(&[f32; N], &[f32; N], &mut [i8; N]) -> f32,
+    ) -> Result<(), TestCaseError> {
+        let x: [[f32; N]; L] = std::array::from_fn(|k| groups[k].0);
+        let w: [[f32; N]; L] = std::array::from_fn(|k| groups[k].1);
+        let mut ls = [[0i8; N]; L];
+        let got = lanes(&x, &w, &mut ls);
+        for k in 0..L {
+            let mut l = [0i8; N];
+            let want = scalar(&x[k], &w[k], &mut l);
+            prop_assert_eq!(ls[k], l, "group {} quants", k);
+            prop_assert!(
+                same(&[got[k]], &[want], &x[k], &w[k]),
+                "group {} scale {} {}",
+                k,
+                got[k],
+                want
             );
         }
         Ok(())
@@ -579,6 +914,29 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// `make_qx_quants` (Q6_K), its weighted form (Q6_K, Q3_K with an importance matrix)
+        /// and `make_q3_quants` (Q3_K), in lanes: each group's quants and scale bit for bit.
+        #[test]
+        fn symmetric_lanes_are_the_scalar_searches(g16 in prop::collection::vec(group::<16>(), 16)) {
+            for nmax in [32, 4] {
+                symmetric_lanes_are_scalar::<16, 16>(
+                    &g16,
+                    |x, _, l| make_qx_quants_lanes(nmax, x, l),
+                    |x, _, l| make_qx_quants(nmax, x, l),
+                )?;
+                symmetric_lanes_are_scalar::<16, 16>(
+                    &g16,
+                    |x, w, l| make_qx_quants_weighted_lanes(nmax, x, w, l),
+                    |x, w, l| make_qx_quants_weighted(nmax, x, w, l),
+                )?;
+            }
+            symmetric_lanes_are_scalar::<16, 16>(
+                &g16,
+                |x, _, l| make_q3_quants_lanes(4, x, l),
+                |x, _, l| make_q3_quants(4, x, l),
+            )?;
+        }
 
         /// The lanes give each group the scalar search's quants, scale and minimum, bit for
         /// bit, with every parameter set the K-quants use.

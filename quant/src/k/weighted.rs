@@ -8,11 +8,11 @@
 
 use super::search::{
     imatrix_weights as weights, make_qkx2_quants_lanes, make_qp_quants, make_qx_quants_weighted,
-    Qkx2,
+    make_qx_quants_weighted_lanes, Qkx2,
 };
 use super::{
-    groups, groups_mut, pack_q3k_scale, pack_scale_min_k4, q2k_requantize, q3k_requantize,
-    requantize_k4, to_half, Half, Q2K, Q3K, QK_K,
+    groups, pack_q3k_scale, pack_scale_min_k4, q2k_requantize, q3k_requantize, requantize_k4,
+    to_half, Half, Q2K, Q3K, QK_K,
 };
 
 /// `sumx2 += x[j]*x[j]` over the super-block, in order from 0.
@@ -66,16 +66,10 @@ pub(super) fn q2k(x: &[f32; QK_K], qw: &[f32; QK_K], y: &mut Q2K) {
 /// `quantize_row_q3_K_impl` for one super-block.
 pub(super) fn q3k(x: &[f32; QK_K], qw: &[f32; QK_K], y: &mut Q3K) {
     let mut ls = [0i8; QK_K];
-    let mut scales = [0f32; QK_K / 16];
-    let mut sw = [0f32; QK_K / 16];
     let sigma2 = 2.0 * sum_of_squares(x) / QK_K as f32;
-    let subs = groups::<16, _>(x).zip(groups::<16, _>(qw));
-    let outs = groups_mut::<16, _>(&mut ls).zip(&mut scales);
-    for (((xs, qw), (ls, scale)), sw) in subs.zip(outs).zip(&mut sw) {
-        let (w, sum) = weights(xs, qw, sigma2);
-        *sw = sum;
-        *scale = make_qx_quants_weighted(4, xs, &w, ls);
-    }
+    let (w, sw) = group_weights::<16, { QK_K / 16 }>(x, qw, sigma2);
+    let scales =
+        make_qx_quants_weighted_lanes(4, bytemuck::cast_ref(x), &w, bytemuck::cast_mut(&mut ls));
     // The 16 scales as quants in 0..64 of one scale, weighted by each sub-block's weight.
     let mut lsc = [0i8; QK_K / 16];
     let d_block = make_qx_quants_weighted(32, &scales, &sw, &mut lsc);
