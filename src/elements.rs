@@ -98,13 +98,15 @@ impl<B: AsRef<[u8]>> Gguf<B> {
 }
 
 /// Dequantizes one tensor's `data` (of type id `ggml_type`, stored in `byte_order`) into
-/// `out` (`None`: a new buffer of the right length), or says why not, naming the tensor.
+/// `out` (`None`: a new buffer of the right length) on up to `threads` threads, or says why
+/// not, naming the tensor.
 pub(crate) fn dequantize_tensor(
     data: &[u8],
     ggml_type: u32,
     byte_order: ByteOrder,
     (index, name): (usize, TextRef<'_>),
     out: Option<&mut [f32]>,
+    threads: usize,
 ) -> Result<Vec<f32>> {
     let fail = |source: TensorError| Error::Tensor {
         index,
@@ -114,7 +116,8 @@ pub(crate) fn dequantize_tensor(
     let ty =
         GgmlType::from_id(ggml_type).ok_or_else(|| fail(TensorError::UnknownType(ggml_type)))?;
     let run = |out: &mut [f32]| {
-        crate::quant::dequantize(ty, data, byte_order, out).map_err(|e| fail(e.into()))
+        crate::quant::dequantize_threads(ty, data, byte_order, out, threads)
+            .map_err(|e| fail(e.into()))
     };
     match out {
         Some(out) => run(out).map(|()| Vec::new()),
@@ -139,6 +142,7 @@ impl<B: AsRef<[u8]>> Gguf<B> {
             byte_order,
             (index, info.name.text_ref()),
             None,
+            1,
         )
     }
 
@@ -153,7 +157,24 @@ impl<B: AsRef<[u8]>> Gguf<B> {
             byte_order,
             (index, info.name.text_ref()),
             Some(out),
+            1,
         )
         .map(drop)
+    }
+
+    /// [`Gguf::dequantize`] on up to `threads` threads (0: every processor), each taking a run
+    /// of whole blocks: the same values for every count.
+    pub fn dequantize_threads(&self, index: usize, threads: usize) -> Result<Vec<f32>> {
+        let data = self.tensor_data(index)?;
+        let info = &self.header().tensor_infos[index];
+        let name = (index, info.name.text_ref());
+        dequantize_tensor(
+            data,
+            info.ggml_type,
+            self.header().byte_order,
+            name,
+            None,
+            threads,
+        )
     }
 }

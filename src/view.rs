@@ -175,7 +175,24 @@ impl<'a> GgufView<'a> {
         let info = &self.header.tensor_infos[index];
         let name = self.str(&info.name.string);
         let order = self.byte_order();
-        crate::elements::dequantize_tensor(data, info.ggml_type, order, (index, name), None)
+        crate::elements::dequantize_tensor(data, info.ggml_type, order, (index, name), None, 1)
+    }
+
+    /// [`GgufView::dequantize`] on up to `threads` threads (0: every processor): the same
+    /// values for every count.
+    pub fn dequantize_threads(&self, index: usize, threads: usize) -> Result<Vec<f32>> {
+        let data = self.tensor_data(index)?;
+        let info = &self.header.tensor_infos[index];
+        let name = self.str(&info.name.string);
+        let order = self.byte_order();
+        crate::elements::dequantize_tensor(
+            data,
+            info.ggml_type,
+            order,
+            (index, name),
+            None,
+            threads,
+        )
     }
 
     /// [`GgufView::dequantize`] into `out`, which must hold exactly the tensor's element count.
@@ -184,7 +201,7 @@ impl<'a> GgufView<'a> {
         let info = &self.header.tensor_infos[index];
         let name = self.str(&info.name.string);
         let order = self.byte_order();
-        crate::elements::dequantize_tensor(data, info.ggml_type, order, (index, name), Some(out))
+        crate::elements::dequantize_tensor(data, info.ggml_type, order, (index, name), Some(out), 1)
             .map(drop)
     }
 

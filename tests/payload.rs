@@ -347,3 +347,63 @@ fn every_type_refuses_or_computes() {
         }
     }
 }
+
+/// `extract` (every dtype) and `stats` give the same output on 1, 2 and 3 threads, for
+/// tensors large enough to be cut into pieces (the library's `dequantize_threads` under
+/// them: each thread takes a run of whole blocks).
+#[test]
+fn extract_and_stats_are_the_same_on_every_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: Vec<f32> = (0..512 * 600)
+        .map(|i: u64| ((i * 7919) % 1009) as f32 / 100.0 - 5.0)
+        .collect();
+    let path = dir.path().join("big.gguf");
+    Builder::new()
+        .tensor(
+            "q4",
+            GgmlType::Q4_K,
+            &[512, 600],
+            quant::quantize(GgmlType::Q4_K, &rows, 512).unwrap(),
+        )
+        .unwrap()
+        .write_file(&path)
+        .unwrap();
+    let file = Gguf::open(&path).unwrap();
+    assert_eq!(
+        file.dequantize_threads(0, 3).unwrap(),
+        file.dequantize(0).unwrap()
+    );
+    for dtype in ["f32", "f16", "raw"] {
+        let outputs: Vec<Vec<u8>> = ["1", "2", "3"]
+            .iter()
+            .map(|threads| {
+                let out = dir.path().join(format!("{dtype}-{threads}.npy"));
+                let run = ggufrw(&[
+                    "extract",
+                    s(&path),
+                    "q4",
+                    "-o",
+                    s(&out),
+                    "--dtype",
+                    dtype,
+                    "--threads",
+                    threads,
+                ]);
+                assert_eq!(
+                    run.status.code(),
+                    Some(0),
+                    "{}",
+                    String::from_utf8_lossy(&run.stderr)
+                );
+                std::fs::read(&out).unwrap()
+            })
+            .collect();
+        assert!(outputs.windows(2).all(|w| w[0] == w[1]), "{dtype}");
+    }
+    let stats: Vec<Vec<u8>> = ["1", "2", "3"]
+        .iter()
+        .map(|threads| ggufrw(&["stats", s(&path), "--json", "--threads", threads]).stdout)
+        .collect();
+    assert!(!stats[0].is_empty());
+    assert!(stats.windows(2).all(|w| w[0] == w[1]));
+}

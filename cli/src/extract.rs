@@ -22,6 +22,9 @@ pub struct Args {
     /// types as uint8 rows of blocks).
     #[arg(long, default_value = "f32", value_parser = ["f32", "f16", "raw"])]
     dtype: String,
+    /// Threads to dequantize on (0: every processor); the values are the same for every count.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    threads: usize,
 }
 
 pub fn run(args: Args) -> ExitCode {
@@ -65,17 +68,34 @@ pub fn run(args: Args) -> ExitCode {
                 out.write_all(data).map_err(named)?;
             }
             dtype => {
-                let values = file.dequantize(index)?;
+                let values = file.dequantize_threads(index, args.threads)?;
                 let descr = if dtype == "f16" { "<f2" } else { "<f4" };
                 npy::write_header(&mut out, descr, &shape).map_err(named)?;
-                let bytes: Vec<u8> = if dtype == "f16" {
-                    let halves =
-                        ggufrw::quant::quantize(GgmlType::F16, &values, values.len().max(1));
-                    halves?
+                if dtype == "f16" {
+                    let mut halves = vec![0u8; values.len() * 2];
+                    // Rows as the tensor has them: the pieces the threads take.
+                    let row = (tensor.info.dimensions.first().copied().unwrap_or(1) as usize)
+                        .clamp(1, values.len().max(1));
+                    let row = if values.len() % row == 0 {
+                        row
+                    } else {
+                        values.len().max(1)
+                    };
+                    ggufrw::quant::quantize_into_threads(
+                        GgmlType::F16,
+                        &values,
+                        row,
+                        &mut halves,
+                        args.threads,
+                    )?;
+                    out.write_all(&halves).map_err(named)?;
                 } else {
-                    values.iter().flat_map(|v| v.to_le_bytes()).collect()
-                };
-                out.write_all(&bytes).map_err(named)?;
+                    // A piece at a time: the values are not copied whole again.
+                    for piece in values.chunks(1 << 16) {
+                        let bytes: Vec<u8> = piece.iter().flat_map(|v| v.to_le_bytes()).collect();
+                        out.write_all(&bytes).map_err(named)?;
+                    }
+                }
             }
         }
         out.flush().map_err(named)?;
