@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use std::collections::hash_map::RandomState;
 use std::fs::{self, File, OpenOptions};
 use std::hash::{BuildHasher, Hasher};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -183,6 +184,150 @@ pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Res
     os::write_all_at(file, buf, offset)
 }
 
+/// Bytes a staged write hands the writer at once.
+const STAGE: usize = 8 << 20;
+/// The alignment direct I/O asks of buffers, file offsets and lengths (a page: any device's
+/// logical block divides it).
+const DIRECT_ALIGN: usize = 4096;
+
+/// A buffer whose usable part starts at a [`DIRECT_ALIGN`] boundary in memory.
+struct Aligned {
+    raw: Vec<u8>,
+    start: usize,
+}
+
+impl Aligned {
+    fn new() -> Aligned {
+        let raw = vec![0u8; STAGE + DIRECT_ALIGN];
+        let start = raw.as_ptr().align_offset(DIRECT_ALIGN);
+        Aligned { raw, start }
+    }
+
+    fn bytes(&mut self) -> &mut [u8] {
+        &mut self.raw[self.start..self.start + STAGE]
+    }
+}
+
+/// The sink [`write_staged`] gives its producer: what is written to it goes to the file in
+/// aligned pieces of [`STAGE`] bytes, written by another thread while the producer makes the
+/// next.
+pub(crate) struct Staged {
+    current: Aligned,
+    filled: usize,
+    offset: u64,
+    full: std::sync::mpsc::SyncSender<(Aligned, usize, u64)>,
+    empty: std::sync::mpsc::Receiver<Aligned>,
+    spare: usize,
+}
+
+impl Staged {
+    /// Hands the current piece to the writer and takes an empty one.
+    fn flush_piece(&mut self) -> std::io::Result<()> {
+        let next = if self.spare > 0 {
+            self.spare -= 1;
+            Aligned::new()
+        } else {
+            // The writer gave up (an error): it says why when it is joined.
+            self.empty
+                .recv()
+                .map_err(|_| std::io::ErrorKind::BrokenPipe)?
+        };
+        let piece = std::mem::replace(&mut self.current, next);
+        self.full
+            .send((piece, self.filled, self.offset))
+            .map_err(|_| std::io::ErrorKind::BrokenPipe)?;
+        self.offset += self.filled as u64;
+        self.filled = 0;
+        Ok(())
+    }
+}
+
+impl Write for Staged {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.filled == STAGE {
+            self.flush_piece()?;
+        }
+        let n = buf.len().min(STAGE - self.filled);
+        self.current.bytes()[self.filled..self.filled + n].copy_from_slice(&buf[..n]);
+        self.filled += n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes to `file`, from its start, what `produce` writes to the sink it is given: the bytes
+/// go in pieces of [`STAGE`] to a writer thread, so that making them and writing them overlap,
+/// and where the system allows it (Linux) they are written with direct I/O: from the buffer to
+/// the device, not copied into the page cache first (that copy was most of the cost of writing
+/// a large file). The end that is not a whole [`DIRECT_ALIGN`] is written as usual; where direct
+/// I/O is refused (a file system without it) everything is.
+pub(crate) fn write_staged<T>(
+    file: &File,
+    produce: impl FnOnce(&mut Staged) -> Result<T>,
+) -> Result<T> {
+    let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<(Aligned, usize, u64)>(1);
+    let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Aligned>();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || -> std::io::Result<()> {
+            let mut direct = os::set_direct(file, true).is_ok();
+            for (mut piece, len, offset) in full_rx {
+                let bytes = &piece.bytes()[..len];
+                let aligned = len / DIRECT_ALIGN * DIRECT_ALIGN;
+                let mut done = 0;
+                if direct && aligned > 0 {
+                    match write_all_at(file, &bytes[..aligned], offset) {
+                        Ok(()) => done = aligned,
+                        // Refused for this file after all: written as usual from here on.
+                        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                            direct = false;
+                            os::set_direct(file, false)?;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                if done < len {
+                    if direct {
+                        direct = false;
+                        os::set_direct(file, false)?;
+                    }
+                    write_all_at(file, &bytes[done..], offset + done as u64)?;
+                }
+                // The producer may be done: a piece it no longer needs is dropped.
+                let _ = empty_tx.send(piece);
+            }
+            if direct {
+                os::set_direct(file, false)?;
+            }
+            Ok(())
+        });
+        let mut sink = Staged {
+            current: Aligned::new(),
+            filled: 0,
+            offset: 0,
+            full: full_tx,
+            empty: empty_rx,
+            spare: 2,
+        };
+        let produced = produce(&mut sink).and_then(|value| {
+            if sink.filled > 0 {
+                sink.flush_piece()?;
+            }
+            Ok(value)
+        });
+        // Dropping the sink closes the channel: the writer ends after the last piece.
+        drop(sink);
+        let written = writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        // The writer's error first: the producer's is then only that the writer stopped.
+        written?;
+        produced
+    })
+}
+
 #[cfg(all(unix, not(ggufrw_portable)))]
 mod os {
     use std::fs::{File, OpenOptions, Permissions};
@@ -215,6 +360,38 @@ mod os {
 
     pub fn write_all_at(file: &File, buf: &[u8], offset: u64) -> std::io::Result<()> {
         file.write_all_at(buf, offset)
+    }
+
+    /// Direct I/O on `file` (open for writing) on or off: `O_DIRECT` through `fcntl`.
+    #[cfg(target_os = "linux")]
+    pub fn set_direct(file: &File, on: bool) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let fd = file.as_raw_fd();
+        // SAFETY: fcntl reads and sets the flags of a descriptor the File owns and keeps open
+        // for the call; it touches no memory.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        if flags < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let flags = if on {
+            flags | libc::O_DIRECT
+        } else {
+            flags & !libc::O_DIRECT
+        };
+        // SAFETY: as above.
+        if unsafe { libc::fcntl(fd, libc::F_SETFL, flags) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Other Unix systems: no direct I/O (written as usual).
+    #[cfg(not(target_os = "linux"))]
+    pub fn set_direct(_file: &File, on: bool) -> std::io::Result<()> {
+        if on {
+            return Err(std::io::ErrorKind::Unsupported.into());
+        }
+        Ok(())
     }
 
     pub fn lock_for_writing(file: &File) -> std::io::Result<()> {
@@ -265,6 +442,13 @@ mod os {
         Ok(())
     }
 
+    pub fn set_direct(_file: &File, on: bool) -> std::io::Result<()> {
+        if on {
+            return Err(std::io::ErrorKind::Unsupported.into());
+        }
+        Ok(())
+    }
+
     pub fn same_file(a: &Path, b: &Path) -> bool {
         match (a.canonicalize(), b.canonicalize()) {
             (Ok(x), Ok(y)) => x == y,
@@ -298,6 +482,55 @@ impl Progress for () {}
 
 #[cfg(test)]
 mod tests {
+    /// Whatever the lengths written and however they are cut, the file holds exactly the
+    /// bytes, in order: pieces of STAGE, direct I/O for their aligned parts, the end as usual.
+    #[test]
+    fn staged_writes_hold_every_byte_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for len in [
+            0,
+            1,
+            4095,
+            4096,
+            4097,
+            STAGE - 1,
+            STAGE,
+            STAGE + 1,
+            3 * STAGE + 17,
+        ] {
+            let bytes: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
+            let path = dir.path().join(format!("staged-{len}"));
+            let file = File::create(&path).unwrap();
+            write_staged(&file, |sink| {
+                // Uneven writes: 1 byte, then growing runs.
+                let mut at = 0;
+                let mut step = 1;
+                while at < bytes.len() {
+                    let n = step.min(bytes.len() - at);
+                    sink.write_all(&bytes[at..at + n]).unwrap();
+                    at += n;
+                    step = step * 3 + 7;
+                }
+                Ok(())
+            })
+            .unwrap();
+            drop(file);
+            assert!(std::fs::read(&path).unwrap() == bytes, "{len} bytes");
+        }
+    }
+
+    /// A producer's error comes back, and the writer stops.
+    #[test]
+    fn a_producers_error_is_returned() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = File::create(dir.path().join("f")).unwrap();
+        let result: Result<()> = write_staged(&file, |sink| {
+            sink.write_all(&vec![1u8; STAGE + 5]).unwrap();
+            Err(std::io::Error::other("stop").into())
+        });
+        assert!(result.unwrap_err().to_string().contains("stop"));
+    }
+
     use super::*;
 
     fn dir() -> PathBuf {

@@ -6,7 +6,9 @@
 
 use crate::error::{Error, Result, TensorError};
 use crate::file::Gguf;
-use crate::fsutil::{critical, read_exact_at, write_all_at, write_atomic_file, Mode, Progress};
+use crate::fsutil::{
+    critical, read_exact_at, write_all_at, write_atomic_file, write_staged, Mode, Progress,
+};
 use crate::quant::GgmlType;
 use ggufrw_schema::{version, ByteOrder, Header};
 use std::fs::OpenOptions;
@@ -129,63 +131,35 @@ pub fn convert_endian(
         let data_len = file.data_section().len() as u64;
         (header, stretches, file.layout().data_offset, data_len)
     };
-    // Read with pread, not through a map: memory stays one buffer whatever the file's size.
+    // Read with pread, not through a map: memory stays a few buffers whatever the file's size.
     let source = std::fs::File::open(input).map_err(|e| Error::from(e).in_file(input))?;
     let read = |e: std::io::Error| Error::from(e).in_file(input);
     progress.begin(data_len);
     write_atomic_file(output, Mode::of(input)?, |out| {
         let written = |e: std::io::Error| Error::from(e).in_file(output);
-        let mut out = std::io::BufWriter::with_capacity(BUFFER, out);
-        header
-            .write_to(&mut out, data_len > 0)
-            .map_err(|e| Error::from(e).in_file(output))?;
-        // Reading and swapping on one thread, writing on this one, two buffers in flight: the
-        // disk is busy the whole time instead of waiting for each read and swap.
-        let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Vec<u8>>>(2);
-        let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u8>>();
-        for _ in 0..3 {
-            let _ = empty_tx.send(vec![0u8; BUFFER]);
-        }
-        std::thread::scope(|scope| {
-            // Owned here, so that an early return drops it and a reader waiting for a buffer
-            // stops waiting (else the scope would wait for it forever).
-            let empty_tx = empty_tx;
-            let source = &source;
-            let stretches = &stretches;
-            scope.spawn(move || {
-                for stretch in stretches {
-                    for piece in pieces(stretch) {
-                        // The writer stopped (it failed, or is done): nothing more to read.
-                        let Ok(mut buf) = empty_rx.recv() else {
-                            return;
-                        };
-                        buf.resize((piece.end - piece.start) as usize, 0);
-                        let filled = read_exact_at(source, &mut buf, data_offset + piece.start)
-                            .map_err(read)
-                            .map(|()| {
-                                if let Some(ty) = stretch.blocks_of {
-                                    crate::quant::swap_plan(ty).apply(&mut buf);
-                                }
-                                buf
-                            });
-                        let failed = filled.is_err();
-                        if full_tx.send(filled).is_err() || failed {
-                            return;
-                        }
+        // Read and swapped here while the staged writer writes the pieces before (with
+        // direct I/O where the system has it): the disk is the one cost left.
+        write_staged(out, |sink| {
+            header
+                .write_to(&mut *sink, data_len > 0)
+                .map_err(|e| Error::from(e).in_file(output))?;
+            let mut buf = vec![0u8; BUFFER];
+            for stretch in &stretches {
+                for piece in pieces(stretch) {
+                    let buf = &mut buf[..(piece.end - piece.start) as usize];
+                    read_exact_at(&source, buf, data_offset + piece.start).map_err(read)?;
+                    if let Some(ty) = stretch.blocks_of {
+                        crate::quant::swap_plan(ty).apply(buf);
                     }
+                    sink.write_all(buf).map_err(written)?;
+                    progress.advance(buf.len() as u64);
                 }
-            });
-            for buf in full_rx {
-                let buf = buf?;
-                out.write_all(&buf).map_err(written)?;
-                progress.advance(buf.len() as u64);
-                // The reader may have finished: a buffer it no longer needs is dropped.
-                let _ = empty_tx.send(buf);
             }
-            out.flush().map_err(written)?;
-            progress.finish();
             Ok(())
         })
+        .map_err(|e| e.in_file(output))?;
+        progress.finish();
+        Ok(())
     })
 }
 
