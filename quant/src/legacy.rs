@@ -174,6 +174,7 @@ fn clamp_i32(q: i32, limit: i32) -> u8 {
 }
 
 impl Dequantize for Q4_0 {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         for (j, &q) in self.qs.iter().enumerate() {
@@ -206,6 +207,7 @@ impl Quantize for Q4_0 {
 }
 
 impl Dequantize for Q4_1 {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let (d, m) = (half(self.d), half(self.m));
         for (j, &q) in self.qs.iter().enumerate() {
@@ -245,6 +247,7 @@ fn high_bit(qh: u32, j: usize) -> i32 {
 }
 
 impl Dequantize for Q5_0 {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         let qh = self.qh.get();
@@ -285,6 +288,7 @@ impl Quantize for Q5_0 {
 }
 
 impl Dequantize for Q5_1 {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let (d, m) = (half(self.d), half(self.m));
         let qh = self.qh.get();
@@ -325,6 +329,7 @@ impl Quantize for Q5_1 {
 }
 
 impl Dequantize for Q8_0 {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         // The bytes widened 16 at a time (exact either way), as the K-quants do.
@@ -354,6 +359,7 @@ impl Quantize for Q8_0 {
 /// ggml has no dequantization of Q8_1 (it is only ever a dot-product operand): its values are
 /// the quants times the scale, as for Q8_0 (the second half, `s`, is their sum times the scale).
 impl Dequantize for Q8_1 {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         for (y, &q) in y.iter_mut().zip(&self.qs) {
@@ -381,6 +387,7 @@ impl Quantize for Q8_1 {
 }
 
 impl Dequantize for Q1_0 {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         for (j, y) in y.iter_mut().enumerate() {
@@ -409,6 +416,7 @@ impl Quantize for Q1_0 {
 }
 
 impl Dequantize for Q2_0 {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         for (j, &q) in self.qs.iter().enumerate() {
@@ -536,6 +544,7 @@ fn best_fp4(x: f32, e: f32) -> u8 {
 }
 
 impl Dequantize for Mxfp4 {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = e8m0_half(self.e);
         for (j, &q) in self.qs.iter().enumerate() {
@@ -564,6 +573,7 @@ impl Quantize for Mxfp4 {
 }
 
 impl Dequantize for Nvfp4 {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         for s in 0..4 {
             let d = ue4m3(self.d[s]);
@@ -606,6 +616,7 @@ fn trits_times<const N: usize>(q: &[u8; N], n: usize, d: f32, y: &mut [f32]) {
 }
 
 impl Dequantize for Tq1_0 {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         let (low, high) = self.qs.split_at(32);
@@ -671,6 +682,7 @@ impl Quantize for Tq1_0 {
 }
 
 impl Dequantize for Tq2_0 {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         for c in 0..2 {

@@ -41,7 +41,9 @@ pub use validate::{validate_row_data, InvalidData};
 pub trait Dequantize: Block {
     /// Whether the arithmetic is there (a type without it is refused, never guessed).
     const DEQUANTIZES: bool = true;
-    /// Writes the block's `ELEMENTS` values to `out` (exactly that long).
+    /// Writes the block's `ELEMENTS` values to `out` (exactly that long). (The implementations
+    /// are `#[inline(always)]`: inlined into the AVX2 build of the block loop, they run that
+    /// wide.)
     fn dequantize(&self, out: &mut [f32]);
 }
 

@@ -9,6 +9,7 @@ use ggufrw_schema::blocks::scalar::{Half, U16, U32};
 use ggufrw_schema::blocks::{Bf16, I16Block, I32Block, I64Block, F16, F32, F64, I8};
 
 impl Dequantize for F32 {
+    #[inline(always)]
     fn dequantize(&self, out: &mut [f32]) {
         out[0] = f32::from_bits(self.bits.get());
     }
@@ -23,6 +24,7 @@ impl Quantize for F32 {
 }
 
 impl Dequantize for F16 {
+    #[inline(always)]
     fn dequantize(&self, out: &mut [f32]) {
         out[0] = fp16_to_fp32(self.bits.get());
     }
@@ -37,6 +39,7 @@ impl Quantize for F16 {
 }
 
 impl Dequantize for Bf16 {
+    #[inline(always)]
     fn dequantize(&self, out: &mut [f32]) {
         out[0] = bf16_to_fp32(self.bits.get());
     }
@@ -53,6 +56,7 @@ impl Quantize for Bf16 {
 macro_rules! integers {
     ($($block:ty => |$b:ident| $value:expr;)*) => {$(
         impl Dequantize for $block {
+            #[inline(always)]
             fn dequantize(&self, out: &mut [f32]) {
                 let $b = self;
                 out[0] = $value;

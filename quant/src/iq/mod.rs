@@ -103,6 +103,7 @@ fn put_iq1(y: &mut [f32], dl: f32, grid: &[i8; 8], delta: f32) {
 }
 
 impl Dequantize for Iq2Xxs {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         for (group, y) in self.groups.iter().zip(y.chunks_exact_mut(32)) {
@@ -125,6 +126,7 @@ impl Quantize for Iq2Xxs {
 }
 
 impl Dequantize for Iq2Xs {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         for (ib, y) in y.chunks_exact_mut(32).enumerate() {
@@ -151,6 +153,7 @@ impl Quantize for Iq2Xs {
 }
 
 impl Dequantize for Iq2S {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         let (qs, signs) = self.qs.split_at(32);
@@ -184,6 +187,7 @@ impl Quantize for Iq2S {
 }
 
 impl Dequantize for Iq3Xxs {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         for (ib, y) in y.chunks_exact_mut(32).enumerate() {
@@ -210,6 +214,7 @@ impl Quantize for Iq3Xxs {
 }
 
 impl Dequantize for Iq3S {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         for (ib, y) in y.chunks_exact_mut(32).enumerate() {
@@ -238,6 +243,7 @@ impl Quantize for Iq3S {
 }
 
 impl Dequantize for Iq1S {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         for (ib, y) in y.chunks_exact_mut(32).enumerate() {
@@ -266,6 +272,7 @@ impl Quantize for Iq1S {
 }
 
 impl Dequantize for Iq1M {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let sc = self.scales.map(|w| Iq1mScales::from_bytes(w.0));
         let d_bits = u16::from(sc[0].d_bits())
@@ -309,6 +316,7 @@ impl Quantize for Iq1M {
 }
 
 impl Dequantize for Iq4Nl {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         for (j, &q) in self.qs.iter().enumerate() {
@@ -333,6 +341,7 @@ impl Quantize for Iq4Nl {
 }
 
 impl Dequantize for Iq4Xs {
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let d = half(self.d);
         let scales_h = self.scales_h.get();
