@@ -65,15 +65,13 @@ fn c_max(a: f32, b: f32) -> f32 {
 }
 
 /// `db * v`, negated where `negative`: ggml writes `db * v * (neg ? -1.f : 1.f)`, which
-/// compiles to a flip of the sign bit (a NaN's too), not to a multiply.
+/// compiles to a flip of the product's sign bit (a NaN's too), not to a multiply. The flip is
+/// an XOR with a mask made from the data: written as a negation, the compiler may move it onto
+/// `v` before the multiply (the same number, but a NaN `db` then keeps its sign).
 #[inline(always)]
 fn signed(db: f32, v: u8, negative: bool) -> f32 {
     let y = db * f32::from(v);
-    if negative {
-        -y
-    } else {
-        y
-    }
+    f32::from_bits(y.to_bits() ^ (u32::from(negative) << 31))
 }
 
 /// Eight values of an 8-element grid entry, scaled, with the signs of `signs`' bits.
