@@ -192,6 +192,7 @@ impl Quantize for Q4_0 {
             pack_nibbles(&mut y.qs, l);
         });
     }
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let (_, max) = signed_max(x);
@@ -226,6 +227,7 @@ impl Quantize for Q4_1 {
             pack_nibbles(&mut y.qs, l);
         });
     }
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let (min, max) = min_max(x);
@@ -268,6 +270,7 @@ impl Quantize for Q5_0 {
             y.qh = pack_fives(&mut y.qs, l);
         });
     }
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let (_, max) = signed_max(x);
@@ -308,6 +311,7 @@ impl Quantize for Q5_1 {
             y.qh = pack_fives(&mut y.qs, l);
         });
     }
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let (min, max) = min_max(x);
@@ -343,6 +347,7 @@ impl Dequantize for Q8_0 {
 }
 
 impl Quantize for Q8_0 {
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let d = abs_max(x) / 127.0;
@@ -369,6 +374,7 @@ impl Dequantize for Q8_1 {
 }
 
 impl Quantize for Q8_1 {
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let d = abs_max(x) / 127.0;
@@ -401,6 +407,7 @@ impl Dequantize for Q1_0 {
 }
 
 impl Quantize for Q1_0 {
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(128).zip(out) {
             let sum_abs = x.iter().fold(0f32, |s, v| s + v.abs());
@@ -429,6 +436,7 @@ impl Dequantize for Q2_0 {
 }
 
 impl Quantize for Q2_0 {
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(64).zip(out) {
             let d = largest_abs(x);
@@ -556,6 +564,7 @@ impl Dequantize for Mxfp4 {
 }
 
 impl Quantize for Mxfp4 {
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(32).zip(out) {
             let (amax, _) = signed_max(x);
@@ -587,6 +596,7 @@ impl Dequantize for Nvfp4 {
 }
 
 impl Quantize for Nvfp4 {
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(64).zip(out) {
             for (s, xb) in x.chunks_exact(16).enumerate() {
@@ -658,6 +668,7 @@ fn pack_trits(trits: impl Iterator<Item = u8>) -> u8 {
 }
 
 impl Quantize for Tq1_0 {
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(256).zip(out) {
             let d = abs_max(x);
@@ -697,6 +708,7 @@ impl Dequantize for Tq2_0 {
 }
 
 impl Quantize for Tq2_0 {
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (x, y) in x.chunks_exact(256).zip(out) {
             let d = abs_max(x);

@@ -16,6 +16,7 @@ impl Dequantize for F32 {
 }
 
 impl Quantize for F32 {
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (o, &v) in out.iter_mut().zip(x) {
             o.bits = U32::new(v.to_bits());
@@ -31,6 +32,7 @@ impl Dequantize for F16 {
 }
 
 impl Quantize for F16 {
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (o, &v) in out.iter_mut().zip(x) {
             o.bits = Half::new(fp32_to_fp16(v));
@@ -46,6 +48,7 @@ impl Dequantize for Bf16 {
 }
 
 impl Quantize for Bf16 {
+    #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         for (o, &v) in out.iter_mut().zip(x) {
             o.bits = U16::new(fp32_to_bf16(v));
