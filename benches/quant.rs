@@ -2,7 +2,9 @@
 //! machine cannot fake: ours and ggml's (the ggml peer's `bench` op, the same work timed inside
 //! the adapter, one run per request) alternate A B A B… on the same input, 16 MiB of f32 a run
 //! (dequantize's output, quantize's input: past the caches), and the ratio ggml's time / ours
-//! is taken pair by pair (above 1: ggufrw faster). Each direction prints the median ratio with
+//! is taken pair by pair (above 1: ggufrw faster). Each of our runs starts as the adapter's
+//! does: the input read once and the output zeroed just before (untimed), so that the same
+//! share of each is in the cache. Each direction prints the median ratio with
 //! its spread (the lowest and the highest pair) on one thread, then the same on every
 //! processor (ggml's work cut in even pieces over as many threads, as llama-quantize cuts rows;
 //! ours through `dequantize_threads` / `quantize_into_threads`), then our own speed-up on every
@@ -70,14 +72,15 @@ fn ggml_ns(peer: &mut Peer, request: &serde_json::Value) -> Option<f64> {
     answer["ns"].as_array()?.first()?.as_f64()
 }
 
-/// `pairs` alternating runs of ours (`run`, timed here) and ggml's (`request`, on `threads`),
-/// after one untimed run of each: the per-pair ratios ggml / ours, and our median nanoseconds.
+/// `pairs` alternating runs of ours (`run`, which returns the nanoseconds of its timed part)
+/// and ggml's (`request`, on `threads`), after one run of each: the per-pair ratios ggml /
+/// ours, and our median nanoseconds.
 fn pairs(
     peer: &mut Peer,
     request: &serde_json::Value,
     threads: usize,
     pairs: usize,
-    mut run: impl FnMut(),
+    mut run: impl FnMut() -> f64,
 ) -> Option<(Vec<f64>, f64, f64)> {
     let mut request = request.clone();
     request["threads"] = json!(threads);
@@ -86,9 +89,7 @@ fn pairs(
     ggml_ns(peer, request)?;
     let (mut ratios, mut ours, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..pairs {
-        let t = Instant::now();
-        run();
-        let a = t.elapsed().as_nanos() as f64;
+        let a = run();
         let b = ggml_ns(peer, request)?;
         ratios.push(b / a);
         ours.push(a);
@@ -125,6 +126,23 @@ fn spread(result: &Option<(Vec<f64>, f64, f64)>) -> String {
             format!("{:.2} [{lo:.2}–{hi:.2}]", median(ratios))
         }
     }
+}
+
+/// Our side in the conditions ggml's adapter times its own in: it reads the input into a new
+/// buffer and zeroes a new output just before its one timed run, so both are in the cache as
+/// far as they fit. Untimed here too: `read_input` reads the input once, the output is zeroed;
+/// then `work`, timed.
+fn as_ggml_does<O: Default + Clone>(
+    read_input: impl FnOnce(),
+    output: &mut [O],
+    work: impl FnOnce(&mut [O]),
+) -> f64 {
+    read_input();
+    output.fill(O::default());
+    let t = Instant::now();
+    work(output);
+    black_box(output);
+    t.elapsed().as_nanos() as f64
 }
 
 /// One direction's cells: our MB/s, ggml's, and the median ratio [lowest–highest].
@@ -200,13 +218,18 @@ fn main() {
             std::fs::write(&input, &data).unwrap();
             let request = json!({"op": "bench", "what": "dequantize", "type": ty.id(),
                 "input": input, "n": n});
+            let read = || {
+                black_box(data.iter().fold(0u8, |a, &b| a ^ b));
+            };
             let one = pairs(&mut ggml, &request, 1, n_pairs, || {
-                quant::dequantize(ty, black_box(&data), order, &mut out).unwrap();
-                black_box(&out);
+                as_ggml_does(read, &mut out, |o| {
+                    quant::dequantize(ty, black_box(&data), order, o).unwrap()
+                })
             });
             let many = pairs(&mut ggml, &request, threads, n_pairs, || {
-                quant::dequantize_threads(ty, black_box(&data), order, &mut out, threads).unwrap();
-                black_box(&out);
+                as_ggml_does(read, &mut out, |o| {
+                    quant::dequantize_threads(ty, black_box(&data), order, o, threads).unwrap()
+                })
             });
             let mut other = vec![0f32; n];
             let scale = speedup(
@@ -230,14 +253,18 @@ fn main() {
                 let request = json!({"op": "bench", "what": "quantize", "type": ty.id(),
                     "input": floats, "nrows": x.len() / 4096, "n_per_row": 4096,
                     "ref": matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K)});
+                let read = || {
+                    black_box(x.iter().fold(0u32, |a, v| a ^ v.to_bits()));
+                };
                 let one = pairs(&mut ggml, &request, 1, n_pairs, || {
-                    quant::quantize_into(ty, black_box(&x), 4096, &mut qout).unwrap();
-                    black_box(&qout);
+                    as_ggml_does(read, &mut qout, |o| {
+                        quant::quantize_into(ty, black_box(&x), 4096, o).unwrap()
+                    })
                 });
                 let many = pairs(&mut ggml, &request, threads, n_pairs, || {
-                    quant::quantize_into_threads(ty, black_box(&x), 4096, &mut qout, threads)
-                        .unwrap();
-                    black_box(&qout);
+                    as_ggml_does(read, &mut qout, |o| {
+                        quant::quantize_into_threads(ty, black_box(&x), 4096, o, threads).unwrap()
+                    })
                 });
                 let mut other = qout.clone();
                 let scale = speedup(

@@ -406,18 +406,46 @@ impl Dequantize for Q1_0 {
     }
 }
 
+/// Σ |x| of each of 8 blocks of 128, each added in element order from 0 as ggml adds it: the
+/// eight chains side by side in lanes (one alone is 128 dependent additions).
+#[inline(always)]
+fn sums_abs_8(x: &[f32; 1024]) -> [f32; 8] {
+    let mut sums = [0f32; 8];
+    for j in 0..128 {
+        for (k, sum) in sums.iter_mut().enumerate() {
+            *sum += x[128 * k + j].abs();
+        }
+    }
+    sums
+}
+
+/// A Q1_0 block from its values and their Σ |x|.
+#[inline(always)]
+fn q1_0_block(x: &[f32], sum_abs: f32, y: &mut Q1_0) {
+    y.d = to_half(sum_abs / 128.0);
+    // Bit j of the row set where x[j] >= 0 (not for NaN), a byte at a time without a branch.
+    for (q, x8) in y.qs.iter_mut().zip(x.chunks_exact(8)) {
+        let mut byte = 0u8;
+        for (i, &v) in x8.iter().enumerate() {
+            byte |= u8::from(v >= 0.0) << i;
+        }
+        *q = byte;
+    }
+}
+
 impl Quantize for Q1_0 {
     #[inline(always)]
     fn quantize_row(x: &[f32], out: &mut [Self]) {
-        for (x, y) in x.chunks_exact(128).zip(out) {
-            let sum_abs = x.iter().fold(0f32, |s, v| s + v.abs());
-            y.d = to_half(sum_abs / 128.0);
-            y.qs = [0; 16];
-            for (j, &v) in x.iter().enumerate() {
-                if v >= 0.0 {
-                    y.qs[j / 8] |= 1 << (j % 8);
-                }
+        let eights = x.chunks_exact(1024).zip(out.chunks_exact_mut(8));
+        let done = eights.len();
+        for (x, ys) in eights {
+            let sums = sums_abs_8(x.try_into().unwrap_or_else(|_| unreachable!()));
+            for ((x, y), &sum) in x.chunks_exact(128).zip(ys).zip(&sums) {
+                q1_0_block(x, sum, y);
             }
+        }
+        for (x, y) in x[1024 * done..].chunks_exact(128).zip(&mut out[8 * done..]) {
+            q1_0_block(x, x.iter().fold(0f32, |s, v| s + v.abs()), y);
         }
     }
 }
@@ -741,6 +769,29 @@ mod tests {
     /// `MIN(limit, (int8_t)f)` stored in a `uint8_t`.
     fn clamp_u8(f: f32, limit: i32) -> u8 {
         i32::from(to_i8(f)).min(limit) as u8
+    }
+
+    proptest! {
+        /// Q1_0 rows of eight blocks and more (their sums run side by side, the signs a byte at
+        /// a time) give each block what the element-by-element form gives it alone: the sum in
+        /// order, a bit set for each value at or above zero (NaN never).
+        #[test]
+        fn q1_0_rows_are_their_blocks_by_hand(values in prop::collection::vec(
+            prop_oneof![6 => -2.0f32..2.0, 1 => Just(0.0f32), 1 => Just(-0.0f32), 1 => prop::num::f32::ANY],
+            128 * 8..128 * 20,
+        )) {
+            let n = values.len() / 128 * 128;
+            let x = &values[..n];
+            let mut row = vec![<Q1_0 as bytemuck::Zeroable>::zeroed(); n / 128];
+            Q1_0::quantize_row(x, &mut row);
+            for (b, y) in x.chunks_exact(128).zip(&row) {
+                let sum = b.iter().fold(0f32, |s, v| s + v.abs());
+                prop_assert_eq!(y.d.get(), to_half(sum / 128.0).get());
+                for (j, &v) in b.iter().enumerate() {
+                    prop_assert_eq!(y.qs[j / 8] >> (j % 8) & 1 == 1, v >= 0.0, "bit {}", j);
+                }
+            }
+        }
     }
 
     fn q4_0(x: &[f32], y: &mut Q4_0) {
