@@ -162,6 +162,21 @@ impl Dequantize for Q2K {
     }
 }
 
+/// The largest scale and the largest minimum the sub-block searches found (0 when none is
+/// above 0; a NaN never), in sub-block order as ggml's loops take them.
+fn largest_scale_and_min<const L: usize>(found: &[(f32, f32); L]) -> (f32, f32) {
+    let (mut max_scale, mut max_min) = (0f32, 0f32);
+    for &(scale, min) in found {
+        if scale > max_scale {
+            max_scale = scale;
+        }
+        if min > max_min {
+            max_min = min;
+        }
+    }
+    (max_scale, max_min)
+}
+
 impl Quantize for Q2K {
     fn quantize_row(x: &[f32], out: &mut [Self]) {
         const Q4SCALE: f32 = 15.0;
@@ -180,15 +195,7 @@ impl Quantize for Q2K {
             let found = make_qkx2_quants_lanes(&search, xs, &weights, bytemuck::cast_mut(&mut ls));
             let (scales, mins) = (found.map(|f| f.0), found.map(|f| f.1));
             // Scales are never negative: the minimum is taken off.
-            let (mut max_scale, mut max_min) = (0f32, 0f32);
-            for (&scale, &min) in scales.iter().zip(&mins) {
-                if scale > max_scale {
-                    max_scale = scale;
-                }
-                if min > max_min {
-                    max_min = min;
-                }
-            }
+            let (max_scale, max_min) = largest_scale_and_min(&found);
             if max_scale > 0.0 {
                 let iscale = Q4SCALE / max_scale;
                 for (q, &s) in y.scales.iter_mut().zip(&scales) {
@@ -429,15 +436,7 @@ fn quantize_k4(
     // The eight sub-blocks searched side by side.
     let found = make_qkx2_quants_lanes(search, xs, &weights, bytemuck::cast_mut(ls));
     let (scales, mins) = (found.map(|f| f.0), found.map(|f| f.1));
-    let (mut max_scale, mut max_min) = (0f32, 0f32);
-    for (&scale, &min) in scales.iter().zip(&mins) {
-        if scale > max_scale {
-            max_scale = scale;
-        }
-        if min > max_min {
-            max_min = min;
-        }
-    }
+    let (max_scale, max_min) = largest_scale_and_min(&found);
     let inv_scale = if max_scale > 0.0 {
         63.0 / max_scale
     } else {
