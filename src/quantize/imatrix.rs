@@ -12,6 +12,9 @@ use crate::validate::{validate, Profile, Severity};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// ggml's `GGML_MAX_NAME`: a tensor name is shorter.
+const GGML_MAX_NAME: usize = 64;
+
 /// The keys of the GGUF format.
 const DATASETS: &str = "imatrix.datasets";
 const CHUNK_COUNT: &str = "imatrix.chunk_count";
@@ -346,8 +349,19 @@ impl Collected {
 
     /// The GGUF format: `general.type`, the datasets, chunk count and size, then per entry
     /// (in name order) `NAME.in_sum2` [values / matrices, matrices] and `NAME.counts`
-    /// [1, matrices], as F32.
+    /// [1, matrices], as F32. Refused where a tensor name would reach ggml's limit of 64 bytes
+    /// (a legacy file's entry name can be any length; ggml cuts such a name short, and its
+    /// reader refuses the file).
     pub fn to_gguf(&self) -> crate::Result<Vec<u8>> {
+        const LONGEST_SUFFIX: usize = ".in_sum2".len();
+        if let Some(name) = (self.stats.keys()).find(|n| n.len() + LONGEST_SUFFIX >= GGML_MAX_NAME)
+        {
+            return Err(QuantizeError::Imatrix(format!(
+                "entry {name:?} is too long for the GGUF format: {name:?}.in_sum2 would be {} bytes, ggml's tensor names are shorter than {GGML_MAX_NAME}",
+                name.len() + LONGEST_SUFFIX
+            ))
+            .into());
+        }
         let datasets: crate::schema::StrList = self.datasets.iter().map(String::as_str).collect();
         let mut b = crate::Builder::new()
             .metadata("general.type", "imatrix")
@@ -440,5 +454,19 @@ mod tests {
         assert_eq!(legacy[9..13], i32::MAX.to_le_bytes());
         c.stats.insert("w".into(), (vec![1.0; 4], vec![1025]));
         assert_eq!(c.to_legacy()[9..13], 3i32.to_le_bytes());
+    }
+
+    /// An entry name that would make a tensor name of 64 bytes or more is refused by the GGUF
+    /// form, naming it (found by the `imatrix` fuzz target: a legacy file's name of 19 bytes
+    /// that are not UTF-8, read as 57 bytes of U+FFFD, gave a GGUF file no reader takes).
+    #[test]
+    fn names_too_long_for_ggml_are_refused_by_the_gguf_form() {
+        let mut c = Collected::default();
+        c.stats.insert("a".repeat(55), (vec![1.0; 4], vec![1]));
+        assert!(c.to_gguf().is_ok(), "55 + 8 = 63 bytes fit");
+        c.stats.insert("b".repeat(56), (vec![1.0; 4], vec![1]));
+        let e = c.to_gguf().unwrap_err().to_string();
+        assert!(e.contains("bbbb") && e.contains("64"), "{e}");
+        assert!(Imatrix::from_legacy(Path::new("x"), &c.to_legacy()).is_ok());
     }
 }
