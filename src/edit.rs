@@ -317,8 +317,8 @@ fn edit_in_place_inner(path: &Path, edit: &Edit) -> Result<EditReport> {
     }
     // Locked before the header is read: a second writer must not edit what this one is
     // about to overwrite.
-    let mut out = OpenOptions::new().write(true).open(path)?;
-    crate::fsutil::lock_for_writing(&out)?;
+    let out = OpenOptions::new().write(true).open(path)?;
+    let _lock = crate::fsutil::lock_for_writing(&out)?;
     let (new, has_data) = {
         let file = Gguf::open(path)?;
         let mut new = edit.apply(file.header())?;
@@ -342,7 +342,7 @@ fn edit_in_place_inner(path: &Path, edit: &Edit) -> Result<EditReport> {
         (new, has_data)
     };
     let header_bytes = critical(|| -> Result<u64> {
-        let header_bytes = new.write_to(&mut out, has_data)?;
+        let header_bytes = new.write_to(&mut &out, has_data)?;
         if !has_data {
             // A file without data ends with its header: cut if the header shrank.
             out.set_len(header_bytes)?;

@@ -169,14 +169,32 @@ pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io
     os::read_exact_at(file, buf, offset)
 }
 
-/// Takes the advisory write lock of `file` (open for writing) for as long as the handle
-/// lives: every in-place write of this library takes it first, so that two of them (two
+/// Takes the advisory write lock of `file` (open for writing) until the returned guard is
+/// dropped: every in-place write of this library takes it first, so that two of them (two
 /// `edit --in-place` at once, say) never interleave. A second writer fails at once rather than
 /// wait, with an error of kind `WouldBlock` saying so: a tool that silently blocks looks hung,
 /// and the user who started both knows which to let finish. Readers take no lock. On systems
 /// without `flock(2)` (and with `--cfg ggufrw_portable`) nothing is locked.
-pub fn lock_for_writing(file: &File) -> std::io::Result<()> {
-    os::lock_for_writing(file)
+pub fn lock_for_writing(file: &File) -> std::io::Result<WriteLock<'_>> {
+    os::lock_for_writing(file)?;
+    Ok(WriteLock { file })
+}
+
+/// The lock [`lock_for_writing`] took, released when dropped.
+///
+/// Released explicitly rather than by closing the file: a `flock` lock belongs to the open
+/// file, which a child process started by another thread shares until it runs its program, so
+/// closing our handle alone could leave the lock held for a moment after we are done (a second
+/// in-place edit right after the first failed that way).
+#[must_use = "the lock is released as soon as the guard is dropped"]
+pub struct WriteLock<'a> {
+    file: &'a File,
+}
+
+impl Drop for WriteLock<'_> {
+    fn drop(&mut self) {
+        os::unlock(self.file);
+    }
 }
 
 /// Writes all of `buf` at `offset` of `file`.
@@ -412,6 +430,13 @@ mod os {
         }
         Err(err)
     }
+
+    pub fn unlock(file: &File) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: as in lock_for_writing. A failure leaves the lock to be released when the
+        // last handle to the open file closes, as before; there is nothing better to do.
+        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+    }
 }
 
 /// Elsewhere: a permission is read-only or not, and positioned I/O moves the file's cursor
@@ -441,6 +466,8 @@ mod os {
     pub fn lock_for_writing(_file: &File) -> std::io::Result<()> {
         Ok(())
     }
+
+    pub fn unlock(_file: &File) {}
 
     pub fn set_direct(_file: &File, on: bool) -> std::io::Result<()> {
         if on {

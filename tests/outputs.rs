@@ -276,7 +276,7 @@ fn in_place_writes_take_the_files_lock() {
     let path = write(dir.path(), "m.gguf", &small_file(3, false).done(), 0o644);
     let before = std::fs::read(&path).unwrap();
     let holder = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-    ggufrw::fsutil::lock_for_writing(&holder).unwrap();
+    let lock = ggufrw::fsutil::lock_for_writing(&holder).unwrap();
     // Same length: the new header fits where the old one was.
     let edit = [
         "edit",
@@ -301,7 +301,7 @@ fn in_place_writes_take_the_files_lock() {
             "{args:?} changed the file"
         );
     }
-    drop(holder);
+    drop(lock);
     for args in [&edit[..], &swap[..]] {
         let out = ggufrw(args);
         assert!(
@@ -311,6 +311,25 @@ fn in_place_writes_take_the_files_lock() {
         );
     }
     assert_ne!(std::fs::read(&path).unwrap(), before);
+}
+
+/// The lock goes with the guard, not with the last handle to the open file: a child process
+/// that another thread starts shares our handles until it runs its program, and a second
+/// in-place edit right after the first must not find the lock still held by it. A duplicate
+/// handle kept open plays the child here.
+#[test]
+fn an_in_place_write_releases_the_lock_when_it_is_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "m.gguf", &small_file(3, false).done(), 0o644);
+    let first = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    let child = first.try_clone().unwrap();
+    let lock = ggufrw::fsutil::lock_for_writing(&first).unwrap();
+    let other = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    assert!(ggufrw::fsutil::lock_for_writing(&other).is_err());
+    drop(lock);
+    drop(first);
+    ggufrw::fsutil::lock_for_writing(&other).expect("released while a duplicate lives");
+    drop(child);
 }
 
 /// Runs `ggufrw ARGS` where no file may pass 64 KiB (`ulimit -f`, SIGXFSZ ignored so that the

@@ -176,7 +176,7 @@ pub fn convert_endian_in_place(path: &Path, to: ByteOrder, progress: &dyn Progre
         .write(true)
         .open(path)
         .map_err(io)?;
-    crate::fsutil::lock_for_writing(&out).map_err(io)?;
+    let _lock = crate::fsutil::lock_for_writing(&out).map_err(io)?;
     let (header, stretches, data_offset, has_data) = {
         let file = Gguf::open(path)?;
         let (header, stretches) = plan(&file, to).map_err(in_file)?;
