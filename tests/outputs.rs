@@ -328,7 +328,8 @@ fn an_in_place_write_releases_the_lock_when_it_is_done() {
     assert!(ggufrw::fsutil::lock_for_writing(&other).is_err());
     drop(lock);
     drop(first);
-    ggufrw::fsutil::lock_for_writing(&other).expect("released while a duplicate lives");
+    let _again =
+        ggufrw::fsutil::lock_for_writing(&other).expect("released while a duplicate lives");
     drop(child);
 }
 
