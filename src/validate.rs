@@ -13,6 +13,7 @@
 //! | key not lower-case dotted snake_case | warning | warning |
 //! | `general.alignment` not a multiple of 8 | error | – |
 //! | `general.alignment` not a power of two | – | error |
+//! | a key that is `general.alignment` up to a NUL byte, first of them, and not the alignment in force | – | error |
 //! | nested arrays | – | error |
 //! | a value type ggml does not know (id 13 on) | – | error |
 //! | string over 1 GiB, array over 2^30 elements | – | error |
@@ -131,6 +132,16 @@ impl fmt::Display for Finding {
 const GGML_MAX_STRING: u64 = 1 << 30;
 /// ggml's largest array.
 const GGML_MAX_ARRAY: u64 = 1 << 30;
+/// The pair ggml reads as `general.alignment`: the first whose key is those bytes up to its
+/// first NUL byte, or all of it (ggml looks keys up with `strcmp`).
+pub fn ggml_alignment_key(header: &Header) -> Option<usize> {
+    header.metadata.iter().position(|kv| {
+        let key = kv.key.text_ref().as_bytes();
+        let cut = key.iter().position(|&b| b == 0).unwrap_or(key.len());
+        &key[..cut] == ALIGNMENT_KEY.as_bytes()
+    })
+}
+
 /// ggml's longest tensor name (`GGML_MAX_NAME` 64, less the NUL).
 const GGML_MAX_NAME: usize = 63;
 /// The spec's longest tensor name.
@@ -355,6 +366,41 @@ impl Validator {
                 }
             }
         }
+        self.alignment_as_ggml_finds_it(header, layout);
+    }
+
+    /// ggml finds `general.alignment` by comparing C strings, so the first key that reads
+    /// `general.alignment` up to a NUL byte is its alignment key, even where the spec's (the
+    /// whole key) is another or none. Such a key is judged as ggml judges its alignment.
+    fn alignment_as_ggml_finds_it(&mut self, header: &Header, layout: &Layout) {
+        let Some(i) = ggml_alignment_key(header) else {
+            return;
+        };
+        let kv = &header.metadata[i];
+        if kv.key.text_ref().as_bytes() == ALIGNMENT_KEY.as_bytes() {
+            return;
+        }
+        let why = match kv.value {
+            Value::Uint32(a) if a.is_power_of_two() && a == header.alignment() => return,
+            Value::Uint32(a) if a.is_power_of_two() => format!(
+                "lays the data out at alignment {a}, not {}",
+                header.alignment()
+            ),
+            Value::Uint32(a) => format!("refuses its alignment {a}, not a power of two"),
+            ref other => format!(
+                "refuses it, being {}, not uint32",
+                other.value_type().name()
+            ),
+        };
+        self.report(
+            &[Profile::Ggml],
+            Severity::Error,
+            Field("kv", i, "key"),
+            layout.kv_offsets[i],
+            format!(
+                "ggml takes this key for {ALIGNMENT_KEY} (it compares keys up to their first NUL byte) and {why}"
+            ),
+        );
     }
 
     /// A string that is not UTF-8 (`at`: where its bytes start): the spec's error, what ggml

@@ -152,6 +152,24 @@ fn findings() -> Vec<Finding> {
         hf_gguf: Does::Reads("/metadata/0/key", json!("a\0b")),
     });
 
+    // A key that is general.alignment up to a NUL byte: ggml (strcmp) takes it for the
+    // alignment, 64; the spec and the others read no alignment key, 32. The tensor infos end
+    // at 92: data at 96 for them, at 128 for ggml. Found by the ggml_reader fuzz target.
+    let mut r = v3(1, 1);
+    r.kv(0, "general.alignment\0x", ty::UINT32).u32(64);
+    r.tensor(0, "t", &[1], 0, 0).pad(32).raw(&[0; 128]);
+    all.push(Finding {
+        name: "nul-key-sets-the-alignment",
+        bytes: r.done(),
+        ours: Ours::Decodes {
+            spec_error: false,
+            ggml_error: true,
+        },
+        ggml: Does::Reads("/data_offset", json!(128)),
+        gguf_py: Does::Reads("/data_offset", json!(96)),
+        hf_gguf: Does::Reads("/data_offset", json!(96)),
+    });
+
     // The last tensor's data is in the file, its padding is not.
     let mut r = v3(1, 0);
     r.tensor(0, "t", &[1], 0, 0).pad(32).raw(&[0; 4]);
@@ -384,4 +402,57 @@ fn ggml_writes_a_file_its_reader_refuses_when_given_an_alignment() {
             .any(|f| f.message.contains("where ggml expects 64")),
         "{findings:?}"
     );
+}
+
+/// The key ggml takes for `general.alignment` (the first that reads so up to a NUL byte),
+/// judged as ggml judges its alignment, without ggml at hand: each refusal named, and no
+/// finding where ggml would read the same layout.
+#[test]
+fn a_key_that_is_the_alignment_up_to_a_nul_is_judged_as_ggml_does() {
+    let file = |key: &str, value_type: u32, value: &[u8]| {
+        let mut r = v3(1, 1);
+        r.kv(0, key, value_type).raw(value);
+        r.tensor(0, "t", &[1], 0, 0).pad(32).raw(&[0; 128]);
+        r.done()
+    };
+    let cases: [(Vec<u8>, Option<&str>); 5] = [
+        (
+            file("general.alignment\0x", ty::INT16, &[0, 0]),
+            Some("not uint32"),
+        ),
+        (
+            file("general.alignment\0x", ty::UINT32, &24u32.to_le_bytes()),
+            Some("not a power of two"),
+        ),
+        (
+            file("general.alignment\0x", ty::UINT32, &64u32.to_le_bytes()),
+            Some("alignment 64, not 32"),
+        ),
+        (
+            file("general.alignment\0x", ty::UINT32, &32u32.to_le_bytes()),
+            None,
+        ),
+        (file("general.alignmenz\0x", ty::INT16, &[0, 0]), None),
+    ];
+    for (bytes, expected) in cases {
+        let f = Gguf::from_bytes(&bytes[..]).unwrap();
+        let findings = validate(&f, Profile::Ggml);
+        let hit = findings
+            .iter()
+            .find(|x| x.message.contains("up to their first NUL"));
+        match (expected, hit) {
+            (Some(text), Some(x)) => {
+                assert!(x.message.contains(text), "{x}");
+                assert_eq!(
+                    (x.severity, x.category),
+                    (Severity::Error, Category::Structure)
+                );
+            }
+            (None, None) => {}
+            (e, h) => panic!("expected {e:?}, found {h:?}"),
+        }
+        assert!(validate(&f, Profile::Spec)
+            .iter()
+            .all(|x| !x.message.contains("up to their first NUL")));
+    }
 }

@@ -104,6 +104,23 @@ pub enum Exception {
     /// ggml multiplies before dividing by the block size, so a huge shape's byte size wraps
     /// to something small and is accepted.
     SizeWraps,
+    /// ggml looks keys up by C string, so a key that is `general.alignment` up to a NUL byte
+    /// sets its alignment: a power of two other than the file's is accepted, and the data
+    /// read at other offsets.
+    NulKeyAlignment,
+}
+
+/// Whether ggml takes a key other than `general.alignment` itself for it (the key reads so up
+/// to a NUL byte), holding a power of two other than the alignment in force: ggml then accepts
+/// the file with another alignment.
+fn nul_key_alignment(file: &Gguf<&[u8]>) -> bool {
+    let header = file.header();
+    ggufrw::validate::ggml_alignment_key(header).is_some_and(|i| {
+        let kv = &header.metadata[i];
+        kv.key.text_ref().as_bytes() != ggufrw_schema::ALIGNMENT_KEY.as_bytes()
+            && matches!(kv.value, ggufrw_schema::Value::Uint32(a)
+                if a.is_power_of_two() && a != header.alignment())
+    })
 }
 
 fn first(findings: &[Finding], category: Category) -> Option<String> {
@@ -140,7 +157,15 @@ pub fn verdict(bytes: &[u8]) -> Verdict {
             let load = first(&findings, Category::Load);
             let refused = header.is_some() || load.is_some();
             Verdict {
-                exception: (refused && size_wraps(&file)).then_some(Exception::SizeWraps),
+                exception: if !refused {
+                    None
+                } else if size_wraps(&file) {
+                    Some(Exception::SizeWraps)
+                } else if nul_key_alignment(&file) {
+                    Some(Exception::NulKeyAlignment)
+                } else {
+                    None
+                },
                 header,
                 load,
             }
