@@ -7,6 +7,7 @@
 #   benches/copy.py   a 2 GiB file written by the streaming writer, `edit`, `convert-endian`,
 #                     `split`/`merge` and hashed by `hash`, against cp, a plain write of the same
 #                     bytes and sha256sum;
+#   benches/stats.py  `stats` of Gemma against `cat` of it, page cache warm and dropped;
 #   benches/remote.rs requests and bytes of remote headers, beside @huggingface/gguf.
 # Usage: scripts/bench.sh [--runs N] [--peers]   (criterion: cargo bench --bench header;
 # dequantization and quantization against ggml and gguf-py: cargo bench --bench quant)
@@ -30,5 +31,6 @@ if ((peers)); then
     benches/peers/target/release/ggufrw-peer-bench "$runs" target/speed-bench/vocab.gguf \
         target/speed-bench/tensors.gguf "$gemma"
 fi
+python3 benches/stats.py --pairs "$runs"
 python3 benches/copy.py --size-mib 2048 --runs 3
 GGUFRW_HF_GGUF="$(scripts/peers-node.sh 2>/dev/null || true)" cargo bench --quiet --bench remote
