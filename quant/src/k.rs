@@ -140,7 +140,7 @@ fn pack_qs(qs: &mut [u8; 64], ls: &[i32; QK_K]) {
 // Q2_K
 
 impl Dequantize for Q2K {
-    #[inline]
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let Some(y) = y.first_chunk_mut::<QK_K>() else {
             return;
@@ -277,7 +277,7 @@ fn pack_q3k_scale(scales: &mut [u8; 12], j: usize, l: i32) {
 }
 
 impl Dequantize for Q3K {
-    #[inline]
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let Some(y) = y.first_chunk_mut::<QK_K>() else {
             return;
@@ -482,7 +482,7 @@ fn requantize_k4(
 }
 
 impl Dequantize for Q4K {
-    #[inline]
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let Some(y) = y.first_chunk_mut::<QK_K>() else {
             return;
@@ -544,7 +544,7 @@ fn pack_q4k(qs: &mut [u8; QK_K / 2], ls: &[u8; QK_K]) {
 }
 
 impl Dequantize for Q5K {
-    #[inline]
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let Some(y) = y.first_chunk_mut::<QK_K>() else {
             return;
@@ -621,7 +621,7 @@ fn pack_q5k(y: &mut Q5K, ls: &[u8; QK_K]) {
 // Q6_K
 
 impl Dequantize for Q6K {
-    #[inline]
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let Some(y) = y.first_chunk_mut::<QK_K>() else {
             return;
@@ -724,7 +724,7 @@ fn quantize_q6k(
 // Q8_K
 
 impl Dequantize for Q8K {
-    #[inline]
+    #[inline(always)]
     fn dequantize(&self, y: &mut [f32]) {
         let Some(y) = y.first_chunk_mut::<QK_K>() else {
             return;
