@@ -124,7 +124,7 @@ fn dequantize_split(
     let (n, threads) = pieces(blocks, block, threads, min_piece);
     let whole = size > 0 && bytes.len() % size == 0 && out.len() == blocks * block;
     if threads <= 1 || !whole {
-        // One piece, or a length the single-threaded function refuses with its own error.
+        // One thread, or a length the single-threaded function refuses with its own error.
         return dequantize(ty, bytes, byte_order, out);
     }
     let (inputs, outputs) = cut(bytes, out, &bounds(blocks, n), (size, block));

@@ -422,6 +422,27 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Every field of a summary as bits: two summaries compared bit for bit.
+    fn bits(p: Part) -> [u64; 8] {
+        [
+            p.mean.to_bits(),
+            p.m2.to_bits(),
+            u64::from(p.min.to_bits()),
+            u64::from(p.max.to_bits()),
+            p.finite,
+            p.nan,
+            p.zero,
+            p.inf,
+        ]
+    }
+
+    /// The mean and population variance of `values` by two passes in f64: the reference.
+    fn two_passes(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
+        let n = values.clone().count() as f64;
+        let mean = values.clone().sum::<f64>() / n;
+        (mean, values.map(|v| (v - mean).powi(2)).sum::<f64>() / n)
+    }
+
     #[test]
     fn sums_are_those_of_the_finite_values() {
         let s = Part::of(&[1.0, 2.0, 3.0, f32::NAN, f32::INFINITY, 0.0, -0.0]).finish();
@@ -445,13 +466,7 @@ mod tests {
                 _ => 1e6 + (i % 17) as f32 * 0.0625,
             })
             .collect();
-        let n = values.len() as f64;
-        let mean = values.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
-        let var = values
-            .iter()
-            .map(|&v| (f64::from(v) - mean).powi(2))
-            .sum::<f64>()
-            / n;
+        let (mean, var) = two_passes(values.iter().map(|&v| f64::from(v)));
         let s = Part::of(&values).finish();
         assert!((s.mean - mean).abs() <= 1e-9 * mean, "{} {}", s.mean, mean);
         assert!(
@@ -480,7 +495,6 @@ mod tests {
         let config = ProptestConfig::with_cases(256);
         proptest!(config, |(values in prop::collection::vec(value, 0..80), negate: bool)| {
             let values: Vec<f32> = values.into_iter().map(|v| if negate { -v } else { v }).collect();
-            let bits = |p: Part| [p.mean.to_bits(), p.m2.to_bits(), u64::from(p.min.to_bits()), u64::from(p.max.to_bits()), p.finite, p.nan, p.zero, p.inf];
             prop_assert_eq!(bits(Part::of(&values)), bits(Part::of_lanes(&values)));
         });
     }
@@ -506,8 +520,7 @@ mod tests {
             cuts.sort_unstable();
             // The AVX2 build of a chunk's summary (where the processor has it) is the portable
             // one, bit for bit.
-            let one = |p: Part| [p.mean.to_bits(), p.m2.to_bits(), u64::from(p.min.to_bits()), u64::from(p.max.to_bits()), p.finite, p.nan, p.zero];
-            prop_assert_eq!(one(Part::of(&values)), one(Part::of_lanes(&values)));
+            prop_assert_eq!(bits(Part::of(&values)), bits(Part::of_lanes(&values)));
             let merged = (cuts.windows(2))
                 .map(|w| Part::of(&values[w[0]..w[1]]))
                 .fold(Part::default(), |a, b| a.then(&b))
@@ -520,9 +533,7 @@ mod tests {
             if finite.is_empty() {
                 prop_assert!(merged.mean.is_nan() && merged.min.is_nan());
             } else {
-                let n = finite.len() as f64;
-                let mean = finite.iter().sum::<f64>() / n;
-                let var = finite.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n;
+                let (mean, var) = two_passes(finite.iter().copied());
                 prop_assert_eq!(merged.min, finite.iter().copied().fold(f64::INFINITY, f64::min));
                 prop_assert_eq!(merged.max, finite.iter().copied().fold(f64::NEG_INFINITY, f64::max));
                 prop_assert!((merged.mean - mean).abs() <= 1e-9 * (1.0 + mean.abs()), "{} {}", merged.mean, mean);
