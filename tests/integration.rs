@@ -5,6 +5,7 @@
 mod common;
 
 mod cli;
+mod convert_hf;
 mod coverage;
 mod fixtures;
 mod ggml_bytes;

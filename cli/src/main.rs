@@ -7,6 +7,7 @@ mod check;
 mod conform;
 mod convert;
 mod convert_endian;
+mod convert_hf;
 mod diff;
 mod dump;
 mod edit;
@@ -67,6 +68,9 @@ enum Command {
     Stats(stats::Args),
     /// Re-quantize tensors to another type (bit-exact with ggml's reference quantizers).
     Convert(convert::Args),
+    /// Convert a Hugging Face checkpoint folder (safetensors) to GGUF, byte for byte as
+    /// llama.cpp's convert_hf_to_gguf.py with the same options, without Python.
+    ConvertHf(convert_hf::Args),
     /// Quantize a whole model to a preset as llama-quantize does, with its arguments and its
     /// bytes (`ggufrw quantize --help` lists the options and presets).
     Quantize(quantize::Args),
@@ -108,6 +112,7 @@ fn main() -> ExitCode {
         Command::Extract(args) => extract::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Convert(args) => convert::run(args),
+        Command::ConvertHf(args) => convert_hf::run(args),
         Command::Quantize(args) => quantize::run(args),
         Command::Imatrix(args) => imatrix::run(args),
         Command::Hash(args) => hash::run(args),

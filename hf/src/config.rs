@@ -1,0 +1,143 @@
+//! The model's hyperparameters as the reference sees them: `AutoConfig.from_pretrained(dir)
+//! .to_dict()`, that is `config.json` with the transformers class's defaults filled in and its
+//! derived fields computed (transformers 4.57.6, the reference's pin), then `text_config`
+//! lifted to the top level.
+
+use crate::error::{Error, Result};
+use serde_json::{json, Map, Value};
+use std::path::Path;
+
+/// Hyperparameters: the config's members in order, as a Python dict.
+pub struct Hparams {
+    /// The members.
+    pub map: Map<String, Value>,
+    /// `config.json`'s path, for errors.
+    pub path: std::path::PathBuf,
+}
+
+/// The configuration class a model class's `config.json` is read with, and its defaults
+/// (the `__init__` defaults of `LlamaConfig` and `MistralConfig` in transformers 4.57.6).
+fn defaults(model_type: &str) -> Option<Value> {
+    Some(match model_type {
+        "llama" => json!({
+            "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": null,
+            "hidden_act": "silu", "max_position_embeddings": 2048, "initializer_range": 0.02,
+            "rms_norm_eps": 1e-6, "use_cache": true, "pad_token_id": null, "bos_token_id": 1,
+            "eos_token_id": 2, "pretraining_tp": 1, "tie_word_embeddings": false,
+            "rope_theta": 10000.0, "rope_scaling": null, "attention_bias": false,
+            "attention_dropout": 0.0, "mlp_bias": false, "head_dim": null
+        }),
+        "mistral" => json!({
+            "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "head_dim": null, "hidden_act": "silu", "max_position_embeddings": 131072,
+            "initializer_range": 0.02, "rms_norm_eps": 1e-6, "use_cache": true,
+            "pad_token_id": null, "bos_token_id": 1, "eos_token_id": 2,
+            "tie_word_embeddings": false, "rope_theta": 10000.0, "sliding_window": 4096,
+            "attention_dropout": 0.0
+        }),
+        _ => return None,
+    })
+}
+
+impl Hparams {
+    /// Reads `dir/config.json` as the reference's `load_hparams` does for the families here.
+    pub fn load(dir: &Path) -> Result<Hparams> {
+        let path = dir.join("config.json");
+        let raw = crate::read_json(&path)?;
+        let Value::Object(raw) = raw else {
+            return Err(Error::field(&path, "(root)", "not an object"));
+        };
+        let model_type = raw
+            .get("model_type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let mut map = match defaults(&model_type) {
+            Some(Value::Object(d)) => {
+                let mut m = d;
+                for (k, v) in &raw {
+                    m.insert(k.clone(), v.clone());
+                }
+                m
+            }
+            _ => raw.clone(),
+        };
+        let int = |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_u64);
+        if (model_type == "llama" || model_type == "mistral")
+            && map.get("num_key_value_heads").is_none_or(Value::is_null)
+        {
+            if let Some(h) = map.get("num_attention_heads").cloned() {
+                map.insert("num_key_value_heads".into(), h);
+            }
+        }
+        if model_type == "llama" && map.get("head_dim").is_none_or(Value::is_null) {
+            if let (Some(h), Some(n)) = (int(&map, "hidden_size"), int(&map, "num_attention_heads"))
+            {
+                if n == 0 {
+                    return Err(Error::field(&path, "num_attention_heads", "is 0"));
+                }
+                map.insert("head_dim".into(), json!(h / n));
+            }
+        }
+        if let Some(Value::Object(rs)) = map.get_mut("rope_scaling") {
+            if let Some(t) = rs.get("type").cloned() {
+                rs.insert("rope_type".into(), t);
+            }
+        }
+        if let Some(Value::Object(tc)) = map.get("text_config").cloned() {
+            for (k, v) in tc {
+                map.insert(k, v);
+            }
+        }
+        Ok(Hparams { map, path })
+    }
+
+    /// `find_hparam(keys, optional=True)`: the first key present (even if null).
+    pub fn find(&self, keys: &[&str]) -> Option<&Value> {
+        keys.iter().find_map(|k| self.map.get(*k))
+    }
+
+    /// The first of `keys` present, as an integer; an error naming the field otherwise.
+    pub fn int(&self, keys: &[&str]) -> Result<u64> {
+        match self.find(keys) {
+            Some(v) => v
+                .as_u64()
+                .ok_or_else(|| Error::field(&self.path, keys[0], format!("{v} is not a count"))),
+            None => Err(Error::field(&self.path, keys.join("|"), "missing")),
+        }
+    }
+
+    /// The first of `keys` present and not null, as an integer.
+    pub fn opt_int(&self, keys: &[&str]) -> Result<Option<u64>> {
+        match self.find(keys) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.int(keys).map(Some),
+        }
+    }
+
+    /// The first of `keys` present and not null, as a float.
+    pub fn opt_float(&self, keys: &[&str]) -> Result<Option<f64>> {
+        match self.find(keys) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_f64()
+                .map(Some)
+                .ok_or_else(|| Error::field(&self.path, keys[0], format!("{v} is not a number"))),
+        }
+    }
+
+    /// `hparams["architectures"][0]`.
+    pub fn architecture(&self) -> Result<String> {
+        let first = |m: &Map<String, Value>| {
+            m.get("architectures")
+                .and_then(Value::as_array)
+                .and_then(|a| a.first())
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        first(&self.map)
+            .ok_or_else(|| Error::field(&self.path, "architectures", "missing or empty"))
+    }
+}

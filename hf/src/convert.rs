@@ -1,0 +1,660 @@
+//! The conversion: `ModelBase.write` (or `write_vocab`) planned from headers, then carried out
+//! tensor by tensor.
+
+use crate::config::Hparams;
+use crate::error::{Error, Result};
+use crate::family;
+use crate::kv::Kv;
+use crate::metadata::Metadata;
+use crate::names::{self, NameMap};
+use crate::safetensors::{open_checkpoint, Checkpoint, Dtype, Entry};
+use crate::tables;
+use ggufrw::fsutil::{write_atomic_file, Mode, Progress};
+use ggufrw::quant::GgmlType;
+use ggufrw::{Builder, ByteOrder, Source};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// `--outtype`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OutType {
+    /// `f32`.
+    F32,
+    /// `f16`.
+    F16,
+    /// `bf16`.
+    BF16,
+    /// `q8_0`.
+    Q8_0,
+    /// `tq1_0`.
+    TQ1_0,
+    /// `tq2_0`.
+    TQ2_0,
+    /// `auto`: the checkpoint's first 16-bit float type, else f16.
+    #[default]
+    Auto,
+}
+
+impl OutType {
+    /// Parses the reference's spelling.
+    pub fn parse(s: &str) -> Option<OutType> {
+        Some(match s {
+            "f32" => OutType::F32,
+            "f16" => OutType::F16,
+            "bf16" => OutType::BF16,
+            "q8_0" => OutType::Q8_0,
+            "tq1_0" => OutType::TQ1_0,
+            "tq2_0" => OutType::TQ2_0,
+            "auto" => OutType::Auto,
+            _ => return None,
+        })
+    }
+
+    /// `LlamaFileType` value, the type 2-D tensors get, and the name in file names.
+    fn resolved(self) -> (u32, GgmlType, &'static str) {
+        match self {
+            OutType::F32 => (0, GgmlType::F32, "F32"),
+            OutType::F16 | OutType::Auto => (1, GgmlType::F16, "F16"),
+            OutType::BF16 => (32, GgmlType::BF16, "BF16"),
+            OutType::Q8_0 => (7, GgmlType::Q8_0, "Q8_0"),
+            OutType::TQ1_0 => (36, GgmlType::TQ1_0, "TQ1_0"),
+            OutType::TQ2_0 => (37, GgmlType::TQ2_0, "TQ2_0"),
+        }
+    }
+}
+
+/// The reference's options that apply.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// `--outfile`: a file name (`{ftype}` filled in) or a folder; default: the model's folder.
+    pub outfile: Option<PathBuf>,
+    /// `--outtype`.
+    pub outtype: OutType,
+    /// `--vocab-only`.
+    pub vocab_only: bool,
+    /// `--bigendian`.
+    pub bigendian: bool,
+    /// `--model-name`.
+    pub model_name: Option<String>,
+    /// `--metadata`: a JSON override of `general.*`.
+    pub metadata: Option<PathBuf>,
+    /// `--split-max-tensors` (0: no limit).
+    pub split_max_tensors: u64,
+    /// `--split-max-size` in bytes (0: no limit).
+    pub split_max_size: u64,
+    /// `--no-tensor-first-split`.
+    pub no_tensor_first_split: bool,
+    /// `--dry-run`: plan, print nothing, write nothing.
+    pub dry_run: bool,
+}
+
+/// One output tensor.
+#[derive(Clone, Debug)]
+pub struct TensorPlan {
+    /// GGUF name.
+    pub name: String,
+    /// Its type.
+    pub ggml_type: GgmlType,
+    /// Dimensions, GGUF order (`ne[0]` first).
+    pub dims: Vec<u64>,
+    /// Bytes of data.
+    pub bytes: u64,
+    /// The checkpoint's type, as torch names it (`generated` for computed tensors).
+    pub source_type: &'static str,
+    /// Why the type differs from the outtype's, if it was a fallback.
+    pub note: Option<String>,
+    src: Src,
+}
+
+#[derive(Clone, Debug)]
+enum Src {
+    Entry {
+        index: usize,
+        permute_heads: Option<u64>,
+    },
+    Values(Vec<f32>),
+}
+
+/// What a conversion did (or, dry, would do).
+#[derive(Debug)]
+pub struct Report {
+    /// The files written (or that would be), in shard order.
+    pub outputs: Vec<PathBuf>,
+    /// Every tensor, in file order.
+    pub tensors: Vec<TensorPlan>,
+    /// Tensors per output file.
+    pub shard_sizes: Vec<usize>,
+    /// The model's parameter count.
+    pub parameters: u64,
+    /// `general.file_type`.
+    pub file_type: u32,
+}
+
+/// Converts the checkpoint folder `dir` as `convert_hf_to_gguf.py DIR` with `options` would.
+pub fn convert(dir: &Path, options: &Options) -> Result<Report> {
+    convert_with(dir, options, &())
+}
+
+/// [`convert`], telling `progress` how the tensor data advances.
+pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> Result<Report> {
+    if !dir.is_dir() {
+        return Err(Error::Unsupported(format!(
+            "Error: {} is not a directory",
+            dir.display()
+        )));
+    }
+    let hp = Hparams::load(dir)?;
+    let class = hp.architecture()?;
+    let family = family::for_class(&class)?;
+    let arch = family.arch();
+    let block_count = hp.int(&["n_layers", "num_hidden_layers", "n_layer", "num_layers"])?;
+    let ckpt = open_checkpoint(dir)?;
+    // filter_tensors, keeping the first position of a name seen twice (a Python dict).
+    let mut kept: Vec<(String, usize)> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (i, e) in ckpt.entries.iter().enumerate() {
+        if let Some(name) = family.filter(&e.name) {
+            match at.get(&name) {
+                Some(&slot) => kept[slot].1 = i,
+                None => {
+                    at.insert(name.clone(), kept.len());
+                    kept.push((name, i));
+                }
+            }
+        }
+    }
+    let outtype = match options.outtype {
+        OutType::Auto => kept
+            .iter()
+            .map(|(_, i)| &ckpt.entries[*i])
+            .filter(|e| e.shape.len() >= 2)
+            .find_map(|e| match e.dtype {
+                Dtype::BF16 => Some(OutType::BF16),
+                Dtype::F16 => Some(OutType::F16),
+                _ => None,
+            })
+            .unwrap_or(OutType::F16),
+        t => t,
+    };
+    let (file_type, wanted, type_name) = outtype.resolved();
+    let map = NameMap::new(arch, block_count);
+    let rope = family::rope_parameters(&hp);
+
+    let mut plan: Vec<TensorPlan> = Vec::new();
+    for (name, values) in family.extra_tensors(&hp, &rope)? {
+        let n = values.len() as u64;
+        plan.push(TensorPlan {
+            name,
+            ggml_type: GgmlType::F32,
+            dims: vec![n],
+            bytes: 4 * n,
+            source_type: "torch.float32",
+            note: None,
+            src: Src::Values(values),
+        });
+    }
+    for (name, index) in &kept {
+        if name.ends_with(".attention.masked_bias")
+            || name.ends_with(".attention.bias")
+            || name.ends_with(".rotary_emb.inv_freq")
+        {
+            continue;
+        }
+        let e = &ckpt.entries[*index];
+        let bid = name
+            .split('.')
+            .find(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|p| p.parse::<u64>().ok());
+        let permute_heads = family.permutation(&hp, name)?;
+        if let Some(h) = permute_heads {
+            let rows = e.shape.first().copied().unwrap_or(0);
+            if h == 0 || rows % (2 * h) != 0 {
+                return Err(Error::field(
+                    &ckpt.parts[e.part].path,
+                    format!("{}.shape", e.name),
+                    format!(
+                        "{rows} rows cannot be split into {h} heads of two halves (config: {})",
+                        hp.path.display()
+                    ),
+                ));
+            }
+        }
+        let new_name = map
+            .get(name, &[".weight", ".bias"])
+            .map(|(_, n)| n)
+            .ok_or_else(|| Error::Unsupported(format!("Can not map tensor {name:?}")))?;
+        let dims: Vec<u64> = e.shape.iter().rev().copied().collect();
+        let n_dims = dims.len();
+        let mut ty: Option<GgmlType> = None;
+        if n_dims <= 1 || new_name.ends_with("_norm.weight") {
+            ty = Some(GgmlType::F32);
+        }
+        let always = tables::ALWAYS_F32
+            .iter()
+            .any(|t| names::matches(arch, &new_name, *t, bid));
+        let tail = &new_name[new_name.len().saturating_sub(7)..];
+        if ty.is_none() && (always || !matches!(tail, ".weight" | ".lora_a" | ".lora_b")) {
+            ty = Some(GgmlType::F32);
+        }
+        if ty.is_none()
+            && matches!(outtype, OutType::TQ1_0 | OutType::TQ2_0)
+            && tables::TERNARY_F16
+                .iter()
+                .any(|t| names::matches(arch, &new_name, *t, bid))
+        {
+            ty = Some(GgmlType::F16);
+        }
+        let mut ty = ty.unwrap_or(wanted);
+        let mut note = None;
+        let block = ty.block_size();
+        if block > 1 && dims.first().is_none_or(|d| d % block != 0) {
+            note = Some(format!(
+                "quantization requires rows a multiple of {block}, {} is not, falling back to F16",
+                dims.first().copied().unwrap_or(0)
+            ));
+            ty = GgmlType::F16;
+        }
+        let bytes = ty
+            .byte_size(&dims)
+            .map_err(|e| Error::Unsupported(format!("{new_name}: {e}")))?;
+        plan.push(TensorPlan {
+            name: new_name,
+            ggml_type: ty,
+            dims,
+            bytes,
+            source_type: e.dtype.torch_name(),
+            note,
+            src: Src::Entry {
+                index: *index,
+                permute_heads,
+            },
+        });
+    }
+    {
+        let mut seen = std::collections::HashSet::new();
+        for t in &plan {
+            if !seen.insert(t.name.as_str()) {
+                return Err(Error::Unsupported(format!(
+                    "Duplicated tensor name {:?}",
+                    t.name
+                )));
+            }
+        }
+    }
+    let tensors_for_count: Vec<TensorPlan> = if options.vocab_only {
+        Vec::new()
+    } else {
+        plan.clone()
+    };
+    let count = ggufrw::params::count_shapes(
+        tensors_for_count
+            .iter()
+            .map(|t| (t.name.as_str(), t.dims.as_slice())),
+    )
+    .map_err(|e| Error::Unsupported(e.to_string()))?;
+    let total = count.gguf_py().0;
+
+    let mut meta = Metadata::load(
+        options.metadata.as_deref(),
+        dir,
+        options.model_name.as_deref(),
+        total,
+    )?;
+    if meta.name.is_none() {
+        meta.name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+    }
+    if meta.size_label.is_none() && total > 0 {
+        meta.size_label = Some(count.size_label());
+    }
+    let mut kv = Kv::default();
+    kv.string("general.architecture", arch.name);
+    kv.string("general.type", "model");
+    meta.add_to(&mut kv);
+    family.parameters(&hp, arch.name, block_count, file_type, &mut kv)?;
+    kv.u32("general.quantization_version", 2);
+
+    let target = options.outfile.clone().unwrap_or_else(|| dir.to_owned());
+    let out_path = if target.is_dir() {
+        let stem = if options.vocab_only {
+            ggufrw::naming::naming_convention(
+                meta.name.as_deref(),
+                meta.basename.as_deref(),
+                meta.finetune.as_deref(),
+                meta.version.as_deref(),
+                None,
+                None,
+                Some("vocab"),
+            )
+        } else {
+            ggufrw::naming::naming_convention(
+                meta.name.as_deref(),
+                meta.basename.as_deref(),
+                meta.finetune.as_deref(),
+                meta.version.as_deref(),
+                meta.size_label.as_deref(),
+                Some(type_name),
+                None,
+            )
+        };
+        target.join(format!("{stem}.gguf"))
+    } else {
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        target.with_file_name(fill_template(&name, type_name)?)
+    };
+    family.vocab(dir, &hp, &mut kv)?;
+
+    let order = if options.bigendian {
+        ByteOrder::Big
+    } else {
+        ByteOrder::Little
+    };
+    if options.vocab_only {
+        let report = Report {
+            outputs: vec![out_path.clone()],
+            tensors: Vec::new(),
+            shard_sizes: vec![0],
+            parameters: 0,
+            file_type,
+        };
+        if !options.dry_run {
+            write_header_only(&out_path, kv, order)?;
+        }
+        return Ok(report);
+    }
+
+    // GGUFWriter.add_tensor_info's split rule.
+    let mut shards: Vec<Vec<usize>> = vec![Vec::new()];
+    if options.no_tensor_first_split {
+        shards.push(Vec::new());
+    }
+    let mut shard_bytes = 0u64;
+    for (i, t) in plan.iter().enumerate() {
+        let last = shards.last().expect("one shard");
+        if !last.is_empty()
+            && ((options.split_max_tensors != 0 && last.len() as u64 >= options.split_max_tensors)
+                || (options.split_max_size != 0 && shard_bytes + t.bytes > options.split_max_size))
+        {
+            shards.push(Vec::new());
+            shard_bytes = 0;
+        }
+        shards.last_mut().expect("one shard").push(i);
+        shard_bytes += t.bytes;
+    }
+    let n = shards.len();
+    let outputs: Vec<PathBuf> = if n == 1 {
+        vec![out_path.clone()]
+    } else {
+        let stem = out_path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        (0..n)
+            .map(|i| out_path.with_file_name(format!("{stem}-{:05}-of-{n:05}.gguf", i + 1)))
+            .collect()
+    };
+    let report = Report {
+        outputs: outputs.clone(),
+        shard_sizes: shards.iter().map(Vec::len).collect(),
+        tensors: plan.clone(),
+        parameters: count.total,
+        file_type,
+    };
+    if options.dry_run {
+        return Ok(report);
+    }
+    let mut kvs = vec![kv];
+    kvs.extend((1..n).map(|_| Kv::default()));
+    for (i, shard) in shards.iter().enumerate() {
+        let mut kv = std::mem::take(&mut kvs[i]);
+        if n > 1 {
+            kv.u16("split.no", i as u16);
+            kv.u16("split.count", n as u16);
+            kv.i32("split.tensors.count", plan.len() as i32);
+        }
+        let mut b = Builder::new()
+            .byte_order(order)
+            .with_metadata(kv.into_pairs());
+        for &t in shard {
+            let p = &plan[t];
+            let source = data_source(&ckpt, p, order);
+            b = b.tensor(p.name.as_str(), p.ggml_type, &p.dims, source)?;
+        }
+        b.write_file_with(&outputs[i], Mode::Plain, progress)?;
+    }
+    Ok(report)
+}
+
+/// `gguf.fill_templated_filename`: Python's `str.format` with `{ftype}`, `{outtype}` (lower
+/// case), `{FTYPE}`, `{OUTTYPE}` (upper case) and `{}`/`{0}` (lower case).
+fn fill_template(name: &str, output_type: &str) -> Result<String> {
+    let lower = output_type.to_lowercase();
+    let upper = output_type.to_uppercase();
+    let mut out = String::new();
+    let mut rest = name;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push_str(&rest[..i]);
+        let c = rest.as_bytes()[i];
+        rest = &rest[i + 1..];
+        if rest.as_bytes().first() == Some(&c) {
+            out.push(c as char);
+            rest = &rest[1..];
+            continue;
+        }
+        if c == b'}' {
+            return Err(Error::Unsupported(format!(
+                "{name}: single '}}' encountered in format string"
+            )));
+        }
+        let end = rest.find('}').ok_or_else(|| {
+            Error::Unsupported(format!("{name}: unmatched '{{' in the file name"))
+        })?;
+        out.push_str(match &rest[..end] {
+            "" | "0" | "ftype" | "outtype" => &lower,
+            "FTYPE" | "OUTTYPE" => &upper,
+            other => {
+                return Err(Error::Unsupported(format!(
+                    "{name}: unknown field {{{other}}} in the file name"
+                )))
+            }
+        });
+        rest = &rest[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// `write_vocab`: the header and metadata, no tensor data and no padding after them.
+fn write_header_only(path: &Path, kv: Kv, order: ByteOrder) -> Result<()> {
+    let mut bytes = Vec::new();
+    Builder::new()
+        .byte_order(order)
+        .with_metadata(kv.into_pairs())
+        .write_to(&mut bytes)?;
+    let g = ggufrw::Gguf::from_bytes(bytes)?;
+    let end = g
+        .header()
+        .layout()
+        .map_err(|e| Error::Unsupported(e.to_string()))?
+        .tensor_infos_end as usize;
+    let bytes = g.bytes().to_vec();
+    write_atomic_file(path, Mode::Plain, |f| {
+        f.write_all(&bytes[..end])
+            .map_err(|e| ggufrw::Error::from(e).in_file(path))
+    })?;
+    Ok(())
+}
+
+/// Rows converted per piece (a few MiB of output whatever the tensor's size).
+const PIECE_ELEMENTS: u64 = 1 << 20;
+
+fn data_source<'a>(ckpt: &'a Checkpoint, p: &TensorPlan, order: ByteOrder) -> Source<'a> {
+    let ty = p.ggml_type;
+    let big = order == ByteOrder::Big;
+    match &p.src {
+        Src::Values(v) => {
+            let mut out: Vec<u8> = Vec::with_capacity(v.len() * 4);
+            for x in v {
+                out.extend_from_slice(&if big {
+                    x.to_be_bytes()
+                } else {
+                    x.to_le_bytes()
+                });
+            }
+            Source::Owned(out)
+        }
+        Src::Entry {
+            index,
+            permute_heads,
+        } => {
+            let e: &'a Entry = &ckpt.entries[*index];
+            let bytes = ckpt.bytes(e);
+            let rows = e.shape.first().copied().unwrap_or(1).max(1);
+            let row_len = if e.shape.is_empty() {
+                1
+            } else {
+                e.numel() / rows
+            };
+            let ne0 = p.dims.first().copied().unwrap_or(1).max(1) as usize;
+            let group = (PIECE_ELEMENTS / row_len.max(1)).max(1);
+            let perm = *permute_heads;
+            let len = p.bytes;
+            let dtype = e.dtype;
+            let mut start = 0u64;
+            let chunks = std::iter::from_fn(move || {
+                if start >= rows {
+                    return None;
+                }
+                let end = (start + group).min(rows);
+                let mut f32s: Vec<f32> = Vec::with_capacity(((end - start) * row_len) as usize);
+                let mut raw16: Vec<u8> = Vec::new();
+                let keep16 = dtype == Dtype::F16 && ty == GgmlType::F16;
+                for r in start..end {
+                    let src = match perm {
+                        Some(h) => permuted_row(r, rows, h),
+                        None => r,
+                    };
+                    let w = dtype.size() as u64;
+                    let a = (src * row_len * w) as usize;
+                    let b = a + (row_len * w) as usize;
+                    if keep16 {
+                        raw16.extend_from_slice(&bytes[a..b]);
+                    } else {
+                        widen(dtype, &bytes[a..b], &mut f32s);
+                    }
+                }
+                start = end;
+                let mut out = if keep16 {
+                    raw16
+                } else {
+                    match ggufrw::quant::quantize(ty, &f32s, ne0) {
+                        Ok(v) => v,
+                        Err(e) => {
+                            return Some(Err(ggufrw::Error::Io(std::io::Error::other(
+                                e.to_string(),
+                            ))))
+                        }
+                    }
+                };
+                if big {
+                    swap(ty, &mut out);
+                }
+                Some(Ok(out))
+            });
+            Source::Chunks {
+                chunks: Box::new(chunks),
+                len,
+            }
+        }
+    }
+}
+
+/// `LlamaModel.permute`: the source row of output row `r` when `rows` rows of `heads` heads
+/// are reshaped to `(heads, 2, rows / heads / 2)` and the last two axes swapped.
+fn permuted_row(r: u64, rows: u64, heads: u64) -> u64 {
+    let half = rows / heads / 2;
+    let (h, rest) = (r / (2 * half), r % (2 * half));
+    let (i, j) = (rest / 2, rest % 2);
+    h * 2 * half + j * half + i
+}
+
+/// Torch's conversion of a checkpoint dtype to float32 (floats widened exactly or rounded to
+/// nearest, integers rounded to nearest).
+fn widen(dtype: Dtype, b: &[u8], out: &mut Vec<f32>) {
+    match dtype {
+        Dtype::F32 => out.extend(
+            b.chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().expect("4"))),
+        ),
+        Dtype::BF16 => out.extend(
+            b.chunks_exact(2)
+                .map(|c| f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16)),
+        ),
+        Dtype::F16 => {
+            let at = out.len();
+            out.resize(at + b.len() / 2, 0.0);
+            ggufrw::quant::dequantize(GgmlType::F16, b, ByteOrder::Little, &mut out[at..])
+                .expect("F16 takes any whole number of elements");
+        }
+        Dtype::F64 => out.extend(
+            b.chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().expect("8")) as f32),
+        ),
+        Dtype::I64 => out.extend(
+            b.chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().expect("8")) as f32),
+        ),
+        Dtype::I32 => out.extend(
+            b.chunks_exact(4)
+                .map(|c| i32::from_le_bytes(c.try_into().expect("4")) as f32),
+        ),
+        Dtype::I16 => out.extend(
+            b.chunks_exact(2)
+                .map(|c| f32::from(i16::from_le_bytes([c[0], c[1]]))),
+        ),
+        Dtype::I8 => out.extend(b.iter().map(|&x| f32::from(x as i8))),
+        Dtype::U8 => out.extend(b.iter().map(|&x| f32::from(x))),
+        Dtype::Bool => out.extend(b.iter().map(|&x| f32::from(u8::from(x != 0)))),
+    }
+}
+
+/// gguf-py's `byteswap` of the array it writes: float arrays swap per element; quantized
+/// blocks are bytes to numpy and stay as they are.
+fn swap(ty: GgmlType, out: &mut [u8]) {
+    let w = match ty {
+        GgmlType::F32 => 4,
+        GgmlType::F16 | GgmlType::BF16 => 2,
+        _ => return,
+    };
+    for c in out.chunks_exact_mut(w) {
+        c.reverse();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_permutation_interleaves_the_halves_of_each_head() {
+        // 2 heads of 4 rows: head rows [0 1 | 2 3] become [0 2 1 3].
+        let rows: Vec<u64> = (0..8).map(|r| permuted_row(r, 8, 2)).collect();
+        assert_eq!(rows, vec![0, 2, 1, 3, 4, 6, 5, 7]);
+    }
+
+    #[test]
+    fn templates_fill_as_python_format() {
+        assert_eq!(
+            fill_template("m-{ftype}.gguf", "Q8_0").unwrap(),
+            "m-q8_0.gguf"
+        );
+        assert_eq!(
+            fill_template("m-{FTYPE}-{}.gguf", "BF16").unwrap(),
+            "m-BF16-bf16.gguf"
+        );
+        assert_eq!(fill_template("a{{b}}.gguf", "F16").unwrap(), "a{b}.gguf");
+        assert!(fill_template("a{x}.gguf", "F16").is_err());
+    }
+}

@@ -1,0 +1,487 @@
+//! Model families: what each of the reference's model classes adds to `TextModel` (its
+//! metadata, its tensor renames and rearrangements, its vocabulary). A family is a value of
+//! [`Family`]; adding one is a module's worth of these functions plus its table entries.
+
+use crate::config::Hparams;
+use crate::error::{Error, Result};
+use crate::kv::Kv;
+use crate::names::ArchTable;
+use crate::tables::{self, Tensor};
+use crate::vocab;
+use serde_json::Value;
+use std::path::Path;
+
+/// A reference model class this converter implements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// `conversion/llama.py`'s `LlamaModel`.
+    Llama,
+}
+
+/// Model classes the reference registers for each family.
+const CLASSES: &[(&str, Family)] = &[
+    ("LLaMAForCausalLM", Family::Llama),
+    ("LlamaForCausalLM", Family::Llama),
+    ("MistralForCausalLM", Family::Llama),
+];
+
+/// The family of an `architectures` class name.
+pub fn for_class(class: &str) -> Result<Family> {
+    CLASSES
+        .iter()
+        .find(|(c, _)| *c == class)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| {
+            Error::Unsupported(format!(
+                "Model {class} is not supported (ggufrw converts: {})",
+                CLASSES
+                    .iter()
+                    .map(|(c, _)| *c)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })
+}
+
+impl Family {
+    /// The architecture's tables.
+    pub fn arch(self) -> &'static ArchTable {
+        match self {
+            Family::Llama => &tables::LLAMA,
+        }
+    }
+
+    /// `filter_tensors`, from `ModelBase` through the family's class: the checkpoint name
+    /// under which the reference keeps a tensor, or `None` for one it drops.
+    pub fn filter(self, name: &str) -> Option<String> {
+        let mut name = name.to_owned();
+        if name.contains("text_model.") {
+            name = name.replace("text_model.", "");
+        }
+        const SKIP_PREFIX: [&str; 10] = [
+            "mlp",
+            "vit.",
+            "vpm.",
+            "siglip2.",
+            "conformer.",
+            "merger.",
+            "resampler.",
+            "sound_encoder.",
+            "sound_projection.",
+            "speech_embeddings.",
+        ];
+        const SKIP_PART: [&str; 19] = [
+            "visual.",
+            "vision.",
+            "audio.",
+            "talker.",
+            "vision_",
+            "audio_",
+            "token2wav.",
+            "code2wav.",
+            "projector.",
+            "pre_mm_projector_norm",
+            "image_newline",
+            "view_seperator",
+            "patch_embed",
+            "patch_embedding",
+            "patch_merger.",
+            "patch_merge_mlp.",
+            "model.connector.",
+            "",
+            "",
+        ];
+        if SKIP_PREFIX.iter().any(|p| name.starts_with(p))
+            || SKIP_PART
+                .iter()
+                .filter(|p| !p.is_empty())
+                .any(|p| name.contains(p))
+        {
+            return None;
+        }
+        if name.ends_with("e_score_correction_bias") {
+            name = name.replace("e_score_correction_bias", "e_score_correction.bias");
+        }
+        if name.contains("language_model.") {
+            name = name.replace("language_model.", "");
+        }
+        Some(name)
+    }
+
+    /// `set_gguf_parameters`: `TextModel`'s keys, then the family's.
+    pub fn parameters(
+        self,
+        hp: &Hparams,
+        arch: &str,
+        block_count: u64,
+        file_type: u32,
+        kv: &mut Kv,
+    ) -> Result<()> {
+        text_parameters(hp, arch, block_count, file_type, kv)?;
+        match self {
+            Family::Llama => {
+                kv.u32(
+                    &format!("{arch}.vocab_size"),
+                    hp.int(&["vocab_size"])? as u32,
+                );
+                let rope_dim = match hp.opt_int(&["head_dim"])? {
+                    Some(d) => d,
+                    None => {
+                        let heads = hp.int(&["num_attention_heads"])?;
+                        if heads == 0 {
+                            return Err(Error::field(&hp.path, "num_attention_heads", "is 0"));
+                        }
+                        hp.int(&["hidden_size"])? / heads
+                    }
+                };
+                kv.u32(&format!("{arch}.rope.dimension_count"), rope_dim as u32);
+            }
+        }
+        Ok(())
+    }
+
+    /// How the family rearranges a tensor before naming it: the head count of the q/k
+    /// permutation, if any (`LlamaModel.permute`).
+    pub fn permutation(self, hp: &Hparams, name: &str) -> Result<Option<u64>> {
+        match self {
+            Family::Llama => {
+                if name.contains("block_sparse_moe.experts") {
+                    return Err(Error::Unsupported(format!(
+                        "{name}: Mixtral's experts are not converted yet"
+                    )));
+                }
+                let n_head = hp.int(&["n_heads", "num_attention_heads"])?;
+                let n_kv = hp.int(&["n_kv_heads", "num_key_value_heads"])?;
+                if name.ends_with("q_proj.weight") || name.ends_with("q_proj.bias") {
+                    return Ok(Some(n_head));
+                }
+                if name.ends_with("k_proj.weight") || name.ends_with("k_proj.bias") {
+                    return Ok(Some(if n_kv != n_head { n_kv } else { n_head }));
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// `generate_extra_tensors`: tensors the family computes (Llama 3's RoPE factors), as
+    /// f32 values and their torch shape.
+    pub fn extra_tensors(
+        self,
+        hp: &Hparams,
+        rope: &serde_json::Map<String, Value>,
+    ) -> Result<Vec<(String, Vec<f32>)>> {
+        match self {
+            Family::Llama => {
+                let params = rope_params(rope);
+                let is_llama3 = params
+                    .get("rope_type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.to_lowercase() == "llama3");
+                if params.is_empty() || !is_llama3 {
+                    return Ok(Vec::new());
+                }
+                let f = |k: &str, d: f64| params.get(k).and_then(Value::as_f64).unwrap_or(d);
+                let base = f("rope_theta", 10000.0);
+                let dim = match hp.opt_int(&["head_dim"])? {
+                    Some(d) => d,
+                    None => hp.int(&["hidden_size"])? / hp.int(&["num_attention_heads"])?.max(1),
+                };
+                let factor = f("factor", 8.0);
+                let low = f("low_freq_factor", 1.0);
+                let high = f("high_freq_factor", 4.0);
+                let old = f("original_max_position_embeddings", 8192.0);
+                let low_wavelen = old / low;
+                let high_wavelen = old / high;
+                let steps = (high - low) as f32;
+                // torch computes in float32 throughout: Python numbers meeting a float32
+                // tensor are cast to float32 (comparisons too).
+                let (factor, low, old) = (factor as f32, low as f32, old as f32);
+                let (low_wavelen, high_wavelen) = (low_wavelen as f32, high_wavelen as f32);
+                let two_pi = (2.0 * std::f64::consts::PI) as f32;
+                let base32 = base as f32;
+                let mut out = Vec::new();
+                for i in (0..dim).step_by(2) {
+                    let exponent = i as f32 / dim as f32;
+                    let freq = 1.0f32 / base32.powf(exponent);
+                    let wavelen = two_pi / freq;
+                    let v = if wavelen < high_wavelen {
+                        1.0
+                    } else if wavelen > low_wavelen {
+                        factor
+                    } else {
+                        let smooth = (old / wavelen - low) / steps;
+                        1.0 / ((1.0 - smooth) / factor + smooth)
+                    };
+                    out.push(v);
+                }
+                Ok(vec![(
+                    crate::names::format_name(Tensor::ROPE_FREQS, None, ".weight"),
+                    out,
+                )])
+            }
+        }
+    }
+
+    /// `set_vocab`.
+    pub fn vocab(self, dir: &Path, hp: &Hparams, kv: &mut Kv) -> Result<()> {
+        match self {
+            Family::Llama => {
+                let tc_path = dir.join("tokenizer_config.json");
+                if tc_path.is_file() {
+                    let tc = crate::read_json(&tc_path)?;
+                    if let Some(v) = tc.get("add_prefix_space").filter(|v| !v.is_null()) {
+                        kv.bool("tokenizer.ggml.add_space_prefix", vocab::truthy(v));
+                    }
+                    if tc.get("tokenizer_class").and_then(Value::as_str)
+                        == Some("HybridDNATokenizer")
+                    {
+                        return Err(Error::Unsupported(
+                            "HybridDNATokenizer vocabularies are not converted yet".into(),
+                        ));
+                    }
+                }
+                if dir.join("tekken.json").is_file() && !dir.join("tokenizer.json").is_file() {
+                    return Err(Error::Unsupported(
+                        "Mistral tekken vocabularies are not converted yet".into(),
+                    ));
+                }
+                let size = hp.opt_int(&["vocab_size_per_layer_input", "vocab_size"])?;
+                match vocab::sentencepiece(dir, size)? {
+                    Some(v) => {
+                        let n = v.tokens.len() as u64;
+                        kv.string("tokenizer.ggml.model", "llama");
+                        kv.string("tokenizer.ggml.pre", "default");
+                        kv.strings("tokenizer.ggml.tokens", v.tokens);
+                        kv.f32s("tokenizer.ggml.scores", v.scores);
+                        kv.i32s("tokenizer.ggml.token_type", v.types);
+                        vocab::SpecialVocab::load(dir, Some(n))?.add_to(kv)?;
+                    }
+                    None => {
+                        return Err(Error::Unsupported(format!(
+                            "{}: no tokenizer.model; BPE (tokenizer.json) vocabularies are not converted yet",
+                            dir.display()
+                        )))
+                    }
+                }
+                let vocab_size = hp.opt_int(&["vocab_size"])?.unwrap_or(32000);
+                if vocab_size == 32016 {
+                    return Err(Error::Unsupported(
+                        "CodeLlama's infill tokens are not written yet".into(),
+                    ));
+                }
+                if vocab_size == 49152 {
+                    kv.bool("tokenizer.ggml.add_bos_token", false);
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// `self.rope_parameters.get("full_attention", self.rope_parameters)`.
+pub fn rope_params(rope: &serde_json::Map<String, Value>) -> serde_json::Map<String, Value> {
+    match rope.get("full_attention") {
+        Some(Value::Object(o)) => o.clone(),
+        _ => rope.clone(),
+    }
+}
+
+/// `TextModel.__init__`'s `rope_parameters`: `rope_parameters` or `rope_scaling`, with the
+/// global values mirrored into it.
+pub fn rope_parameters(hp: &Hparams) -> serde_json::Map<String, Value> {
+    let mut rope = match hp
+        .map
+        .get("rope_parameters")
+        .or_else(|| hp.map.get("rope_scaling"))
+    {
+        Some(Value::Object(o)) if !o.is_empty() => o.clone(),
+        _ => serde_json::Map::new(),
+    };
+    let theta = hp
+        .find(&[
+            "global_rope_theta",
+            "rope_global_theta",
+            "rope_theta_global",
+            "rope_theta",
+            "rotary_emb_base",
+        ])
+        .filter(|v| !v.is_null())
+        .cloned();
+    let local = hp
+        .find(&[
+            "local_rope_theta",
+            "rope_local_theta",
+            "rope_theta_local",
+            "swa_rope_theta",
+            "rope_local_base_freq",
+        ])
+        .filter(|v| !v.is_null())
+        .cloned();
+    let partial = hp
+        .find(&["partial_rotary_factor", "rope_pct", "rope_percent"])
+        .filter(|v| !v.is_null())
+        .cloned();
+    let orig = hp
+        .find(&["original_max_position_embeddings"])
+        .filter(|v| !v.is_null())
+        .cloned();
+    if !rope.contains_key("full_attention") && !rope.contains_key("sliding_attention") {
+        if let Some(l) = local {
+            let mut m = serde_json::Map::new();
+            m.insert("rope_theta".into(), l);
+            rope.insert("sliding_attention".into(), Value::Object(m));
+        }
+        if !rope.contains_key("rope_theta") {
+            if let Some(t) = theta {
+                rope.insert("rope_theta".into(), t);
+            }
+        }
+        if !rope.contains_key("rope_type") {
+            if let Some(t) = rope.get("type").filter(|v| !v.is_null()).cloned() {
+                rope.insert("rope_type".into(), t);
+            }
+        }
+        if !rope.contains_key("partial_rotary_factor") {
+            if let Some(p) = partial {
+                rope.insert("partial_rotary_factor".into(), p);
+            }
+        }
+        if !rope.contains_key("original_max_position_embeddings") {
+            if let Some(o) = orig {
+                rope.insert("original_max_position_embeddings".into(), o);
+            }
+        }
+    }
+    rope
+}
+
+fn u32_of(hp: &Hparams, key: &str, v: &Value) -> Result<u32> {
+    v.as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| Error::field(&hp.path, key, format!("{v} is not a 32-bit count")))
+}
+
+/// `TextModel.set_gguf_parameters`.
+fn text_parameters(
+    hp: &Hparams,
+    arch: &str,
+    block_count: u64,
+    file_type: u32,
+    kv: &mut Kv,
+) -> Result<()> {
+    let k = |s: &str| format!("{arch}.{s}");
+    kv.u32(&k("block_count"), block_count as u32);
+    let lists: [(&[&str], &str); 5] = [
+        (
+            &[
+                "max_position_embeddings",
+                "n_ctx",
+                "n_positions",
+                "max_length",
+                "max_sequence_length",
+                "model_max_length",
+            ],
+            "context_length",
+        ),
+        (&["hidden_size", "n_embd", "dim"], "embedding_length"),
+        (
+            &[
+                "prefix_dense_intermediate_size",
+                "dense_intermediate_size",
+                "intermediate_size",
+                "n_inner",
+                "hidden_dim",
+            ],
+            "feed_forward_length",
+        ),
+        (
+            &["num_attention_heads", "n_head", "n_heads"],
+            "attention.head_count",
+        ),
+        (
+            &["num_key_value_heads", "n_kv_heads"],
+            "attention.head_count_kv",
+        ),
+    ];
+    for (keys, gguf) in lists {
+        match hp.find(keys) {
+            None | Some(Value::Null) => {}
+            Some(v) => kv.u32(&k(gguf), u32_of(hp, keys[0], v)?),
+        }
+    }
+    if hp.map.get("is_causal") == Some(&Value::Bool(false)) {
+        kv.bool(&k("attention.causal"), false);
+    }
+    let rope = rope_parameters(hp);
+    let params = rope_params(&rope);
+    if let Some(t) = params.get("rope_type").filter(|v| !v.is_null()) {
+        let t = t.as_str().unwrap_or_default();
+        let factor = params.get("factor").and_then(Value::as_f64);
+        match (t, factor) {
+            ("linear", Some(f)) => {
+                kv.string(&k("rope.scaling.type"), "linear");
+                kv.f32(&k("rope.scaling.factor"), f);
+            }
+            ("yarn", Some(_)) | ("su" | "longrope", _) => {
+                return Err(Error::Unsupported(format!(
+                    "RoPE scaling type {t:?} is not written yet"
+                )))
+            }
+            _ => {}
+        }
+    }
+    if rope.contains_key("mrope_section") {
+        return Err(Error::Unsupported(
+            "mrope sections are not written yet".into(),
+        ));
+    }
+    if let Some(theta) = params.get("rope_theta").filter(|v| !v.is_null()) {
+        let t = theta
+            .as_f64()
+            .ok_or_else(|| Error::field(&hp.path, "rope_theta", "not a number"))?;
+        kv.f32(&k("rope.freq_base"), t);
+    }
+    if let Some(Value::Object(swa)) = rope.get("sliding_attention") {
+        if let Some(t) = swa.get("rope_theta").and_then(Value::as_f64) {
+            kv.f32(&k("rope.freq_base_swa"), t);
+        }
+    }
+    if let Some(e) = hp.opt_float(&["rms_norm_eps", "norm_eps"])? {
+        kv.f32(&k("attention.layer_norm_rms_epsilon"), e);
+    }
+    if let Some(e) = hp.opt_float(&["layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"])? {
+        kv.f32(&k("attention.layer_norm_epsilon"), e);
+    }
+    for keys in [
+        &["num_local_experts", "num_experts", "n_routed_experts"][..],
+        &[
+            "num_experts_per_tok",
+            "num_experts_per_token",
+            "top_k_experts",
+        ],
+        &["n_group"],
+        &["topk_group"],
+        &[
+            "score_function",
+            "scoring_func",
+            "score_func",
+            "moe_router_activation",
+            "moe_router_activation_func",
+            "expert_selection_fn",
+        ],
+    ] {
+        if hp.find(keys).is_some_and(|v| !v.is_null()) {
+            return Err(Error::Unsupported(format!(
+                "{}: experts are not converted yet",
+                keys[0]
+            )));
+        }
+    }
+    if let Some(h) = hp.map.get("head_dim").filter(|v| !v.is_null()) {
+        let h = u32_of(hp, "head_dim", h)?;
+        kv.u32(&k("attention.key_length"), h);
+        kv.u32(&k("attention.value_length"), h);
+    }
+    kv.u32("general.file_type", file_type);
+    Ok(())
+}

@@ -1,0 +1,50 @@
+//! Hugging Face checkpoints to GGUF, byte for byte as llama.cpp's `convert_hf_to_gguf.py`
+//! (the tree pinned by the project's `scripts/ggml.sh`) writes them, without Python or torch.
+//!
+//! A conversion is planned from the headers alone (tensor names, types, shapes, the metadata
+//! and the file names), then carried out tensor by tensor: each tensor is read from the mapped
+//! checkpoint, converted a group of rows at a time and written, so that memory holds a few
+//! rows, never a model.
+//!
+//! ```no_run
+//! use ggufrw_hf::{convert, Options, OutType};
+//! let report = convert("models/TinyLlama".as_ref(), &Options {
+//!     outtype: OutType::F16,
+//!     outfile: Some("tiny.gguf".into()),
+//!     ..Options::default()
+//! })?;
+//! println!("{}", report.outputs[0].display());
+//! # Ok::<(), ggufrw_hf::Error>(())
+//! ```
+//!
+//! Families: `LlamaForCausalLM` (and the reference's other names for its class:
+//! `MistralForCausalLM`, `LLaMAForCausalLM`). Vocabularies: SentencePiece.
+
+mod config;
+mod convert;
+mod error;
+mod family;
+mod kv;
+pub mod metadata;
+mod names;
+pub mod safetensors;
+#[rustfmt::skip]
+mod tables;
+pub mod vocab;
+
+pub use convert::{convert, convert_with, Options, OutType, Report, TensorPlan};
+pub use error::{Error, Result};
+
+use std::path::Path;
+
+/// Reads a JSON file, naming it on failure.
+pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        Error::field(
+            path,
+            format!("line {} column {}", e.line(), e.column()),
+            format!("not JSON: {e}"),
+        )
+    })
+}

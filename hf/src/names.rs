@@ -1,0 +1,106 @@
+//! Checkpoint tensor names to GGUF names: `gguf.TensorNameMap`, built from the generated
+//! tables the same way (every block's names spelled out, a later entry replacing an earlier
+//! one for the same checkpoint name).
+
+use crate::tables::Tensor;
+use std::collections::HashMap;
+
+/// One `TensorNameMap` entry: the checkpoint names (templates with `{bid}` in blocks) a
+/// GGUF tensor is known by.
+#[derive(Debug)]
+pub struct Mapping {
+    /// The GGUF tensor.
+    pub tensor: Tensor,
+    /// Its checkpoint names.
+    pub hf: &'static [&'static str],
+}
+
+/// An architecture's tables.
+#[derive(Debug)]
+pub struct ArchTable {
+    /// `MODEL_ARCH_NAMES`' name: `general.architecture` and the metadata keys' prefix.
+    pub name: &'static str,
+    /// `MODEL_TENSORS`: the tensors the architecture may have.
+    pub tensors: &'static [Tensor],
+    /// Mappings outside the blocks.
+    pub global: &'static [Mapping],
+    /// Mappings inside each block.
+    pub block: &'static [Mapping],
+}
+
+/// The checkpoint-name map of one architecture with `n_blocks` blocks.
+pub struct NameMap {
+    map: HashMap<String, (Tensor, String)>,
+}
+
+impl NameMap {
+    /// `gguf.get_tensor_name_map(arch, n_blocks)`.
+    pub fn new(arch: &ArchTable, n_blocks: u64) -> NameMap {
+        let mut map = HashMap::new();
+        for m in arch.global {
+            let gguf = m.tensor.template().to_owned();
+            map.insert(gguf.clone(), (m.tensor, gguf.clone()));
+            for key in m.hf {
+                map.insert((*key).to_owned(), (m.tensor, gguf.clone()));
+            }
+        }
+        for bid in 0..n_blocks {
+            let b = bid.to_string();
+            for m in arch.block {
+                let gguf = m.tensor.template().replace("{bid}", &b);
+                map.insert(gguf.clone(), (m.tensor, gguf.clone()));
+                for key in m.hf {
+                    map.insert(key.replace("{bid}", &b), (m.tensor, gguf.clone()));
+                }
+            }
+        }
+        NameMap { map }
+    }
+
+    /// `get_type_and_name(key, try_suffixes)`.
+    pub fn get(&self, key: &str, try_suffixes: &[&str]) -> Option<(Tensor, String)> {
+        if let Some(found) = self.map.get(key) {
+            return Some(found.clone());
+        }
+        for suffix in try_suffixes {
+            if let Some(base) = key.strip_suffix(suffix) {
+                if let Some((t, name)) = self.map.get(base) {
+                    return Some((*t, format!("{name}{suffix}")));
+                }
+            }
+        }
+        None
+    }
+}
+
+/// `format_tensor_name(key, bid, suffix)` without the architecture check.
+pub fn format_name(tensor: Tensor, bid: Option<u64>, suffix: &str) -> String {
+    let t = tensor.template();
+    let name = match bid {
+        Some(b) => t.replace("{bid}", &b.to_string()),
+        None => t.to_owned(),
+    };
+    format!("{name}{suffix}")
+}
+
+/// `match_model_tensor_name(name, key, bid)` with the default `.weight` suffix.
+pub fn matches(arch: &ArchTable, name: &str, tensor: Tensor, bid: Option<u64>) -> bool {
+    if !arch.tensors.contains(&tensor) {
+        return false;
+    }
+    let t = tensor.template();
+    let full = if t.contains("{bid}") {
+        match bid {
+            Some(b) => t.replace("{bid}", &b.to_string()),
+            None => return false,
+        }
+    } else {
+        if bid.is_some() {
+            return false;
+        }
+        t.to_owned()
+    };
+    name.len() == full.len() + ".weight".len()
+        && name.starts_with(&full)
+        && name.ends_with(".weight")
+}

@@ -1,0 +1,565 @@
+//! Vocabularies: SentencePiece's `tokenizer.model` (its protobuf read directly: pieces,
+//! scores, types) completed as `_create_vocab_sentencepiece` completes it, and the special
+//! vocabulary (`gguf.SpecialVocab`: special token ids, add_bos/add_eos, chat templates).
+
+use crate::error::{Error, Result};
+use crate::kv::Kv;
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// `SentencePieceTokenTypes` / `gguf.TokenType`.
+pub mod token_type {
+    /// An ordinary piece.
+    pub const NORMAL: i32 = 1;
+    /// The unknown piece.
+    pub const UNKNOWN: i32 = 2;
+    /// A control piece (`<s>`).
+    pub const CONTROL: i32 = 3;
+    /// A piece the user added.
+    pub const USER_DEFINED: i32 = 4;
+    /// A piece never produced.
+    pub const UNUSED: i32 = 5;
+    /// A byte-fallback piece (`<0x41>`).
+    pub const BYTE: i32 = 6;
+}
+
+/// One piece of a SentencePiece model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Piece {
+    /// The text.
+    pub piece: String,
+    /// The score (log probability for unigram models, a rank for BPE).
+    pub score: f32,
+    /// `ModelProto.SentencePiece.Type` (NORMAL when absent).
+    pub kind: i32,
+}
+
+/// Reads the pieces of a SentencePiece `ModelProto`. Only field 1 (`pieces`) is kept; every
+/// other field is skipped by its wire type, so models from any trainer version read.
+pub fn read_sentencepiece(path: &Path, bytes: &[u8]) -> Result<Vec<Piece>> {
+    let bad = |m: String| Error::field(path, "ModelProto", m);
+    let mut r = Reader { bytes, pos: 0 };
+    let mut pieces = Vec::new();
+    while !r.done() {
+        let (field, wire) = r.key().map_err(bad)?;
+        if field == 1 && wire == 2 {
+            let body = r.len_delimited().map_err(bad)?;
+            let index = pieces.len();
+            let piece =
+                read_piece(body).map_err(|m| Error::field(path, format!("pieces[{index}]"), m))?;
+            pieces.push(piece);
+        } else {
+            r.skip(wire).map_err(bad)?;
+        }
+    }
+    if pieces.is_empty() {
+        return Err(bad("no pieces: not a SentencePiece model".into()));
+    }
+    Ok(pieces)
+}
+
+fn read_piece(bytes: &[u8]) -> Result<Piece, String> {
+    let mut r = Reader { bytes, pos: 0 };
+    let mut piece = Piece {
+        piece: String::new(),
+        score: 0.0,
+        kind: token_type::NORMAL,
+    };
+    while !r.done() {
+        match r.key()? {
+            (1, 2) => {
+                let b = r.len_delimited()?;
+                piece.piece =
+                    String::from_utf8(b.to_vec()).map_err(|_| "piece: not UTF-8".to_owned())?;
+            }
+            (2, 5) => piece.score = f32::from_le_bytes(r.fixed::<4>()?),
+            (3, 0) => {
+                let v = r.varint()?;
+                piece.kind = i32::try_from(v).map_err(|_| format!("type: {v} out of range"))?;
+            }
+            (_, wire) => r.skip(wire)?,
+        }
+    }
+    Ok(piece)
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn done(&self) -> bool {
+        self.pos >= self.bytes.len()
+    }
+
+    fn varint(&mut self) -> Result<u64, String> {
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = *self.bytes.get(self.pos).ok_or("truncated varint")?;
+            self.pos += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err("varint longer than 10 bytes".into())
+    }
+
+    fn key(&mut self) -> Result<(u64, u8), String> {
+        let k = self.varint()?;
+        Ok((k >> 3, (k & 7) as u8))
+    }
+
+    fn take(&mut self, n: u64) -> Result<&'a [u8], String> {
+        let left = (self.bytes.len() - self.pos) as u64;
+        if n > left {
+            return Err(format!(
+                "a field of {n} bytes at byte {} runs past the end",
+                self.pos
+            ));
+        }
+        let s = &self.bytes[self.pos..self.pos + n as usize];
+        self.pos += n as usize;
+        Ok(s)
+    }
+
+    fn len_delimited(&mut self) -> Result<&'a [u8], String> {
+        let n = self.varint()?;
+        self.take(n)
+    }
+
+    fn fixed<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        Ok(self.take(N as u64)?.try_into().expect("N bytes"))
+    }
+
+    fn skip(&mut self, wire: u8) -> Result<(), String> {
+        match wire {
+            0 => self.varint().map(drop),
+            1 => self.take(8).map(drop),
+            2 => self.len_delimited().map(drop),
+            5 => self.take(4).map(drop),
+            w => Err(format!("wire type {w} at byte {}", self.pos)),
+        }
+    }
+}
+
+/// Token texts, scores and types, as the GGUF arrays hold them.
+pub struct Vocab {
+    /// `tokenizer.ggml.tokens`.
+    pub tokens: Vec<String>,
+    /// `tokenizer.ggml.scores`.
+    pub scores: Vec<f32>,
+    /// `tokenizer.ggml.token_type`.
+    pub types: Vec<i32>,
+}
+
+/// `_create_vocab_sentencepiece`: the model's pieces padded to `vocab_size` with `[PAD{i}]`,
+/// then `added_tokens.json` and `tokenizer_config.json`'s `added_tokens_decoder` laid over
+/// them.
+pub fn sentencepiece(dir: &Path, vocab_size: Option<u64>) -> Result<Option<Vocab>> {
+    let path = dir.join("tokenizer.model");
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    let pieces = read_sentencepiece(&path, &bytes)?;
+    let n = match vocab_size {
+        Some(n) if n > 0 => n as usize,
+        _ => pieces.len(),
+    };
+    let mut v = Vocab {
+        tokens: (0..n).map(|i| format!("[PAD{i}]")).collect(),
+        scores: vec![-10000.0; n],
+        types: vec![token_type::UNUSED; n],
+    };
+    for (id, p) in pieces.iter().enumerate().take(n) {
+        v.tokens[id] = p.piece.clone();
+        v.scores[id] = p.score;
+        // sentencepiece's IsUnknown/IsControl/IsUnused/IsByte; a user-defined piece is none
+        // of these and so NORMAL, as the reference writes it.
+        v.types[id] = match p.kind {
+            token_type::UNKNOWN | token_type::CONTROL | token_type::UNUSED | token_type::BYTE => {
+                p.kind
+            }
+            _ => token_type::NORMAL,
+        };
+    }
+    let added_path = dir.join("added_tokens.json");
+    if added_path.is_file() {
+        let added = crate::read_json(&added_path)?;
+        let added = added
+            .as_object()
+            .ok_or_else(|| Error::field(&added_path, "(root)", "not an object"))?;
+        for (text, id) in added {
+            let id = id
+                .as_u64()
+                .ok_or_else(|| Error::field(&added_path, text.as_str(), "not a token id"))?;
+            if id as usize >= n {
+                continue;
+            }
+            v.tokens[id as usize] = text.clone();
+            v.scores[id as usize] = -1000.0;
+            v.types[id as usize] = token_type::USER_DEFINED;
+        }
+    }
+    let config_path = dir.join("tokenizer_config.json");
+    if config_path.is_file() {
+        let config = crate::read_json(&config_path)?;
+        if let Some(decoder) = config
+            .get("added_tokens_decoder")
+            .and_then(Value::as_object)
+        {
+            for (id, data) in decoder {
+                let field = format!("added_tokens_decoder.{id}");
+                let id: usize = id
+                    .parse()
+                    .map_err(|_| Error::field(&config_path, field.as_str(), "not a token id"))?;
+                let content = data.get("content").and_then(Value::as_str).ok_or_else(|| {
+                    Error::field(&config_path, format!("{field}.content"), "missing")
+                })?;
+                if id >= n {
+                    continue;
+                }
+                let special = data.get("special").is_some_and(truthy);
+                let mut token = content.to_owned();
+                if special || looks_special(content) {
+                    v.types[id] = token_type::CONTROL;
+                } else {
+                    token = token.replace('\u{2581}', " ");
+                    v.types[id] = token_type::USER_DEFINED;
+                }
+                v.scores[id] = -1000.0;
+                v.tokens[id] = token;
+            }
+        }
+    }
+    Ok(Some(v))
+}
+
+/// Python's truth value of a JSON value.
+pub(crate) fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// `does_token_look_special`.
+pub fn looks_special(t: &str) -> bool {
+    matches!(t, "<pad>" | "<mask>" | "<2mass>" | "[@BOS@]")
+        || (t.starts_with("<|") && t.ends_with("|>"))
+        || (t.starts_with("<｜") && t.ends_with("｜>"))
+        || (t.starts_with("<unused") && t.ends_with('>'))
+}
+
+/// `gguf.SpecialVocab` without merges: what it finds in `tokenizer.json`,
+/// `tokenizer_config.json`, the chat template files and `config.json`, in its order.
+#[derive(Default)]
+pub struct SpecialVocab {
+    ids: Vec<(String, u64)>,
+    add: Vec<(String, bool)>,
+    chat_template: Option<Value>,
+    lowercase: Option<bool>,
+    strip_accents: Option<bool>,
+    types: Vec<String>,
+    n_vocab: Option<u64>,
+}
+
+const DEFAULT_TYPES: [&str; 7] = ["bos", "eos", "unk", "sep", "pad", "cls", "mask"];
+
+impl SpecialVocab {
+    /// Loads what `SpecialVocab(dir, n_vocab=n_vocab)` loads.
+    pub fn load(dir: &Path, n_vocab: Option<u64>) -> Result<SpecialVocab> {
+        let mut s = SpecialVocab {
+            types: DEFAULT_TYPES.iter().map(|t| (*t).to_owned()).collect(),
+            n_vocab,
+            ..SpecialVocab::default()
+        };
+        s.load_tokenizer_json(dir)?;
+        s.load_config_json(dir)?;
+        Ok(s)
+    }
+
+    fn set_id(&mut self, path: &Path, typ: &str, id: Option<&Value>) -> Result<()> {
+        let Some(Value::Number(n)) = id else {
+            return Ok(());
+        };
+        let Some(id) = n.as_i64().or_else(|| n.as_u64().map(|u| u as i64)) else {
+            return Ok(());
+        };
+        if id < 0 {
+            return Err(Error::field(
+                path,
+                format!("{typ}_token"),
+                format!("invalid special token id {id}"),
+            ));
+        }
+        let id = id as u64;
+        if self.n_vocab.is_none_or(|n| id < n) && !self.ids.iter().any(|(t, _)| t == typ) {
+            self.ids.push((typ.to_owned(), id));
+        }
+        Ok(())
+    }
+
+    fn set_add(&mut self, typ: &str, value: bool, overwrite: bool) {
+        match self.add.iter_mut().find(|(t, _)| t == typ) {
+            Some(entry) if overwrite => entry.1 = value,
+            Some(_) => {}
+            None => self.add.push((typ.to_owned(), value)),
+        }
+    }
+
+    fn parse_normalizer(&mut self, n: &Value) {
+        match n.get("type").and_then(Value::as_str) {
+            Some("Lowercase") => self.lowercase = Some(true),
+            Some("StripAccents") => self.strip_accents = Some(true),
+            Some("BertNormalizer") => {
+                if let Some(v) = n.get("lowercase") {
+                    self.lowercase = Some(truthy(v));
+                }
+                if let Some(v) = n.get("strip_accents") {
+                    self.strip_accents = if v.is_null() { None } else { Some(truthy(v)) };
+                }
+            }
+            Some("Sequence") => {
+                for inner in n
+                    .get("normalizers")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    self.parse_normalizer(inner);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn load_tokenizer_json(&mut self, dir: &Path) -> Result<()> {
+        let tok_path = dir.join("tokenizer.json");
+        let tokenizer = if tok_path.is_file() {
+            Some(crate::read_json(&tok_path)?)
+        } else {
+            None
+        };
+        let mut added: Vec<Value> = Vec::new();
+        if let Some(t) = &tokenizer {
+            if let Some(n) = t.get("normalizer").filter(|n| truthy(n)) {
+                self.parse_normalizer(n);
+            }
+            added = t
+                .get("added_tokens")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+        }
+        let cfg_path = dir.join("tokenizer_config.json");
+        let mut config: Option<Map<String, Value>> = if cfg_path.is_file() {
+            match crate::read_json(&cfg_path)? {
+                Value::Object(o) => Some(o),
+                _ => return Err(Error::field(&cfg_path, "(root)", "not an object")),
+            }
+        } else {
+            None
+        };
+        if let Some(t) = &tokenizer {
+            if let Some(pp) = t.get("post_processor").filter(|p| truthy(p)) {
+                let list: Vec<Value> = match pp.get("processors").and_then(Value::as_array) {
+                    Some(l) => l.clone(),
+                    None => vec![pp.clone()],
+                };
+                for p in &list {
+                    match p.get("type").and_then(Value::as_str) {
+                        Some("ByteLevel") => {
+                            self.set_add("bos", false, false);
+                            self.set_add("eos", false, false);
+                        }
+                        Some(other) => {
+                            return Err(Error::Unsupported(format!(
+                                "{}: post_processor {other:?} is not read yet",
+                                tok_path.display()
+                            )))
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+        let Some(config) = config.as_mut().filter(|c| !c.is_empty()) else {
+            return Ok(());
+        };
+        let jinja = dir.join("chat_template.jinja");
+        let json = dir.join("chat_template.json");
+        let mut alt: Option<Value> = None;
+        if jinja.is_file() {
+            let text = std::fs::read_to_string(&jinja).map_err(|e| Error::io(&jinja, e))?;
+            if dir.join("additional_chat_templates").is_dir() {
+                return Err(Error::Unsupported(format!(
+                    "{}: additional_chat_templates are not read yet",
+                    dir.display()
+                )));
+            }
+            alt = Some(Value::String(text));
+        } else if json.is_file() {
+            alt = crate::read_json(&json)?.get("chat_template").cloned();
+        }
+        let template = match config.get("chat_template") {
+            Some(v) => Some(v.clone()),
+            None => alt,
+        };
+        match template {
+            None | Some(Value::Null) => {}
+            Some(v @ (Value::String(_) | Value::Array(_))) => self.chat_template = Some(v),
+            Some(_) => {}
+        }
+        for typ in self.types.clone() {
+            if let Some(Value::Bool(b)) = config.get(&format!("add_{typ}_token")) {
+                self.set_add(&typ, *b, false);
+            }
+            let content = match config.get(&format!("{typ}_token")) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Object(o)) => match o.get("content") {
+                    Some(Value::String(s)) => s.clone(),
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            let id = added
+                .iter()
+                .find(|a| a.get("content").and_then(Value::as_str) == Some(content.as_str()))
+                .and_then(|a| a.get("id"))
+                .cloned();
+            self.set_id(&cfg_path, &typ, id.as_ref())?;
+        }
+        Ok(())
+    }
+
+    fn load_config_json(&mut self, dir: &Path) -> Result<()> {
+        let path = dir.join("config.json");
+        if !path.is_file() {
+            return Ok(());
+        }
+        let config = crate::read_json(&path)?;
+        for typ in self.types.clone() {
+            let key = format!("{typ}_token_id");
+            let mut id = config.get(&key).filter(|v| !v.is_null()).cloned();
+            if id.is_none() {
+                if let Some(tc) = config.get("text_config") {
+                    id = tc.get(&key).cloned();
+                }
+            }
+            self.set_id(&path, &typ, id.as_ref())?;
+        }
+        Ok(())
+    }
+
+    /// `add_to_gguf`: the keys in the reference's order.
+    pub fn add_to(&self, kv: &mut Kv) -> Result<()> {
+        for (typ, id) in &self.ids {
+            let key = match typ.as_str() {
+                "bos" => "tokenizer.ggml.bos_token_id",
+                "eos" => "tokenizer.ggml.eos_token_id",
+                "unk" => "tokenizer.ggml.unknown_token_id",
+                "sep" => "tokenizer.ggml.seperator_token_id",
+                "pad" => "tokenizer.ggml.padding_token_id",
+                "mask" => "tokenizer.ggml.mask_token_id",
+                "eot" => "tokenizer.ggml.eot_token_id",
+                "eom" => "tokenizer.ggml.eom_token_id",
+                _ => continue,
+            };
+            kv.u32(key, *id as u32);
+        }
+        for (typ, value) in &self.add {
+            let key = match typ.as_str() {
+                "bos" => "tokenizer.ggml.add_bos_token",
+                "eos" => "tokenizer.ggml.add_eos_token",
+                "sep" => "tokenizer.ggml.add_sep_token",
+                _ => continue,
+            };
+            kv.bool(key, *value);
+        }
+        match &self.chat_template {
+            Some(Value::String(s)) => kv.string("tokenizer.chat_template", s),
+            Some(Value::Array(_)) => {
+                return Err(Error::Unsupported(
+                    "a list of named chat templates is not written yet".into(),
+                ))
+            }
+            _ => kv.remove("tokenizer.chat_template"),
+        }
+        if let Some(b) = self.lowercase {
+            kv.bool("tokenizer.ggml.normalizer.lowercase", b);
+        }
+        if let Some(b) = self.strip_accents {
+            kv.bool("tokenizer.ggml.normalizer.strip_accents", b);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                return;
+            }
+            out.push(b | 0x80);
+        }
+    }
+
+    fn piece(text: &str, score: f32, kind: Option<u64>) -> Vec<u8> {
+        let mut p = vec![0x0a];
+        varint(text.len() as u64, &mut p);
+        p.extend_from_slice(text.as_bytes());
+        p.push(0x15);
+        p.extend_from_slice(&score.to_le_bytes());
+        if let Some(k) = kind {
+            p.push(0x18);
+            varint(k, &mut p);
+        }
+        let mut out = vec![0x0a];
+        varint(p.len() as u64, &mut out);
+        out.extend(p);
+        out
+    }
+
+    #[test]
+    fn pieces_read_with_their_types_and_other_fields_skipped() {
+        let mut m = piece("<unk>", 0.0, Some(2));
+        m.extend(piece("▁the", -1.5, None));
+        // a trainer_spec (field 2) to skip
+        m.extend([0x12, 0x02, 0x08, 0x01]);
+        m.extend(piece("<0x41>", 0.0, Some(6)));
+        let p = read_sentencepiece(Path::new("t.model"), &m).unwrap();
+        assert_eq!(p.len(), 3);
+        assert_eq!((p[0].piece.as_str(), p[0].kind), ("<unk>", 2));
+        assert_eq!(
+            (p[1].piece.as_str(), p[1].score, p[1].kind),
+            ("▁the", -1.5, 1)
+        );
+        assert_eq!(p[2].kind, 6);
+    }
+
+    #[test]
+    fn a_truncated_model_is_refused_naming_the_piece() {
+        let mut m = piece("<unk>", 0.0, Some(2));
+        m.extend(piece("abc", 0.0, None));
+        let cut = &m[..m.len() - 3];
+        let e = read_sentencepiece(Path::new("t.model"), cut)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("t.model"), "{e}");
+        assert!(read_sentencepiece(Path::new("t.model"), b"").is_err());
+    }
+}

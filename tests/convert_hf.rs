@@ -1,0 +1,210 @@
+//! `ggufrw convert-hf` against the reference, llama.cpp's `convert_hf_to_gguf.py` of the
+//! pinned tree, run with torch and transformers (`scripts/convert-ref.sh` installs them once
+//! into a cache; `GGUFRW_CONVERT_REF` names its Python, `GGUFRW_LLAMA_CPP` the tree).
+//! `tests/convert_hf/reference.py` makes the fixtures with transformers' own classes and a
+//! SentencePiece model trained by sentencepiece, and runs the reference on every case in one
+//! process; each case is then run here with the same arguments, and the exit status and every
+//! output file's bytes must agree. `GGUFRW_CONVERT_SET=full` runs the whole matrix (the
+//! default is the fast subset). Where the reference is not installed, the test says SKIPPED.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn reference() -> Option<(PathBuf, PathBuf)> {
+    let py = std::env::var_os("GGUFRW_CONVERT_REF").filter(|v| !v.is_empty());
+    let tree = std::env::var_os("GGUFRW_LLAMA_CPP").filter(|v| !v.is_empty());
+    match (py, tree) {
+        (Some(py), Some(tree)) => Some((PathBuf::from(py), PathBuf::from(tree))),
+        _ => {
+            eprintln!("SKIPPED: GGUFRW_CONVERT_REF or GGUFRW_LLAMA_CPP is not set (scripts/test.sh sets them from scripts/convert-ref.sh, which installs torch and transformers, ~4.9 GB, the first time)");
+            None
+        }
+    }
+}
+
+/// The first difference between two GGUF files, named: a header field, a key, a tensor's
+/// info or a tensor's data.
+pub fn first_difference(ours: &Path, theirs: &Path) -> Option<String> {
+    let a = std::fs::read(ours).unwrap();
+    let b = std::fs::read(theirs).unwrap();
+    if a == b {
+        return None;
+    }
+    let (ga, gb) = match (
+        ggufrw::Gguf::from_bytes(a.clone()),
+        ggufrw::Gguf::from_bytes(b.clone()),
+    ) {
+        (Ok(x), Ok(y)) => (x, y),
+        (x, y) => {
+            return Some(format!(
+                "bytes differ; decode: ours {:?}, reference {:?}",
+                x.err(),
+                y.err()
+            ))
+        }
+    };
+    let (ha, hb) = (ga.header(), gb.header());
+    let (ka, kb) = (&ha.metadata, &hb.metadata);
+    for i in 0..ka.len().max(kb.len()) {
+        match (ka.get(i), kb.get(i)) {
+            (Some(x), Some(y)) if x == y => {}
+            (x, y) => {
+                let show = |kv: Option<&ggufrw::KeyValue>| match kv {
+                    None => "(none)".to_owned(),
+                    Some(kv) => {
+                        let v = format!("{:?}", kv.value);
+                        format!("{} = {}", kv.key, v.chars().take(200).collect::<String>())
+                    }
+                };
+                return Some(format!("key {i}: ours {}, reference {}", show(x), show(y)));
+            }
+        }
+    }
+    let (ta, tb) = (&ha.tensor_infos, &hb.tensor_infos);
+    for i in 0..ta.len().max(tb.len()) {
+        match (ta.get(i), tb.get(i)) {
+            (Some(x), Some(y)) if x == y => {}
+            (x, y) => return Some(format!("tensor info {i}: ours {x:?}, reference {y:?}")),
+        }
+    }
+    for t in ga.tensors() {
+        let (x, y) = (ga.tensor_data(t.index).ok(), gb.tensor_data(t.index).ok());
+        if x != y {
+            let at = x
+                .zip(y)
+                .and_then(|(x, y)| x.iter().zip(y).position(|(p, q)| p != q));
+            return Some(format!(
+                "tensor {} data differs (first byte {at:?})",
+                t.name()
+            ));
+        }
+    }
+    Some(format!(
+        "bytes differ elsewhere (lengths {} and {})",
+        a.len(),
+        b.len()
+    ))
+}
+
+#[test]
+fn convert_hf_matches_the_reference_on_every_case() {
+    let Some((py, tree)) = reference() else {
+        return;
+    };
+    let set = std::env::var("GGUFRW_CONVERT_SET").unwrap_or_else(|_| "fast".into());
+    let work = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/convert_hf/reference.py");
+    let out = Command::new(&py)
+        .arg(&script)
+        .args([
+            "--llama-cpp".as_ref(),
+            tree.as_os_str(),
+            "--work".as_ref(),
+            work.path().as_os_str(),
+        ])
+        .args(["--set", &set])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "reference.py failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cases: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(work.path().join("cases.json")).unwrap()).unwrap();
+    let cases = cases.as_array().unwrap();
+    assert!(!cases.is_empty(), "no cases");
+    let mut failures = Vec::new();
+    let mut identical = 0;
+    for case in cases {
+        let name = case["case"].as_str().unwrap();
+        let fixture = case["fixture"].as_str().unwrap();
+        let args: Vec<&str> = case["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let ref_status = case["status"].as_i64().unwrap();
+        let ours_dir = work.path().join("ours").join(name);
+        let ref_dir = work.path().join("ref").join(name);
+        std::fs::create_dir_all(&ours_dir).unwrap();
+        // An output folder the reference was given must exist on our side too.
+        for a in &args {
+            if ref_dir.join(a).is_dir() {
+                std::fs::create_dir_all(ours_dir.join(a)).unwrap();
+            }
+        }
+        let run = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+            .arg("convert-hf")
+            .arg(fixture)
+            .args(&args)
+            .current_dir(&ours_dir)
+            .output()
+            .unwrap();
+        let ours_ok = run.status.success();
+        if ours_ok != (ref_status == 0) {
+            failures.push(format!(
+                "{name}: exit {:?} here, {ref_status} for the reference ({}); ours said: {}",
+                run.status.code(),
+                case["error"].as_str().unwrap_or(""),
+                String::from_utf8_lossy(&run.stderr).trim()
+            ));
+            continue;
+        }
+        if !ours_ok {
+            identical += 1;
+            continue;
+        }
+        let listing = |dir: &Path| -> Vec<String> {
+            let mut v: Vec<String> = walk(dir)
+                .into_iter()
+                .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
+                .collect();
+            v.sort();
+            v
+        };
+        let (mine, theirs) = (listing(&ours_dir), listing(&ref_dir));
+        if mine != theirs {
+            failures.push(format!(
+                "{name}: files {mine:?} here, {theirs:?} for the reference"
+            ));
+            continue;
+        }
+        let mut same = true;
+        for f in &mine {
+            if let Some(d) = first_difference(&ours_dir.join(f), &ref_dir.join(f)) {
+                failures.push(format!("{name}: {f}: {d}"));
+                same = false;
+                break;
+            }
+        }
+        if same {
+            identical += 1;
+        }
+    }
+    eprintln!(
+        "convert-hf: {identical} of {} cases identical with the reference ({set} set)",
+        cases.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
