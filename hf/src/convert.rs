@@ -86,6 +86,9 @@ pub struct Options {
     pub no_tensor_first_split: bool,
     /// `--dry-run`: plan, print nothing, write nothing.
     pub dry_run: bool,
+    /// `tokenizer.ggml.pre` for a BPE vocabulary whose pre-tokenizer the reference does not
+    /// recognize (beyond the reference, which stops there).
+    pub tokenizer_pre: Option<String>,
 }
 
 /// One output tensor.
@@ -106,12 +109,17 @@ pub struct TensorPlan {
     src: Src,
 }
 
+/// What `modify_tensors` yields: checkpoint name, block, source, type and torch shape.
+type Yielded = (String, Option<u64>, Src, Dtype, Vec<u64>);
+
 #[derive(Clone, Debug)]
 enum Src {
     Entry {
         index: usize,
         permute_heads: Option<u64>,
     },
+    /// Tensors of one shape stacked along a new first axis (experts).
+    Stack(Vec<usize>),
     Values(Vec<f32>),
 }
 
@@ -193,6 +201,11 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
             src: Src::Values(values),
         });
     }
+    // modify_tensors: what each checkpoint tensor yields (a renamed, rearranged or merged
+    // tensor), in the order the reference writes them.
+    let mut yielded: Vec<Yielded> = Vec::new();
+    let experts = family.experts();
+    let mut pending: std::collections::BTreeMap<u64, Vec<(String, usize)>> = Default::default();
     for (name, index) in &kept {
         if name.ends_with(".attention.masked_bias")
             || name.ends_with(".attention.bias")
@@ -205,6 +218,58 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
             .split('.')
             .find(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
             .and_then(|p| p.parse::<u64>().ok());
+        if let Some(ex) = experts.as_ref().filter(|ex| name.contains(ex.marker)) {
+            let n = hp.int(ex.count_keys)?;
+            let Some(bid) = bid else {
+                return Err(Error::Unsupported(format!(
+                    "expert tensor {name:?} has no block number"
+                )));
+            };
+            let layer = pending.entry(bid).or_default();
+            layer.push((name.clone(), *index));
+            if (layer.len() as u64) < n * 3 {
+                continue;
+            }
+            let layer = pending.remove(&bid).unwrap_or_default();
+            for w in ex.weights {
+                let mut parts = Vec::with_capacity(n as usize);
+                for xid in 0..n {
+                    let want = ex
+                        .expert
+                        .replace("{bid}", &bid.to_string())
+                        .replace("{xid}", &xid.to_string())
+                        .replace("{w}", w);
+                    let (_, i) = layer.iter().find(|(nm, _)| *nm == want).ok_or_else(|| {
+                        Error::Unsupported(format!(
+                            "block {bid}: expert tensor {want:?} is missing"
+                        ))
+                    })?;
+                    parts.push(*i);
+                }
+                let first = &ckpt.entries[parts[0]];
+                for &i in &parts {
+                    let other = &ckpt.entries[i];
+                    if other.shape != first.shape || other.dtype != first.dtype {
+                        return Err(Error::field(
+                            &ckpt.parts[other.part].path,
+                            format!("{}.shape", other.name),
+                            format!(
+                                "{:?} {:?}, but expert 0 has {:?} {:?}",
+                                other.dtype, other.shape, first.dtype, first.shape
+                            ),
+                        ));
+                    }
+                }
+                let mut shape = vec![n];
+                shape.extend(&first.shape);
+                let merged = ex
+                    .merged
+                    .replace("{bid}", &bid.to_string())
+                    .replace("{w}", w);
+                yielded.push((merged, Some(bid), Src::Stack(parts), first.dtype, shape));
+            }
+            continue;
+        }
         let permute_heads = family.permutation(&hp, name)?;
         if let Some(h) = permute_heads {
             let rows = e.shape.first().copied().unwrap_or(0);
@@ -219,11 +284,22 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
                 ));
             }
         }
+        let src = Src::Entry {
+            index: *index,
+            permute_heads,
+        };
+        yielded.push((name.clone(), bid, src, e.dtype, e.shape.clone()));
+    }
+    let left: Vec<&String> = pending.values().flatten().map(|(n, _)| n).collect();
+    if !left.is_empty() {
+        return Err(Error::Unsupported(format!("Unprocessed experts: {left:?}")));
+    }
+    for (name, bid, src, dtype, shape) in yielded {
         let new_name = map
-            .get(name, &[".weight", ".bias"])
+            .get(&name, &[".weight", ".bias"])
             .map(|(_, n)| n)
             .ok_or_else(|| Error::Unsupported(format!("Can not map tensor {name:?}")))?;
-        let dims: Vec<u64> = e.shape.iter().rev().copied().collect();
+        let dims: Vec<u64> = shape.iter().rev().copied().collect();
         let n_dims = dims.len();
         let mut ty: Option<GgmlType> = None;
         if n_dims <= 1 || new_name.ends_with("_norm.weight") {
@@ -262,12 +338,9 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
             ggml_type: ty,
             dims,
             bytes,
-            source_type: e.dtype.torch_name(),
+            source_type: dtype.torch_name(),
             note,
-            src: Src::Entry {
-                index: *index,
-                permute_heads,
-            },
+            src,
         });
     }
     {
@@ -300,16 +373,19 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
         options.model_name.as_deref(),
         total,
     )?;
-    if meta.name.is_none() {
-        meta.name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+    if !meta.is_set("name") {
+        meta.put(
+            "name",
+            dir.file_name().map(|n| n.to_string_lossy().into_owned()),
+        );
     }
-    if meta.size_label.is_none() && total > 0 {
-        meta.size_label = Some(count.size_label());
+    if !meta.is_set("size_label") && total > 0 {
+        meta.put("size_label", Some(count.size_label()));
     }
     let mut kv = Kv::default();
     kv.string("general.architecture", arch.name);
     kv.string("general.type", "model");
-    meta.add_to(&mut kv);
+    meta.add_to(&mut kv)?;
     family.parameters(&hp, arch.name, block_count, file_type, &mut kv)?;
     kv.u32("general.quantization_version", 2);
 
@@ -317,21 +393,21 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
     let out_path = if target.is_dir() {
         let stem = if options.vocab_only {
             ggufrw::naming::naming_convention(
-                meta.name.as_deref(),
-                meta.basename.as_deref(),
-                meta.finetune.as_deref(),
-                meta.version.as_deref(),
+                meta.get("name"),
+                meta.get("basename"),
+                meta.get("finetune"),
+                meta.get("version"),
                 None,
                 None,
                 Some("vocab"),
             )
         } else {
             ggufrw::naming::naming_convention(
-                meta.name.as_deref(),
-                meta.basename.as_deref(),
-                meta.finetune.as_deref(),
-                meta.version.as_deref(),
-                meta.size_label.as_deref(),
+                meta.get("name"),
+                meta.get("basename"),
+                meta.get("finetune"),
+                meta.get("version"),
+                meta.get("size_label"),
                 Some(type_name),
                 None,
             )
@@ -344,7 +420,7 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
             .unwrap_or_default();
         target.with_file_name(fill_template(&name, type_name)?)
     };
-    family.vocab(dir, &hp, &mut kv)?;
+    family.vocab(dir, &hp, &mut kv, options.tokenizer_pre.as_deref())?;
 
     let order = if options.bigendian {
         ByteOrder::Big
@@ -491,7 +567,6 @@ fn write_header_only(path: &Path, kv: Kv, order: ByteOrder) -> Result<()> {
 const PIECE_ELEMENTS: u64 = 1 << 20;
 
 fn data_source<'a>(ckpt: &'a Checkpoint, p: &TensorPlan, order: ByteOrder) -> Source<'a> {
-    let ty = p.ggml_type;
     let big = order == ByteOrder::Big;
     match &p.src {
         Src::Values(v) => {
@@ -510,64 +585,86 @@ fn data_source<'a>(ckpt: &'a Checkpoint, p: &TensorPlan, order: ByteOrder) -> So
             permute_heads,
         } => {
             let e: &'a Entry = &ckpt.entries[*index];
-            let bytes = ckpt.bytes(e);
-            let rows = e.shape.first().copied().unwrap_or(1).max(1);
-            let row_len = if e.shape.is_empty() {
-                1
-            } else {
-                e.numel() / rows
+            rows_source(vec![(ckpt.bytes(e), e, *permute_heads)], p, big)
+        }
+        Src::Stack(parts) => {
+            let segments = parts
+                .iter()
+                .map(|i| {
+                    let e = &ckpt.entries[*i];
+                    (ckpt.bytes(e), e, None)
+                })
+                .collect();
+            rows_source(segments, p, big)
+        }
+    }
+}
+
+/// The converted bytes of `segments` one after another (each a checkpoint tensor, its rows
+/// along the first axis, permuted where it says), made a group of rows at a time.
+fn rows_source<'a>(
+    segments: Vec<(&'a [u8], &'a Entry, Option<u64>)>,
+    p: &TensorPlan,
+    big: bool,
+) -> Source<'a> {
+    let ty = p.ggml_type;
+    let ne0 = p.dims.first().copied().unwrap_or(1).max(1) as usize;
+    let len = p.bytes;
+    let mut segments = segments.into_iter();
+    let mut current = segments.next();
+    let mut start = 0u64;
+    let chunks = std::iter::from_fn(move || loop {
+        let (bytes, e, perm) = current?;
+        let rows = e.shape.first().copied().unwrap_or(1).max(1);
+        if start >= rows {
+            current = segments.next();
+            start = 0;
+            continue;
+        }
+        let row_len = if e.shape.is_empty() {
+            1
+        } else {
+            e.numel() / rows
+        };
+        let group = (PIECE_ELEMENTS / row_len.max(1)).max(1);
+        let end = (start + group).min(rows);
+        let dtype = e.dtype;
+        let keep16 = dtype == Dtype::F16 && ty == GgmlType::F16;
+        let mut f32s: Vec<f32> = Vec::new();
+        let mut raw16: Vec<u8> = Vec::new();
+        let w = dtype.size() as u64;
+        for r in start..end {
+            let src = match perm {
+                Some(h) => permuted_row(r, rows, h),
+                None => r,
             };
-            let ne0 = p.dims.first().copied().unwrap_or(1).max(1) as usize;
-            let group = (PIECE_ELEMENTS / row_len.max(1)).max(1);
-            let perm = *permute_heads;
-            let len = p.bytes;
-            let dtype = e.dtype;
-            let mut start = 0u64;
-            let chunks = std::iter::from_fn(move || {
-                if start >= rows {
-                    return None;
-                }
-                let end = (start + group).min(rows);
-                let mut f32s: Vec<f32> = Vec::with_capacity(((end - start) * row_len) as usize);
-                let mut raw16: Vec<u8> = Vec::new();
-                let keep16 = dtype == Dtype::F16 && ty == GgmlType::F16;
-                for r in start..end {
-                    let src = match perm {
-                        Some(h) => permuted_row(r, rows, h),
-                        None => r,
-                    };
-                    let w = dtype.size() as u64;
-                    let a = (src * row_len * w) as usize;
-                    let b = a + (row_len * w) as usize;
-                    if keep16 {
-                        raw16.extend_from_slice(&bytes[a..b]);
-                    } else {
-                        widen(dtype, &bytes[a..b], &mut f32s);
-                    }
-                }
-                start = end;
-                let mut out = if keep16 {
-                    raw16
-                } else {
-                    match ggufrw::quant::quantize(ty, &f32s, ne0) {
-                        Ok(v) => v,
-                        Err(e) => {
-                            return Some(Err(ggufrw::Error::Io(std::io::Error::other(
-                                e.to_string(),
-                            ))))
-                        }
-                    }
-                };
-                if big {
-                    swap(ty, &mut out);
-                }
-                Some(Ok(out))
-            });
-            Source::Chunks {
-                chunks: Box::new(chunks),
-                len,
+            let a = (src * row_len * w) as usize;
+            let b = a + (row_len * w) as usize;
+            if keep16 {
+                raw16.extend_from_slice(&bytes[a..b]);
+            } else {
+                widen(dtype, &bytes[a..b], &mut f32s);
             }
         }
+        start = end;
+        let mut out = if keep16 {
+            raw16
+        } else {
+            match ggufrw::quant::quantize(ty, &f32s, ne0) {
+                Ok(v) => v,
+                Err(e) => {
+                    return Some(Err(ggufrw::Error::Io(std::io::Error::other(e.to_string()))))
+                }
+            }
+        };
+        if big {
+            swap(ty, &mut out);
+        }
+        return Some(Ok(out));
+    });
+    Source::Chunks {
+        chunks: Box::new(chunks),
+        len,
     }
 }
 

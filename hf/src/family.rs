@@ -16,6 +16,28 @@ use std::path::Path;
 pub enum Family {
     /// `conversion/llama.py`'s `LlamaModel`.
     Llama,
+    /// `conversion/qwen.py`'s `Qwen2Model`.
+    Qwen2,
+    /// `conversion/qwen.py`'s `Qwen3Model`.
+    Qwen3,
+    /// `conversion/qwen.py`'s `Qwen2MoeModel`.
+    Qwen2Moe,
+    /// `conversion/qwen.py`'s `Qwen3MoeModel`.
+    Qwen3Moe,
+}
+
+/// How a family gathers per-expert tensors into one 3-D tensor per block.
+pub struct Experts {
+    /// The hparams that give the expert count.
+    pub count_keys: &'static [&'static str],
+    /// What marks an expert tensor's checkpoint name.
+    pub marker: &'static str,
+    /// Expert `{xid}`'s weight `{w}` in block `{bid}`.
+    pub expert: &'static str,
+    /// The merged tensor's checkpoint name.
+    pub merged: &'static str,
+    /// The weights, in the order the merged tensors are written.
+    pub weights: [&'static str; 3],
 }
 
 /// Model classes the reference registers for each family.
@@ -23,6 +45,10 @@ const CLASSES: &[(&str, Family)] = &[
     ("LLaMAForCausalLM", Family::Llama),
     ("LlamaForCausalLM", Family::Llama),
     ("MistralForCausalLM", Family::Llama),
+    ("Qwen2ForCausalLM", Family::Qwen2),
+    ("Qwen3ForCausalLM", Family::Qwen3),
+    ("Qwen2MoeForCausalLM", Family::Qwen2Moe),
+    ("Qwen3MoeForCausalLM", Family::Qwen3Moe),
 ];
 
 /// The family of an `architectures` class name.
@@ -48,6 +74,24 @@ impl Family {
     pub fn arch(self) -> &'static ArchTable {
         match self {
             Family::Llama => &tables::LLAMA,
+            Family::Qwen2 => &tables::QWEN2,
+            Family::Qwen3 => &tables::QWEN3,
+            Family::Qwen2Moe => &tables::QWEN2MOE,
+            Family::Qwen3Moe => &tables::QWEN3MOE,
+        }
+    }
+
+    /// The family's expert layout, for those that merge experts.
+    pub fn experts(self) -> Option<Experts> {
+        match self {
+            Family::Qwen2Moe | Family::Qwen3Moe => Some(Experts {
+                count_keys: &["num_local_experts", "num_experts"],
+                marker: "experts",
+                expert: "model.layers.{bid}.mlp.experts.{xid}.{w}.weight",
+                merged: "model.layers.{bid}.mlp.experts.{w}.weight",
+                weights: ["down_proj", "gate_proj", "up_proj"],
+            }),
+            _ => None,
         }
     }
 
@@ -55,7 +99,7 @@ impl Family {
     /// under which the reference keeps a tensor, or `None` for one it drops.
     pub fn filter(self, name: &str) -> Option<String> {
         let mut name = name.to_owned();
-        if name.contains("text_model.") {
+        if self == Family::Llama && name.contains("text_model.") {
             name = name.replace("text_model.", "");
         }
         const SKIP_PREFIX: [&str; 10] = [
@@ -118,7 +162,25 @@ impl Family {
         kv: &mut Kv,
     ) -> Result<()> {
         text_parameters(hp, arch, block_count, file_type, kv)?;
+        let k = |s: &str| format!("{arch}.{s}");
         match self {
+            Family::Qwen2 => pooling(hp)?,
+            Family::Qwen3 => {
+                if qwen3_reranker(hp)? {
+                    return Err(Error::Unsupported(
+                        "Qwen3 rerankers are not converted yet".into(),
+                    ));
+                }
+                pooling(hp)?
+            }
+            Family::Qwen2Moe | Family::Qwen3Moe => {
+                if let Some(n) = hp.opt_int(&["moe_intermediate_size"])? {
+                    kv.u32(&k("expert_feed_forward_length"), n as u32);
+                }
+                if let Some(n) = hp.opt_int(&["shared_expert_intermediate_size"])? {
+                    kv.u32(&k("expert_shared_feed_forward_length"), n as u32);
+                }
+            }
             Family::Llama => {
                 kv.u32(
                     &format!("{arch}.vocab_size"),
@@ -144,6 +206,7 @@ impl Family {
     /// permutation, if any (`LlamaModel.permute`).
     pub fn permutation(self, hp: &Hparams, name: &str) -> Result<Option<u64>> {
         match self {
+            Family::Qwen2 | Family::Qwen3 | Family::Qwen2Moe | Family::Qwen3Moe => Ok(None),
             Family::Llama => {
                 if name.contains("block_sparse_moe.experts") {
                     return Err(Error::Unsupported(format!(
@@ -171,6 +234,7 @@ impl Family {
         rope: &serde_json::Map<String, Value>,
     ) -> Result<Vec<(String, Vec<f32>)>> {
         match self {
+            Family::Qwen2 | Family::Qwen3 | Family::Qwen2Moe | Family::Qwen3Moe => Ok(Vec::new()),
             Family::Llama => {
                 let params = rope_params(rope);
                 let is_llama3 = params
@@ -223,8 +287,16 @@ impl Family {
     }
 
     /// `set_vocab`.
-    pub fn vocab(self, dir: &Path, hp: &Hparams, kv: &mut Kv) -> Result<()> {
+    pub fn vocab(self, dir: &Path, hp: &Hparams, kv: &mut Kv, pre: Option<&str>) -> Result<()> {
         match self {
+            Family::Qwen2 | Family::Qwen3 => {
+                if !sentencepiece(dir, hp, kv)? {
+                    gpt2(dir, hp, kv, pre)?;
+                }
+                Ok(())
+            }
+            // TextModel.set_vocab: BPE only.
+            Family::Qwen2Moe | Family::Qwen3Moe => gpt2(dir, hp, kv, pre),
             Family::Llama => {
                 let tc_path = dir.join("tokenizer_config.json");
                 if tc_path.is_file() {
@@ -245,23 +317,14 @@ impl Family {
                         "Mistral tekken vocabularies are not converted yet".into(),
                     ));
                 }
-                let size = hp.opt_int(&["vocab_size_per_layer_input", "vocab_size"])?;
-                match vocab::sentencepiece(dir, size)? {
-                    Some(v) => {
-                        let n = v.tokens.len() as u64;
-                        kv.string("tokenizer.ggml.model", "llama");
-                        kv.string("tokenizer.ggml.pre", "default");
-                        kv.strings("tokenizer.ggml.tokens", v.tokens);
-                        kv.f32s("tokenizer.ggml.scores", v.scores);
-                        kv.i32s("tokenizer.ggml.token_type", v.types);
-                        vocab::SpecialVocab::load(dir, Some(n))?.add_to(kv)?;
-                    }
-                    None => {
+                if !sentencepiece(dir, hp, kv)? {
+                    if llama_hf_style(dir)? {
                         return Err(Error::Unsupported(format!(
-                            "{}: no tokenizer.model; BPE (tokenizer.json) vocabularies are not converted yet",
+                            "{}: Llama BPE tokenizers with byte fallback (llama-hf) are not converted yet",
                             dir.display()
-                        )))
+                        )));
                     }
+                    gpt2(dir, hp, kv, pre)?;
                 }
                 let vocab_size = hp.opt_int(&["vocab_size"])?.unwrap_or(32000);
                 if vocab_size == 32016 {
@@ -276,6 +339,111 @@ impl Family {
             }
         }
     }
+}
+
+/// `_set_vocab_sentencepiece`, if there is a `tokenizer.model`.
+fn sentencepiece(dir: &Path, hp: &Hparams, kv: &mut Kv) -> Result<bool> {
+    let size = hp.opt_int(&["vocab_size_per_layer_input", "vocab_size"])?;
+    let Some(v) = vocab::sentencepiece(dir, size)? else {
+        return Ok(false);
+    };
+    let n = v.tokens.len() as u64;
+    kv.string("tokenizer.ggml.model", "llama");
+    kv.string("tokenizer.ggml.pre", "default");
+    kv.strings("tokenizer.ggml.tokens", v.tokens);
+    kv.f32s("tokenizer.ggml.scores", v.scores);
+    kv.i32s("tokenizer.ggml.token_type", v.types);
+    vocab::SpecialVocab::load(dir, Some(n), false)?.add_to(kv)?;
+    Ok(true)
+}
+
+/// `_set_vocab_gpt2`.
+fn gpt2(dir: &Path, hp: &Hparams, kv: &mut Kv, pre: Option<&str>) -> Result<()> {
+    let v = crate::bpe::vocab(dir, hp, pre)?;
+    kv.string("tokenizer.ggml.model", "gpt2");
+    kv.string("tokenizer.ggml.pre", &v.pre);
+    kv.strings("tokenizer.ggml.tokens", v.tokens);
+    kv.i32s("tokenizer.ggml.token_type", v.types);
+    vocab::SpecialVocab::load(dir, None, true)?.add_to(kv)
+}
+
+/// Whether `LlamaHfVocab` takes the tokenizer (a BPE model with byte fallback and a sequence
+/// decoder, not Llama 3's).
+fn llama_hf_style(dir: &Path) -> Result<bool> {
+    let path = dir.join("tokenizer.json");
+    if !path.is_file() {
+        return Ok(false);
+    }
+    let t = crate::read_json(&path)?;
+    let model = t.get("model").cloned().unwrap_or(Value::Null);
+    let bpe = model.get("type").and_then(Value::as_str) == Some("BPE");
+    let flag = |k: &str, d: bool| model.get(k).map(vocab::truthy).unwrap_or(d);
+    let llama3 = bpe && flag("ignore_merges", false) && !flag("byte_fallback", true);
+    if llama3 {
+        return Ok(false);
+    }
+    let sequence = t
+        .get("decoder")
+        .and_then(|d| d.get("type"))
+        .and_then(Value::as_str)
+        == Some("Sequence");
+    Ok(bpe && flag("byte_fallback", false) && sequence)
+}
+
+/// `Qwen3Model._is_qwen3_reranker`.
+fn qwen3_reranker(hp: &Hparams) -> Result<bool> {
+    let dir = hp.path.parent().unwrap_or(Path::new("."));
+    let readme = dir.join("README.md");
+    if readme.exists() {
+        let text = std::fs::read_to_string(&readme)
+            .map_err(|e| Error::io(&readme, e))?
+            .to_lowercase();
+        if text.contains("# qwen3-reranker") || text.contains("# qwen3-vl-reranker") {
+            return Ok(true);
+        }
+    }
+    let arch = hp.architecture().unwrap_or_default();
+    let hints = [
+        dir.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        hp.map
+            .get("_name_or_path")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        hp.map
+            .get("model_type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        arch.clone(),
+    ];
+    if hints
+        .iter()
+        .map(|h| h.to_lowercase())
+        .any(|h| h.contains("qwen3-reranker") || h.contains("qwen3-vl-reranker"))
+    {
+        return Ok(true);
+    }
+    Ok(arch.to_lowercase().contains("sequenceclassification"))
+}
+
+/// `_try_set_pooling_type` for a checkpoint without sentence-transformers modules.
+fn pooling(hp: &Hparams) -> Result<()> {
+    let dir = hp.path.parent().unwrap_or(Path::new("."));
+    if dir.join("modules.json").is_file()
+        || hp
+            .map
+            .get("classifier_pooling")
+            .is_some_and(|v| !v.is_null())
+    {
+        return Err(Error::Unsupported(format!(
+            "{}: sentence-transformers pooling is not written yet",
+            dir.display()
+        )));
+    }
+    Ok(())
 }
 
 /// `self.rope_parameters.get("full_attention", self.rope_parameters)`.
@@ -452,30 +620,50 @@ fn text_parameters(
     if let Some(e) = hp.opt_float(&["layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"])? {
         kv.f32(&k("attention.layer_norm_epsilon"), e);
     }
-    for keys in [
-        &["num_local_experts", "num_experts", "n_routed_experts"][..],
+    let count = |keys: &[&str], key: &str, kv: &mut Kv| -> Result<()> {
+        if let Some(v) = hp.find(keys).filter(|v| !v.is_null()) {
+            kv.u32(&k(key), u32_of(hp, keys[0], v)?);
+        }
+        Ok(())
+    };
+    count(
+        &["num_local_experts", "num_experts", "n_routed_experts"],
+        "expert_count",
+        kv,
+    )?;
+    count(
         &[
             "num_experts_per_tok",
             "num_experts_per_token",
             "top_k_experts",
         ],
-        &["n_group"],
-        &["topk_group"],
-        &[
-            "score_function",
-            "scoring_func",
-            "score_func",
-            "moe_router_activation",
-            "moe_router_activation_func",
-            "expert_selection_fn",
-        ],
-    ] {
-        if hp.find(keys).is_some_and(|v| !v.is_null()) {
-            return Err(Error::Unsupported(format!(
-                "{}: experts are not converted yet",
-                keys[0]
-            )));
-        }
+        "expert_used_count",
+        kv,
+    )?;
+    count(&["n_group"], "expert_group_count", kv)?;
+    count(&["topk_group"], "expert_group_used_count", kv)?;
+    let score_keys = [
+        "score_function",
+        "scoring_func",
+        "score_func",
+        "moe_router_activation",
+        "moe_router_activation_func",
+        "expert_selection_fn",
+    ];
+    if let Some(v) = hp.find(&score_keys).filter(|v| !v.is_null()) {
+        let f = match v.as_str() {
+            Some("softmax") => 1,
+            Some("sigmoid") => 2,
+            Some("sqrtsoftplus") => 4,
+            _ => {
+                return Err(Error::field(
+                    &hp.path,
+                    score_keys[0],
+                    format!("Unsupported expert score gating function value: {v}"),
+                ))
+            }
+        };
+        kv.u32(&k("expert_gating_func"), f);
     }
     if let Some(h) = hp.map.get("head_dim").filter(|v| !v.is_null()) {
         let h = u32_of(hp, "head_dim", h)?;

@@ -30,6 +30,7 @@ mod names;
 pub mod safetensors;
 #[rustfmt::skip]
 mod tables;
+mod bpe;
 pub mod vocab;
 
 pub use convert::{convert, convert_with, Options, OutType, Report, TensorPlan};

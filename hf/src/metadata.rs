@@ -1,42 +1,63 @@
-//! `general.*` as `gguf.Metadata` derives it: from `config.json`'s `_name_or_path`, the folder
-//! name, `generation_config.json`'s sampling settings and a `--metadata` JSON override, with
-//! the reference's name heuristics (`get_model_id_components`, `id_to_title`).
+//! `general.*` as `gguf.Metadata` derives it: from the model card's YAML front matter,
+//! `config.json`'s `_name_or_path`, the folder name, `generation_config.json`'s sampling
+//! settings and a `--metadata` JSON override, with the reference's name heuristics
+//! (`get_model_id_components`, `id_to_title`).
 
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use regex::Regex;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::path::Path;
 use std::sync::LazyLock;
 
-/// The authorship and sampling metadata, each field as `gguf.Metadata` has it.
+/// `gguf.Metadata`'s string fields: attribute, GGUF key, in `set_gguf_meta_model`'s order.
+const FIELDS: [(&str, &str); 20] = [
+    ("name", "general.name"),
+    ("author", "general.author"),
+    ("version", "general.version"),
+    ("organization", "general.organization"),
+    ("finetune", "general.finetune"),
+    ("basename", "general.basename"),
+    ("description", "general.description"),
+    ("quantized_by", "general.quantized_by"),
+    ("size_label", "general.size_label"),
+    ("license", "general.license"),
+    ("license_name", "general.license.name"),
+    ("license_link", "general.license.link"),
+    ("url", "general.url"),
+    ("doi", "general.doi"),
+    ("uuid", "general.uuid"),
+    ("repo_url", "general.repo_url"),
+    ("source_url", "general.source.url"),
+    ("source_doi", "general.source.doi"),
+    ("source_uuid", "general.source.uuid"),
+    ("source_repo_url", "general.source.repo_url"),
+];
+
+/// The fields of a base model or data set entry, in the order they are written.
+const ENTRY_FIELDS: [&str; 9] = [
+    "name",
+    "author",
+    "version",
+    "organization",
+    "description",
+    "url",
+    "doi",
+    "uuid",
+    "repo_url",
+];
+
+/// The authorship and sampling metadata, each field as `gguf.Metadata` holds it (a value is
+/// whatever JSON or YAML gave; it is checked when written, where the reference would fail).
 #[derive(Default, Debug, Clone)]
 pub struct Metadata {
-    /// `general.name`.
-    pub name: Option<String>,
-    /// `general.author`.
-    pub author: Option<String>,
-    /// `general.version`.
-    pub version: Option<String>,
-    /// `general.organization`.
-    pub organization: Option<String>,
-    /// `general.finetune`.
-    pub finetune: Option<String>,
-    /// `general.basename`.
-    pub basename: Option<String>,
-    /// `general.description`.
-    pub description: Option<String>,
-    /// `general.quantized_by`.
-    pub quantized_by: Option<String>,
-    /// `general.size_label`.
-    pub size_label: Option<String>,
-    /// The other string fields, `(key, value)` in `set_gguf_meta_model`'s order once set.
-    strings: Vec<(&'static str, String)>,
-    /// `general.tags`.
-    pub tags: Option<Vec<String>>,
-    /// `general.languages`.
-    pub languages: Option<Vec<String>>,
+    fields: Map<String, Value>,
+    base_models: Option<Vec<Value>>,
+    datasets: Option<Vec<Value>>,
+    tags: Option<Vec<Value>>,
+    languages: Option<Vec<Value>>,
     sampling: Vec<(&'static str, Sampling)>,
+    source: std::path::PathBuf,
 }
 
 #[derive(Debug, Clone)]
@@ -78,21 +99,6 @@ const SAMPLING: [(&str, &str, Option<bool>); 12] = [
     ("mirostat_eta", "general.sampling.mirostat_eta", Some(false)),
 ];
 
-/// String fields after the size label, in `set_gguf_meta_model`'s order.
-const LATER_STRINGS: [&str; 11] = [
-    "general.license",
-    "general.license.name",
-    "general.license.link",
-    "general.url",
-    "general.doi",
-    "general.uuid",
-    "general.repo_url",
-    "general.source.url",
-    "general.source.doi",
-    "general.source.uuid",
-    "general.source.repo_url",
-];
-
 fn sampling_value(
     v: &Value,
     integer: Option<bool>,
@@ -114,20 +120,42 @@ fn sampling_value(
     })
 }
 
+/// Whether a field holds something (Python's `is not None`).
+fn held(v: Option<&Value>) -> bool {
+    v.is_some_and(|v| !v.is_null())
+}
+
 impl Metadata {
-    fn set_sampling(&mut self, key: &'static str, value: Option<Sampling>) {
+    /// A string field, if it holds a string.
+    pub fn get(&self, attr: &str) -> Option<&str> {
+        self.fields.get(attr).and_then(Value::as_str)
+    }
+
+    /// Whether a field holds a value.
+    pub fn is_set(&self, attr: &str) -> bool {
+        held(self.fields.get(attr))
+    }
+
+    /// Sets a string field, or clears it.
+    pub fn put(&mut self, attr: &str, value: Option<String>) {
+        match value {
+            Some(v) => self.fields.insert(attr.to_owned(), Value::String(v)),
+            None => self.fields.remove(attr),
+        };
+    }
+
+    fn fill(&mut self, attr: &str, value: Option<String>) {
         if let Some(v) = value {
-            match self.sampling.iter_mut().find(|(k, _)| *k == key) {
-                Some(slot) => slot.1 = v,
-                None => self.sampling.push((key, v)),
+            if !held(self.fields.get(attr)) {
+                self.fields.insert(attr.to_owned(), Value::String(v));
             }
         }
     }
 
-    fn set_string(&mut self, key: &'static str, value: String) {
-        match self.strings.iter_mut().find(|(k, _)| *k == key) {
-            Some(slot) => slot.1 = value,
-            None => self.strings.push((key, value)),
+    fn set_sampling(&mut self, key: &'static str, value: Option<Sampling>) {
+        self.sampling.retain(|(k, _)| *k != key);
+        if let Some(v) = value {
+            self.sampling.push((key, v));
         }
     }
 
@@ -138,15 +166,19 @@ impl Metadata {
         model_name: Option<&str>,
         total_params: i128,
     ) -> Result<Metadata> {
-        let mut m = Metadata::default();
-        check_model_card(dir)?;
+        let mut m = Metadata {
+            source: dir.join("README.md"),
+            ..Metadata::default()
+        };
+        if let Some(card) = model_card(dir)? {
+            m.apply_card(&card, total_params);
+        }
         let config_path = dir.join("config.json");
         let hf_params = if config_path.is_file() {
             Some(crate::read_json(&config_path)?)
         } else {
             None
         };
-        // The folder's own name, else `_name_or_path` if it names a model, fill what is unset.
         if let Some(id) = hf_params
             .as_ref()
             .and_then(|p| p.get("_name_or_path"))
@@ -155,18 +187,12 @@ impl Metadata {
         {
             m.fill_from_id(id, total_params);
         }
-        if let Some(name) = dir.file_name().and_then(|n| n.to_str()) {
-            m.fill_from_id(name, total_params);
-        } else if dir.file_name().is_none() {
-            // `Path("x/..").name` is "..": Python names the folder by its last component.
-            let name = dir
-                .components()
-                .next_back()
-                .map(|c| c.as_os_str().to_string_lossy().into_owned());
-            if let Some(name) = name {
-                m.fill_from_id(&name, total_params);
-            }
-        }
+        let folder = dir
+            .components()
+            .next_back()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .unwrap_or_default();
+        m.fill_from_id(&folder, total_params);
         let gen_path = dir.join("generation_config.json");
         if gen_path.is_file() {
             // Not every model's generation_config.json is valid JSON: the reference ignores it then.
@@ -183,10 +209,9 @@ impl Metadata {
                     };
                     if let Some(v) = v {
                         let parsed = sampling_value(v, integer, &gen_path, src)?;
-                        if parsed.is_none() {
-                            m.sampling.retain(|(k, _)| *k != key);
+                        if parsed.is_some() {
+                            m.set_sampling(key, parsed);
                         }
-                        m.set_sampling(key, parsed);
                     }
                 }
             }
@@ -195,23 +220,109 @@ impl Metadata {
             m.apply_override(path)?;
         }
         if let Some(name) = model_name {
-            m.name = Some(name.to_owned());
+            m.put("name", Some(name.to_owned()));
         }
         Ok(m)
     }
 
     fn fill_from_id(&mut self, id: &str, total_params: i128) {
         let c = model_id_components(id, total_params);
-        if self.name.is_none() {
-            self.name = c.full_name.as_deref().map(id_to_title);
+        self.fill("name", c.full_name.as_deref().map(id_to_title));
+        self.fill("organization", c.org.as_deref().map(id_to_title));
+        self.fill("basename", c.basename);
+        self.fill("finetune", c.finetune);
+        self.fill("version", c.version);
+        self.fill("size_label", c.size_label);
+    }
+
+    /// The model card's part of `apply_metadata_heuristic`.
+    fn apply_card(&mut self, card: &Map<String, Value>, total_params: i128) {
+        let pairs: [(&str, &str); 27] = [
+            ("name", "name"),
+            ("author", "author"),
+            ("version", "version"),
+            ("organization", "organization"),
+            ("description", "description"),
+            ("finetune", "finetune"),
+            ("basename", "basename"),
+            ("size_label", "size_label"),
+            ("source_url", "url"),
+            ("source_doi", "doi"),
+            ("source_uuid", "uuid"),
+            ("source_repo_url", "repo_url"),
+            ("name", "model_name"),
+            ("author", "model_author"),
+            ("version", "model_version"),
+            ("organization", "model_organization"),
+            ("description", "model_description"),
+            ("finetune", "model_finetune"),
+            ("basename", "model_basename"),
+            ("size_label", "model_size_label"),
+            ("source_url", "model_url"),
+            ("source_doi", "model_doi"),
+            ("source_uuid", "model_uuid"),
+            ("source_repo_url", "model_repo_url"),
+            ("name", "model_name"),
+            ("author", "model_creator"),
+            ("basename", "model_type"),
+        ];
+        for (attr, key) in pairs {
+            if !held(self.fields.get(attr)) {
+                if let Some(v) = card.get(key).filter(|v| !v.is_null()) {
+                    self.fields.insert(attr.to_owned(), v.clone());
+                }
+            }
         }
-        if self.organization.is_none() {
-            self.organization = c.org.as_deref().map(id_to_title);
+        let entries = |keys: [&str; 3]| -> Option<Vec<Value>> {
+            if !keys.iter().any(|k| card.contains_key(*k)) {
+                return None;
+            }
+            let v = card
+                .get(keys[0])
+                .or_else(|| card.get(keys[1]))
+                .or_else(|| card.get(keys[2]));
+            Some(match v {
+                Some(Value::String(s)) => vec![Value::String(s.clone())],
+                Some(Value::Array(a)) => a.clone(),
+                _ => Vec::new(),
+            })
+        };
+        if let Some(ids) = entries(["base_model", "base_models", "base_model_sources"]) {
+            let list = self.base_models.get_or_insert_with(Vec::new);
+            list.extend(ids.iter().map(|id| entry(id, total_params)));
         }
-        self.basename = self.basename.take().or(c.basename);
-        self.finetune = self.finetune.take().or(c.finetune);
-        self.version = self.version.take().or(c.version);
-        self.size_label = self.size_label.take().or(c.size_label);
+        if let Some(ids) = entries(["datasets", "dataset", "dataset_sources"]) {
+            let list = self.datasets.get_or_insert_with(Vec::new);
+            list.extend(ids.iter().map(|id| entry(id, total_params)));
+        }
+        for attr in ["license", "license_name", "license_link"] {
+            if !held(self.fields.get(attr)) {
+                if let Some(v) = card.get(attr).filter(|v| !v.is_null()) {
+                    self.fields.insert(attr.to_owned(), v.clone());
+                }
+            }
+        }
+        for (tags, key) in [
+            (true, "tags"),
+            (true, "pipeline_tag"),
+            (false, "languages"),
+            (false, "language"),
+        ] {
+            let Some(v) = card.get(key).filter(|v| !v.is_null()) else {
+                continue;
+            };
+            let list = if tags {
+                &mut self.tags
+            } else {
+                &mut self.languages
+            };
+            let list = list.get_or_insert_with(Vec::new);
+            match v {
+                Value::String(_) => list.push(v.clone()),
+                Value::Array(a) => list.extend(a.iter().cloned()),
+                _ => {}
+            }
+        }
     }
 
     fn apply_override(&mut self, path: &Path) -> Result<()> {
@@ -221,73 +332,37 @@ impl Metadata {
         for (_, key, integer) in SAMPLING {
             if let Some(v) = o.get(key) {
                 let parsed = sampling_value(v, integer, path, key)?;
-                if parsed.is_none() {
-                    self.sampling.retain(|(k, _)| *k != key);
-                }
                 self.set_sampling(key, parsed);
             }
         }
-        let string = |key: &str| -> Result<Option<Option<String>>> {
-            match o.get(key) {
-                None => Ok(None),
-                Some(Value::Null) => Ok(Some(None)),
-                Some(Value::String(s)) => Ok(Some(Some(s.clone()))),
-                Some(v) => Err(Error::field(path, key, format!("{v} is not a string"))),
-            }
-        };
-        let fields: [(&str, &mut Option<String>); 9] = [
-            ("general.name", &mut self.name),
-            ("general.author", &mut self.author),
-            ("general.version", &mut self.version),
-            ("general.organization", &mut self.organization),
-            ("general.finetune", &mut self.finetune),
-            ("general.basename", &mut self.basename),
-            ("general.description", &mut self.description),
-            ("general.quantized_by", &mut self.quantized_by),
-            ("general.size_label", &mut self.size_label),
-        ];
-        for (key, slot) in fields {
-            if let Some(v) = string(key)? {
-                *slot = v;
-            }
-        }
-        for key in LATER_STRINGS {
-            match string(key)? {
-                Some(Some(v)) => self.set_string(key, v),
-                Some(None) => self.strings.retain(|(k, _)| *k != key),
-                None => {}
-            }
-        }
-        for (key, slot) in [
-            ("general.tags", &mut self.tags),
-            ("general.languages", &mut self.languages),
-        ] {
+        for (attr, key) in FIELDS {
             if let Some(v) = o.get(key) {
-                *slot = match v {
-                    Value::Null => None,
-                    Value::Array(a) => Some(
-                        a.iter()
-                            .map(|s| s.as_str().map(str::to_owned))
-                            .collect::<Option<Vec<_>>>()
-                            .ok_or_else(|| Error::field(path, key, "not a list of strings"))?,
-                    ),
-                    _ => return Err(Error::field(path, key, "not a list of strings")),
-                };
+                self.fields.insert(attr.to_owned(), v.clone());
             }
         }
-        for key in ["general.base_models", "general.datasets"] {
-            if o.contains_key(key) {
-                return Err(Error::Unsupported(format!(
-                    "{}: {key} in a metadata override is not written yet",
-                    path.display()
-                )));
-            }
+        let list = |v: &Value| match v {
+            Value::Array(a) => Some(a.clone()),
+            _ => None,
+        };
+        if let Some(v) = o.get("general.base_models") {
+            self.base_models = list(v);
         }
+        if let Some(v) = o.get("general.datasets") {
+            self.datasets = list(v);
+        }
+        if let Some(v) = o.get("general.tags") {
+            self.tags = list(v);
+        }
+        if let Some(v) = o.get("general.languages") {
+            self.languages = list(v);
+        }
+        self.source = path.to_owned();
         Ok(())
     }
 
-    /// `set_gguf_meta_model`: the keys in the reference's order.
-    pub fn add_to(&self, kv: &mut Kv) {
+    /// `set_gguf_meta_model`: the keys in the reference's order. A value of a type the
+    /// reference cannot write (it fails there too) is refused, naming the field.
+    pub fn add_to(&self, kv: &mut Kv) -> Result<()> {
         for (_, key, _) in SAMPLING {
             if let Some((_, v)) = self.sampling.iter().find(|(k, _)| *k == key) {
                 match v {
@@ -297,59 +372,196 @@ impl Metadata {
                 }
             }
         }
-        kv.string("general.name", self.name.as_deref().unwrap_or_default());
-        let opt = |kv: &mut Kv, key: &str, v: &Option<String>| {
-            if let Some(v) = v {
-                kv.string(key, v);
+        let text = |attr: &str, v: &Value| -> Result<String> {
+            match v {
+                Value::String(s) => Ok(s.clone()),
+                Value::Array(a) if attr == "license" => Ok(a
+                    .iter()
+                    .map(|x| {
+                        x.as_str()
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| x.to_string())
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")),
+                _ => Err(Error::field(
+                    &self.source,
+                    attr,
+                    format!("{v} is not a string"),
+                )),
             }
         };
-        opt(kv, "general.author", &self.author);
-        opt(kv, "general.version", &self.version);
-        opt(kv, "general.organization", &self.organization);
-        opt(kv, "general.finetune", &self.finetune);
-        opt(kv, "general.basename", &self.basename);
-        opt(kv, "general.description", &self.description);
-        opt(kv, "general.quantized_by", &self.quantized_by);
-        opt(kv, "general.size_label", &self.size_label);
-        for key in LATER_STRINGS {
-            if let Some((_, v)) = self.strings.iter().find(|(k, _)| *k == key) {
-                kv.string(key, v);
+        for (attr, key) in FIELDS {
+            if let Some(v) = self.fields.get(attr).filter(|v| !v.is_null()) {
+                kv.string(key, &text(attr, v)?);
             }
         }
-        if let Some(tags) = &self.tags {
-            kv.strings("general.tags", tags.clone());
+        for (list, what) in [
+            (&self.base_models, "base_model"),
+            (&self.datasets, "dataset"),
+        ] {
+            let Some(list) = list else { continue };
+            kv.u32(&format!("general.{what}.count"), list.len() as u32);
+            for (i, e) in list.iter().enumerate() {
+                let Some(e) = e.as_object() else { continue };
+                for f in ENTRY_FIELDS {
+                    if let Some(v) = e.get(f) {
+                        kv.string(&format!("general.{what}.{i}.{f}"), &text(f, v)?);
+                    }
+                }
+            }
         }
-        if let Some(langs) = &self.languages {
-            kv.strings("general.languages", langs.clone());
+        for (list, key) in [
+            (&self.tags, "general.tags"),
+            (&self.languages, "general.languages"),
+        ] {
+            if let Some(list) = list {
+                let strings: Option<Vec<String>> =
+                    list.iter().map(|v| v.as_str().map(str::to_owned)).collect();
+                let strings = strings
+                    .ok_or_else(|| Error::field(&self.source, key, "not a list of strings"))?;
+                kv.strings(key, strings);
+            }
         }
+        Ok(())
     }
 }
 
-/// A README with YAML front matter is where `gguf.Metadata` finds licenses, tags, languages,
-/// datasets and base models; reading it needs a YAML reader this converter does not have yet,
-/// so such a card is refused rather than converted with those keys missing.
-fn check_model_card(dir: &Path) -> Result<()> {
+/// A base model or data set entry from a model card: a URL, a Hugging Face id, or a mapping
+/// taken as it is.
+fn entry(id: &Value, total_params: i128) -> Value {
+    let mut out = Map::new();
+    let mut put = |k: &str, v: String| {
+        out.insert(k.to_owned(), Value::String(v));
+    };
+    match id {
+        Value::String(id) => {
+            let url = ["http://", "https://", "ssh://"]
+                .iter()
+                .any(|p| id.starts_with(p));
+            if url {
+                put("repo_url", id.clone());
+                if let Some(c) = HF_URL
+                    .captures(id)
+                    .filter(|_| id.contains("huggingface.co"))
+                {
+                    let c = model_id_components(&c[1], total_params);
+                    if let Some(n) = c.full_name {
+                        put("name", id_to_title(&n));
+                    }
+                    if let Some(o) = c.org {
+                        put("organization", id_to_title(&o));
+                    }
+                    if let Some(v) = c.version {
+                        put("version", v);
+                    }
+                }
+            } else {
+                let c = model_id_components(id, total_params);
+                if let Some(n) = &c.full_name {
+                    put("name", id_to_title(n));
+                }
+                if let Some(o) = &c.org {
+                    put("organization", id_to_title(o));
+                }
+                if let Some(v) = c.version {
+                    put("version", v);
+                }
+                if let (Some(o), Some(n)) = (&c.org, &c.full_name) {
+                    put("repo_url", format!("https://huggingface.co/{o}/{n}"));
+                }
+            }
+        }
+        Value::Object(o) => return Value::Object(o.clone()),
+        _ => {}
+    }
+    Value::Object(out)
+}
+
+static HF_URL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^https?://huggingface.co/([^/]+/[^/]+)$").expect("valid"));
+
+/// `Metadata.load_model_card`: the README's YAML front matter, with the reference's two
+/// fixes (`- no` quoted, tabs as two spaces).
+fn model_card(dir: &Path) -> Result<Option<Map<String, Value>>> {
     let path = dir.join("README.md");
     if !path.is_file() {
-        return Ok(());
+        return Ok(None);
     }
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
-    let mut lines = text.lines();
-    if lines.next() != Some("---") {
-        return Ok(());
+    let lines = python_splitlines(&text);
+    if lines.first() != Some(&"---") {
+        return Ok(None);
     }
-    let front: Vec<&str> = lines.take_while(|l| *l != "---").collect();
-    if front
-        .iter()
-        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
-    {
-        return Ok(());
+    let mut yaml = String::new();
+    for l in &lines[1..] {
+        if *l == "---" {
+            break;
+        }
+        yaml.push_str(l);
+        yaml.push('\n');
     }
-    Err(Error::Unsupported(format!(
-        "{}: model cards with YAML front matter are not read yet (move README.md aside, or \
-         give its fields with --metadata)",
-        path.display()
-    )))
+    let yaml = yaml.replace("- no\n", "- \"no\"\n").replace('\t', "  ");
+    let docs = yaml_rust2::YamlLoader::load_from_str(&yaml)
+        .map_err(|e| Error::field(&path, "front matter", format!("not YAML: {e}")))?;
+    match docs.first().map(yaml_to_json) {
+        Some(Value::Object(o)) => Ok(Some(o)),
+        _ => Ok(Some(Map::new())),
+    }
+}
+
+/// Python's `str.splitlines()` at the boundaries model cards have (`\n`, `\r\n`, `\r`).
+fn python_splitlines(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        match rest.find(['\n', '\r']) {
+            Some(i) => {
+                out.push(&rest[..i]);
+                let skip = if rest[i..].starts_with("\r\n") { 2 } else { 1 };
+                rest = &rest[i + skip..];
+            }
+            None => {
+                out.push(rest);
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// YAML as PyYAML's `safe_load` gives it for what model cards hold. (YAML 1.1's plain
+/// `yes`/`no`/`on`/`off` are booleans to PyYAML and strings here: the loader does not say
+/// whether a scalar was quoted, and the reference quotes `- no` itself.)
+fn yaml_to_json(y: &yaml_rust2::Yaml) -> Value {
+    use yaml_rust2::Yaml;
+    match y {
+        Yaml::Real(r) => r
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number)
+            .unwrap_or_else(|| Value::String(r.clone())),
+        Yaml::Integer(i) => Value::from(*i),
+        Yaml::String(s) => Value::String(s.clone()),
+        Yaml::Boolean(b) => Value::Bool(*b),
+        Yaml::Array(a) => Value::Array(a.iter().map(yaml_to_json).collect()),
+        Yaml::Hash(h) => Value::Object(
+            h.iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Yaml::String(s) => s.clone(),
+                        Yaml::Integer(i) => i.to_string(),
+                        Yaml::Real(r) => r.clone(),
+                        Yaml::Boolean(b) => if *b { "True" } else { "False" }.to_owned(),
+                        _ => String::new(),
+                    };
+                    (key, yaml_to_json(v))
+                })
+                .collect(),
+        ),
+        Yaml::Null | Yaml::BadValue | Yaml::Alias(_) => Value::Null,
+    }
 }
 
 /// What `get_model_id_components` returns.

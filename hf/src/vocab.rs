@@ -261,6 +261,7 @@ pub fn looks_special(t: &str) -> bool {
 /// `tokenizer_config.json`, the chat template files and `config.json`, in its order.
 #[derive(Default)]
 pub struct SpecialVocab {
+    merges: Vec<String>,
     ids: Vec<(String, u64)>,
     add: Vec<(String, bool)>,
     chat_template: Option<Value>,
@@ -273,13 +274,16 @@ pub struct SpecialVocab {
 const DEFAULT_TYPES: [&str; 7] = ["bos", "eos", "unk", "sep", "pad", "cls", "mask"];
 
 impl SpecialVocab {
-    /// Loads what `SpecialVocab(dir, n_vocab=n_vocab)` loads.
-    pub fn load(dir: &Path, n_vocab: Option<u64>) -> Result<SpecialVocab> {
+    /// Loads what `SpecialVocab(dir, load_merges=load_merges, n_vocab=n_vocab)` loads.
+    pub fn load(dir: &Path, n_vocab: Option<u64>, load_merges: bool) -> Result<SpecialVocab> {
         let mut s = SpecialVocab {
             types: DEFAULT_TYPES.iter().map(|t| (*t).to_owned()).collect(),
             n_vocab,
             ..SpecialVocab::default()
         };
+        if load_merges {
+            s.merges = crate::bpe::merges(dir)?;
+        }
         s.load_tokenizer_json(dir)?;
         s.load_config_json(dir)?;
         Ok(s)
@@ -368,27 +372,7 @@ impl SpecialVocab {
             None
         };
         if let Some(t) = &tokenizer {
-            if let Some(pp) = t.get("post_processor").filter(|p| truthy(p)) {
-                let list: Vec<Value> = match pp.get("processors").and_then(Value::as_array) {
-                    Some(l) => l.clone(),
-                    None => vec![pp.clone()],
-                };
-                for p in &list {
-                    match p.get("type").and_then(Value::as_str) {
-                        Some("ByteLevel") => {
-                            self.set_add("bos", false, false);
-                            self.set_add("eos", false, false);
-                        }
-                        Some(other) => {
-                            return Err(Error::Unsupported(format!(
-                                "{}: post_processor {other:?} is not read yet",
-                                tok_path.display()
-                            )))
-                        }
-                        None => {}
-                    }
-                }
-            }
+            self.post_processor(&tok_path, t, &mut config)?;
         }
         let Some(config) = config.as_mut().filter(|c| !c.is_empty()) else {
             return Ok(());
@@ -439,6 +423,154 @@ impl SpecialVocab {
         Ok(())
     }
 
+    /// The reference's reading of `post_processor`: which special tokens the tokenizer adds,
+    /// and the special tokens it implies when the config names none.
+    fn post_processor(
+        &mut self,
+        path: &Path,
+        t: &Value,
+        config: &mut Option<Map<String, Value>>,
+    ) -> Result<()> {
+        let Some(pp) = t.get("post_processor").filter(|p| truthy(p)) else {
+            return Ok(());
+        };
+        let get = |c: &Option<Map<String, Value>>, k: &str| {
+            c.as_ref().and_then(|c| c.get(k)).cloned().filter(truthy)
+        };
+        let mut bos = get(config, "bos_token");
+        let mut cls = get(config, "cls_token");
+        let mut eos = get(config, "eos_token");
+        let mut sep = get(config, "sep_token");
+        let has_config = config.as_ref().is_some_and(|c| !c.is_empty());
+        let set = |config: &mut Option<Map<String, Value>>, k: &str, v: Option<Value>| {
+            if let Some(c) = config.as_mut() {
+                c.insert(k.into(), v.unwrap_or(Value::Null));
+            }
+        };
+        if bos.is_none() && cls.is_some() && has_config {
+            bos = cls.clone();
+            set(config, "bos_token", bos.clone());
+        }
+        if eos.is_none() && sep.is_some() && has_config {
+            eos = sep.clone();
+            set(config, "eos_token", eos.clone());
+        }
+        let list: Vec<Value> = match pp.get("processors").and_then(Value::as_array) {
+            Some(l) => l.clone(),
+            None => vec![pp.clone()],
+        };
+        let sid = |v: Option<&Value>| -> Option<Value> {
+            v.and_then(|x| x.get("SpecialToken"))
+                .and_then(|s| s.get("id"))
+                .cloned()
+                .filter(truthy)
+        };
+        let seq = |v: &Value| {
+            v.get("Sequence")
+                .and_then(|s| s.get("id"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        for p in &list {
+            match p.get("type").and_then(Value::as_str) {
+                Some("ByteLevel") => {
+                    self.set_add("bos", false, false);
+                    self.set_add("eos", false, false);
+                }
+                Some("RobertaProcessing") => {
+                    self.set_add("bos", true, true);
+                    self.set_add("eos", true, true);
+                    self.set_add("sep", true, true);
+                    if cls.is_none() && has_config {
+                        cls = p.get("cls").and_then(|c| c.get(0)).cloned().or(bos.clone());
+                        set(config, "cls_token", cls.clone());
+                    }
+                    if sep.is_none() && has_config {
+                        sep = p.get("sep").and_then(|c| c.get(0)).cloned().or(eos.clone());
+                        set(config, "sep_token", sep.clone());
+                    }
+                }
+                Some("TemplateProcessing") => {
+                    let list = |k: &str| -> Vec<Value> {
+                        p.get(k)
+                            .and_then(Value::as_array)
+                            .cloned()
+                            .unwrap_or_default()
+                    };
+                    let (single, pair) = (list("single"), list("pair"));
+                    let mut first = None;
+                    let mut last = None;
+                    if single.len() > 1 {
+                        first = sid(single.first());
+                        if let Some(f) = first.clone() {
+                            if !has_config {
+                                bos = Some(f.clone());
+                            } else if Some(&f) != bos.as_ref() && Some(&f) != cls.as_ref() {
+                                if bos.is_none() {
+                                    bos = Some(f.clone());
+                                    set(config, "bos_token", bos.clone());
+                                }
+                                if cls.is_none() {
+                                    cls = Some(f.clone());
+                                    set(config, "cls_token", cls.clone());
+                                }
+                            }
+                            let adds = Some(&f) == bos.as_ref() || Some(&f) == cls.as_ref();
+                            self.set_add("bos", adds, true);
+                        }
+                        last = sid(single.last());
+                        if let Some(l) = last.clone() {
+                            if !has_config {
+                                eos = Some(l.clone());
+                            } else if Some(&l) != eos.as_ref() {
+                                return Err(Error::Unsupported(format!(
+                                    "{}: a TemplateProcessing ending in another token than the EOS \
+                                     token is not read yet",
+                                    path.display()
+                                )));
+                            }
+                            self.set_add("eos", Some(&l) == eos.as_ref(), true);
+                        }
+                    }
+                    if !pair.is_empty() {
+                        let start = usize::from(first.is_some() && sid(pair.first()) == first);
+                        let trim_end = last.is_some() && sid(pair.last()) == last;
+                        let end = if trim_end { pair.len() - 1 } else { pair.len() };
+                        let inner: &[Value] = if start <= end { &pair[start..end] } else { &[] };
+                        if let (Some(a), Some(b)) = (inner.first(), inner.last()) {
+                            let ab =
+                                seq(a).as_deref() == Some("A") && seq(b).as_deref() == Some("B");
+                            if ab && inner.len() > 2 {
+                                let mid = &inner[1..inner.len() - 1];
+                                let is_sep =
+                                    |e: &Value| Some(e) == sep.as_ref() || Some(e) == eos.as_ref();
+                                let mut add_sep = false;
+                                if let Some(entry) = sid(mid.first()) {
+                                    if is_sep(&entry) && last.is_none() {
+                                        add_sep = true;
+                                    }
+                                }
+                                if mid.len() == 2 {
+                                    if let Some(entry) = sid(mid.get(1)) {
+                                        if is_sep(&entry) {
+                                            add_sep = true;
+                                        }
+                                    }
+                                }
+                                self.set_add("sep", add_sep, true);
+                                if add_sep && sep.is_none() && has_config {
+                                    set(config, "sep_token", eos.clone());
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     fn load_config_json(&mut self, dir: &Path) -> Result<()> {
         let path = dir.join("config.json");
         if !path.is_file() {
@@ -460,6 +592,7 @@ impl SpecialVocab {
 
     /// `add_to_gguf`: the keys in the reference's order.
     pub fn add_to(&self, kv: &mut Kv) -> Result<()> {
+        kv.strings("tokenizer.ggml.merges", self.merges.clone());
         for (typ, id) in &self.ids {
             let key = match typ.as_str() {
                 "bos" => "tokenizer.ggml.bos_token_id",

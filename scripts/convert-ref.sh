@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Create or reuse the Python virtual environment that runs the reference
+# converter, llama.cpp's convert_hf_to_gguf.py of the tree pinned by
+# scripts/ggml.sh (llama-cpp-python==0.3.36's vendored llama.cpp), for the
+# `ggufrw convert-hf` comparison test (tests/convert_hf.rs, which runs
+# tests/convert_hf/reference.py with this Python).
+#
+# Usage: scripts/convert-ref.sh
+#
+# Environment:
+#   GGUFRW_CONVERT_REF_VENV  venv location
+#                            (default: $HOME/.cache/ggufrw/convert-ref-torch-2.11.0)
+#   PYTHON                   interpreter used to create the venv (default: python3)
+#   (scripts/ggml.sh's own variables, GGUFRW_GGML_DIR and so on, apply to the tree)
+#
+# Output: two lines on stdout: the venv's python path, then the llama.cpp root
+# directory (the folder holding convert_hf_to_gguf.py, conversion/ and gguf-py/).
+# Everything else (pip output, errors) goes to stderr. Exits non-zero on failure.
+#
+# Cost the first time: torch 2.11.0 from PyPI pulls in its CUDA runtime
+# wheels, so the venv takes about 4.9 GB on disk and the install takes minutes
+# (most of it downloading); later runs only check the installed versions and
+# import torch once (a few seconds). scripts/ggml.sh fetches the llama.cpp tree
+# (~77 MB sdist) if it is not cached yet. Packages are installed only when
+# missing; concurrent runs are serialised with flock(1) on
+# "$GGUFRW_CONVERT_REF_VENV.lock" when flock is available.
+set -euo pipefail
+
+# Exact pins. torch and transformers are the ones named by the tree's
+# requirements/requirements-convert_hf_to_gguf.txt; numpy is its ~=2.2.6 made
+# exact; the rest are the versions pip resolved for that set, protobuf below 5
+# as the tree asks.
+PINS=(
+    "torch==2.11.0"
+    "transformers==4.57.6"
+    "numpy==2.2.6"
+    "sentencepiece==0.2.3"
+    "protobuf==4.25.9"
+    "PyYAML==6.0.4"
+    "tqdm==4.70.1"
+    "requests==2.34.2"
+    "safetensors==0.8.0"
+)
+
+die() { echo "convert-ref.sh: $*" >&2; exit 1; }
+
+for arg in "$@"; do
+    case "$arg" in
+        -h|--help)
+            sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
+            exit 0 ;;
+        *) die "unknown argument: $arg (usage: scripts/convert-ref.sh)" ;;
+    esac
+done
+
+here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)"
+venv="${GGUFRW_CONVERT_REF_VENV:-${HOME:?HOME is not set}/.cache/ggufrw/convert-ref-torch-2.11.0}"
+base_python="${PYTHON:-python3}"
+py="$venv/bin/python"
+
+# stdout is reserved for the final lines: send everything else to stderr.
+exec 3>&1 1>&2
+
+# every pin installed at exactly its version, and the converter's imports work
+have_pins() {
+    [ -x "$py" ] || return 1
+    "$py" - "${PINS[@]}" >/dev/null 2>&1 <<'EOF'
+import sys, importlib.metadata as m
+for pin in sys.argv[1:]:
+    name, _, version = pin.partition("==")
+    assert m.version(name).split("+")[0] == version, pin
+import torch, transformers, sentencepiece, yaml
+EOF
+}
+
+if ! have_pins; then
+    parent="$(dirname -- "$venv")"
+    mkdir -p -- "$parent" || die "cannot create $parent"
+    if command -v flock >/dev/null 2>&1; then
+        exec 9>"$venv.lock" || die "cannot open lock file $venv.lock"
+        flock 9 || die "cannot lock $venv.lock"
+    fi
+    # re-check: another run may have finished the job while we waited
+    if ! have_pins; then
+        if [ ! -x "$py" ] || ! "$py" -c 'import sys' >/dev/null 2>&1; then
+            command -v "$base_python" >/dev/null 2>&1 || die "$base_python not found"
+            if [ -f "$venv/pyvenv.cfg" ]; then
+                echo "convert-ref.sh: $venv is a broken venv; recreating it" >&2
+                rm -rf -- "$venv" || die "cannot remove broken venv $venv"
+            elif [ -e "$venv" ] && [ -n "$(ls -A -- "$venv" 2>/dev/null)" ]; then
+                die "$venv exists, is not empty and is not a venv; remove it or set GGUFRW_CONVERT_REF_VENV"
+            fi
+            "$base_python" -m venv "$venv" \
+                || die "'$base_python -m venv $venv' failed (on Debian/Ubuntu: apt-get install python3-venv)"
+        fi
+        [ -x "$py" ] || die "venv python $py missing after venv creation"
+        echo "convert-ref.sh: installing ${PINS[*]} into $venv (about 4.9 GB; takes minutes)" >&2
+        "$py" -m pip install --quiet --disable-pip-version-check --no-input "${PINS[@]}" \
+            || die "pip install ${PINS[*]} into $venv failed"
+        have_pins || die "after the install, $py still lacks one of ${PINS[*]} (or cannot import torch, transformers, sentencepiece, yaml)"
+    fi
+fi
+
+# the llama.cpp tree: the parent of the ggml folder scripts/ggml.sh --lib names
+lib_lines="$("$here/ggml.sh" --lib)" || die "scripts/ggml.sh --lib failed"
+ggml_dir="$(printf '%s\n' "$lib_lines" | sed -n 2p)"
+[ -n "$ggml_dir" ] || die "scripts/ggml.sh --lib printed no ggml folder"
+root="$(cd -- "$ggml_dir/.." && pwd)" || die "cannot enter $ggml_dir/.."
+[ -f "$root/convert_hf_to_gguf.py" ] && [ -d "$root/gguf-py" ] && [ -d "$root/conversion" ] \
+    || die "$root has no convert_hf_to_gguf.py, gguf-py/ and conversion/"
+
+printf '%s\n%s\n' "$py" "$root" >&3

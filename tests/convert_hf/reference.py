@@ -1,0 +1,427 @@
+#!/usr/bin/env python3
+"""Reference side of the `ggufrw convert-hf` comparison (tests/convert_hf.rs).
+
+Usage:
+    PY tests/convert_hf/reference.py --llama-cpp ROOT --work DIR [--set fast|full] [--verbose]
+
+PY is the Python of scripts/convert-ref.sh (torch, transformers, sentencepiece);
+ROOT is the llama.cpp tree it prints (convert_hf_to_gguf.py, conversion/, gguf-py/).
+
+1. Builds small deterministic Hugging Face checkpoints under DIR/fixtures/<name>/
+   with transformers' own classes (random weights from a fixed seed) and a real
+   SentencePiece tokenizer trained here on tests/convert_hf/corpus.txt. A fixture
+   folder holding a `.complete` marker is reused as it is.
+2. Runs the reference converter on every case in this one process (torch is
+   imported once): each case runs with its own folder DIR/ref/<case>/ as the
+   working directory, and every output path in its arguments is relative to it.
+3. Writes DIR/cases.json, a list of
+     {"case", "fixture" (absolute path), "args" (after the model folder),
+      "status" (0, the SystemExit code, or 1 for an exception),
+      "error" (the exception, or the last error logged; "" when none),
+      "warnings" (warnings the reference logged), "outputs" (files produced in
+      the case folder, relative, sorted)}
+   and prints one summary line on stdout. Progress goes to stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import io
+import json
+import logging
+import os
+import shutil
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CORPUS = HERE / "corpus.txt"
+
+
+def note(msg: str) -> None:
+    print(f"reference.py: {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------
+# fixtures
+
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% if message['role'] == 'user' %}{{ '<|user|>\n' + message['content'] + '<|end|>\n' }}"
+    "{% else %}{{ '<|assistant|>\n' + message['content'] + eos_token + '\n' }}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}"
+)
+
+MISTRAL_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}"
+    "{% else %}{{ message['content'] + eos_token }}{% endif %}{% endfor %}"
+)
+
+
+@dataclass
+class Fixture:
+    name: str                      # folder name: the reference derives metadata from it
+    seed: int
+    arch: str = "llama"            # "llama" or "mistral"
+    dtype: str = "float32"         # torch dtype of the saved weights
+    hidden: int = 64
+    kv_heads: int = 4
+    tie: bool = False
+    extra_vocab: int = 0           # config vocab_size = tokenizer size + this
+    rope_theta: float = 10000.0
+    rms_norm_eps: float = 1e-5
+    rope_scaling: dict | None = None
+    sliding_window: int | None = None
+    max_shard_size: int | None = None   # bytes; None = one model.safetensors
+    spm: dict = field(default_factory=dict)       # SentencePiece trainer options
+    tokenizer: dict = field(default_factory=dict)  # LlamaTokenizer options
+    chat_template: str | None = None
+    chat_template_file: bool = False  # save the template as chat_template.jinja
+    generation: dict | None = None    # generation_config.json fields (None: transformers' default)
+    edge_values: bool = False         # plant rounding edge cases in lm_head.weight
+
+
+FIXTURES = [
+    # Llama, f32, untied, GQA; user-defined pieces in the SentencePiece model,
+    # a chat template in tokenizer_config.json, sampling fields in generation_config.json
+    Fixture(
+        name="TinyLlama-Test-v0.1", seed=101, dtype="float32", kv_heads=2,
+        spm=dict(model_type="bpe", vocab_size=320,
+                 user_defined_symbols=["<|user|>", "<|assistant|>", "<|end|>"]),
+        chat_template=CHAT_TEMPLATE,
+        generation=dict(do_sample=True, temperature=0.7, top_p=0.9, top_k=40, repetition_penalty=1.1),
+        edge_values=True,
+    ),
+    # Llama, bf16, tied embeddings; unigram tokenizer, eos appended by the tokenizer
+    Fixture(
+        name="Tiny-Llama-Tied-Instruct", seed=202, dtype="bfloat16", tie=True, rms_norm_eps=1e-6,
+        spm=dict(model_type="unigram", vocab_size=320),
+        tokenizer=dict(add_eos_token=True),
+    ),
+    # Llama, f16, sharded into several safetensors files; byte-fallback BPE
+    Fixture(
+        name="TinyLlama-Sharded-1M-v1.0", seed=303, dtype="float16",
+        max_shard_size=60_000,
+        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True),
+    ),
+    # Mistral, bf16, sliding window, GQA; a pad piece, template as chat_template.jinja
+    Fixture(
+        name="Mistral-Tiny-v0.2-Instruct", seed=404, arch="mistral", dtype="bfloat16", kv_heads=2,
+        sliding_window=64,
+        spm=dict(model_type="unigram", vocab_size=400, byte_fallback=True, pad_id=3),
+        tokenizer=dict(pad_token="<pad>", add_prefix_space=False),
+        chat_template=MISTRAL_TEMPLATE, chat_template_file=True,
+    ),
+    # Llama, f32, hidden 48 (rows not a multiple of 32), config vocab larger than the tokenizer
+    Fixture(
+        name="tiny_llama_h48", seed=505, dtype="float32", hidden=48, extra_vocab=8,
+        spm=dict(model_type="bpe", vocab_size=320),
+    ),
+    # Llama, bf16, llama3 rope scaling (the reference adds rope_freqs.weight)
+    Fixture(
+        name="Llama-3.1-Tiny-Rope", seed=606, dtype="bfloat16", kv_heads=2, rope_theta=500000.0,
+        rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 4.0, "original_max_position_embeddings": 128},
+        spm=dict(model_type="unigram", vocab_size=320),
+    ),
+]
+
+# values planted in one row of the first fixture's lm_head.weight: f16/bf16
+# overflow and rounding ties, subnormals, signed zero (finite only: Q8_0 of a
+# non-finite block is not well defined)
+EDGE_VALUES = [
+    65504.0, 65519.99, 65520.0, 70000.0, -70000.0, 1e-8, 6e-8, -3e-8, 1e-40, -1e-40,
+    0.0, -0.0, 1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11, 1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -8,
+    3.0e38, -3.0e38, 3.3961e38, 1.17549435e-38,
+]
+
+
+def corpus_lines() -> list[str]:
+    return [line for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def train_spm(options: dict) -> bytes:
+    import sentencepiece as spm
+
+    writer = io.BytesIO()
+    # sentence_iterator and model_writer keep file paths out of the model's trainer spec
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(corpus_lines()), model_writer=writer,
+        num_threads=1, minloglevel=2, **options,
+    )
+    return writer.getvalue()
+
+
+def build_fixture(fx: Fixture, folder: Path) -> None:
+    import torch
+    from transformers import (AutoModelForCausalLM, GenerationConfig, LlamaConfig,
+                              LlamaTokenizer, MistralConfig)
+
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    staging = folder.parent / f".{fx.name}.spm"
+    staging.mkdir(parents=True, exist_ok=True)
+    try:
+        model_file = staging / "tokenizer.model"
+        model_file.write_bytes(train_spm(fx.spm))
+        # legacy=True: the non-legacy path needs sentencepiece_model_pb2, which
+        # sentencepiece 0.2.3 generates for protobuf >= 5
+        tok = LlamaTokenizer(vocab_file=str(model_file), legacy=True, **fx.tokenizer)
+        if fx.chat_template is not None:
+            tok.chat_template = fx.chat_template
+        tok.save_pretrained(str(folder), save_jinja_files=fx.chat_template_file)
+        n_vocab = len(tok)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+    common = dict(
+        vocab_size=n_vocab + fx.extra_vocab, hidden_size=fx.hidden, intermediate_size=96,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=fx.kv_heads,
+        max_position_embeddings=256, rms_norm_eps=fx.rms_norm_eps, rope_theta=fx.rope_theta,
+        tie_word_embeddings=fx.tie, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    if fx.arch == "mistral":
+        cfg = MistralConfig(sliding_window=fx.sliding_window, **common)
+    else:
+        cfg = LlamaConfig(rope_scaling=fx.rope_scaling, **common)
+
+    torch.manual_seed(fx.seed)
+    model = AutoModelForCausalLM.from_config(cfg)
+    gen = torch.Generator().manual_seed(fx.seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen, dtype=torch.float32)
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.1 * noise)
+            else:
+                p.copy_(0.02 * noise)
+        if fx.edge_values:
+            row = model.lm_head.weight[7]
+            for i, v in enumerate(EDGE_VALUES):
+                row[3 * i] = v
+    model = model.to(getattr(torch, fx.dtype))
+    if fx.generation is not None:
+        model.generation_config = GenerationConfig(
+            bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id, **fx.generation)
+    save = dict(safe_serialization=True)
+    if fx.max_shard_size is not None:
+        save["max_shard_size"] = fx.max_shard_size
+    model.save_pretrained(str(folder), **save)
+    (folder / ".complete").write_text("")
+
+
+def ensure_fixtures(work: Path, wanted: list[Fixture]) -> dict[str, Path]:
+    out = {}
+    for fx in wanted:
+        folder = work / "fixtures" / fx.name
+        if (folder / ".complete").is_file():
+            note(f"fixture {fx.name}: reused")
+        else:
+            t0 = time.monotonic()
+            build_fixture(fx, folder)
+            note(f"fixture {fx.name}: built in {time.monotonic() - t0:.1f} s")
+        out[fx.name] = folder.resolve()
+    return out
+
+
+# ---------------------------------------------------------------------------
+# cases
+
+OUTTYPES = ["f32", "f16", "bf16", "q8_0", "auto"]
+
+
+@dataclass
+class Case:
+    name: str
+    fixture: str
+    args: list[str]
+    make_dirs: list[str] = field(default_factory=list)  # created (empty) in the case folder first
+
+
+def all_cases() -> list[Case]:
+    cases = []
+    for fx in FIXTURES:
+        for t in OUTTYPES:
+            name = f"{fx.name}__{t}"
+            cases.append(Case(name, fx.name, ["--outtype", t, "--outfile", f"{name}.gguf"]))
+    first = FIXTURES[0].name
+
+    def extra(short: str, args: list[str], outfile: str | None = None, make_dirs=()):
+        name = f"{first}__{short}"
+        tail = ["--outfile", outfile if outfile is not None else f"{name}.gguf"]
+        cases.append(Case(name, first, args + tail, list(make_dirs)))
+
+    extra("vocab-only", ["--vocab-only"])
+    extra("model-name", ["--model-name", "Custom Name"])
+    extra("bigendian-f16", ["--bigendian", "--outtype", "f16"])
+    # split outputs: the writer names the shards itself from this template name
+    extra("split-tensors-7-f16", ["--split-max-tensors", "7", "--outtype", "f16"], "model.gguf")
+    extra("split-size-20K-f16", ["--split-max-size", "20K", "--outtype", "f16"], "model.gguf")
+    extra("no-tensor-first-split-7", ["--no-tensor-first-split", "--split-max-tensors", "7"], "model.gguf")
+    extra("dry-run-split-7", ["--dry-run", "--split-max-tensors", "7"], "model.gguf")
+    # an existing empty folder: the reference names the file by its convention inside it
+    extra("outfile-dir", [], "outdir", make_dirs=["outdir"])
+    extra("ftype-template-auto", ["--outtype", "auto"], "name-{ftype}.gguf")
+    return cases
+
+
+FAST = {
+    f"{FIXTURES[0].name}__{t}" for t in OUTTYPES
+} | {
+    f"{FIXTURES[1].name}__f16",
+    f"{FIXTURES[2].name}__auto",
+    f"{FIXTURES[4].name}__q8_0",
+}
+
+
+class Recorder(logging.Handler):
+    """Keeps the warnings and errors logged during one case."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.warnings: list[str] = []
+        self.errors: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            msg = record.getMessage()
+        except Exception:  # a malformed record must not end the run
+            msg = str(record.msg)
+        msg = msg.strip().splitlines()[0] if msg.strip() else msg  # py.warnings: the first line
+        (self.errors if record.levelno >= logging.ERROR else self.warnings).append(msg)
+
+
+def load_reference(root: Path):
+    spec = importlib.util.spec_from_file_location("convert_hf_to_gguf", root / "convert_hf_to_gguf.py")
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"reference.py: cannot load {root / 'convert_hf_to_gguf.py'}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    import gguf
+    gguf_file = Path(gguf.__file__).resolve()
+    if root.resolve() / "gguf-py" not in gguf_file.parents:
+        raise SystemExit(f"reference.py: gguf was imported from {gguf_file}, not from {root / 'gguf-py'}")
+    return module
+
+
+def listing(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+def run_case(module, case: Case, fixture: Path, folder: Path, recorder: Recorder) -> dict:
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    for d in case.make_dirs:
+        (folder / d).mkdir(parents=True)
+    recorder.warnings.clear()
+    recorder.errors.clear()
+    status, error = 0, ""
+    cwd = os.getcwd()
+    saved_argv = sys.argv
+    os.chdir(folder)
+    try:
+        sys.argv = ["convert_hf_to_gguf.py", str(fixture), *case.args]
+        # stdout is the summary line's: the reference prints (--dry-run's plan) go to stderr
+        with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
+            warnings.simplefilter("default")  # once per location and case
+            module.main()
+    except SystemExit as e:
+        if e.code is None:
+            status = 0
+        elif isinstance(e.code, int):
+            status = e.code
+        else:
+            status, error = 1, str(e.code)
+    except Exception as e:  # the reference failing is a result, not a harness error
+        status, error = 1, f"{type(e).__name__}: {e}"
+    finally:
+        sys.argv = saved_argv
+        os.chdir(cwd)
+    if status != 0 and not error and recorder.errors:
+        error = recorder.errors[-1]
+    return {
+        "case": case.name,
+        "fixture": str(fixture),
+        "args": case.args,
+        "status": status,
+        "error": error,
+        "warnings": list(recorder.warnings),
+        "outputs": listing(folder),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp root (convert_hf_to_gguf.py)")
+    ap.add_argument("--work", required=True, type=Path, help="work folder (fixtures/, ref/, cases.json)")
+    ap.add_argument("--set", choices=["fast", "full"], default="fast")
+    ap.add_argument("--verbose", action="store_true", help="show the reference's INFO log")
+    opts = ap.parse_args()
+
+    root = opts.llama_cpp.resolve()
+    work = opts.work.resolve()
+    if not (root / "convert_hf_to_gguf.py").is_file():
+        ap.error(f"{root} has no convert_hf_to_gguf.py")
+    # the tree's own gguf-py and conversion/ come first, before anything imports gguf
+    sys.path[:0] = [str(root), str(root / "gguf-py")]
+    os.environ.pop("NO_LOCAL_GGUF", None)
+    work.mkdir(parents=True, exist_ok=True)
+
+    cases = all_cases()
+    if opts.set == "fast":
+        cases = [c for c in cases if c.name in FAST]
+    wanted = [fx for fx in FIXTURES if any(c.fixture == fx.name for c in cases)]
+
+    t0 = time.monotonic()
+    import torch  # noqa: F401  (timed apart from the fixtures and the reference)
+    import transformers  # noqa: F401
+    t1 = time.monotonic()
+    fixtures = ensure_fixtures(work, wanted)
+    t2 = time.monotonic()
+    module = load_reference(root)
+    t3 = time.monotonic()
+
+    # The reference's main() calls logging.basicConfig(level=INFO), a no-op once
+    # the root logger has handlers: configure it here instead, its INFO lines
+    # shown only with --verbose; the recorder collects warnings per case.
+    root_logger = logging.getLogger()
+    root_logger.setLevel(logging.INFO)
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(logging.INFO if opts.verbose else logging.WARNING)
+    console.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
+    root_logger.addHandler(console)
+    logging.captureWarnings(True)
+    recorder = Recorder()
+    root_logger.addHandler(recorder)
+    results = []
+    for case in cases:
+        folder = work / "ref" / case.name
+        c0 = time.monotonic()
+        result = run_case(module, case, fixtures[case.fixture], folder, recorder)
+        results.append(result)
+        extra = f" ({result['error']})" if result["status"] != 0 else ""
+        note(f"case {case.name}: status {result['status']}{extra}, {len(result['outputs'])} file(s), "
+             f"{len(result['warnings'])} warning(s), {time.monotonic() - c0:.2f} s")
+    root_logger.removeHandler(recorder)
+    t4 = time.monotonic()
+
+    (work / "cases.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    failed = sum(1 for r in results if r["status"] != 0)
+    print(f"reference.py: {len(results)} case(s) ({opts.set} set), {failed} non-zero status; "
+          f"torch import {t1 - t0:.1f} s, fixtures {t2 - t1:.1f} s, reference import {t3 - t2:.1f} s, "
+          f"conversions {t4 - t3:.1f} s; "
+          f"{work / 'cases.json'}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
