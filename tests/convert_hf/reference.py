@@ -67,7 +67,7 @@ MISTRAL_TEMPLATE = (
 class Fixture:
     name: str                      # folder name: the reference derives metadata from it
     seed: int
-    arch: str = "llama"            # "llama" or "mistral"
+    arch: str = "llama"            # "llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe"
     dtype: str = "float32"         # torch dtype of the saved weights
     hidden: int = 64
     kv_heads: int = 4
@@ -84,6 +84,9 @@ class Fixture:
     chat_template_file: bool = False  # save the template as chat_template.jinja
     generation: dict | None = None    # generation_config.json fields (None: transformers' default)
     edge_values: bool = False         # plant rounding edge cases in lm_head.weight
+    bpe: str | None = None            # a real BPE vocabulary (vocabs.py) instead of SentencePiece
+    readme: str | None = None         # README.md (a model card with YAML front matter)
+    head_dim: int | None = None
 
 
 FIXTURES = [
@@ -131,6 +134,38 @@ FIXTURES = [
     ),
 ]
 
+QWEN_CARD = """---
+license: apache-2.0
+license_link: https://huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/blob/main/LICENSE
+language:
+- en
+- no
+pipeline_tag: text-generation
+base_model: Qwen/Qwen2.5-0.5B
+tags:
+- chat
+datasets:
+- HuggingFaceTB/smoltalk
+- https://huggingface.co/datasets/open-r1/math
+---
+
+# Tiny Qwen
+
+A test model.
+"""
+
+FIXTURES += [
+    # Qwen2 and Qwen3 read a SentencePiece model when there is one; a model card
+    Fixture(
+        name="Qwen2.5-Tiny-Instruct", seed=707, arch="qwen2", dtype="bfloat16", kv_heads=2,
+        spm=dict(model_type="bpe", vocab_size=320), readme=QWEN_CARD,
+    ),
+    Fixture(
+        name="Qwen3-Tiny", seed=808, arch="qwen3", dtype="bfloat16", kv_heads=2, head_dim=32,
+        spm=dict(model_type="unigram", vocab_size=320), tie=True,
+    ),
+]
+
 # values planted in one row of the first fixture's lm_head.weight: f16/bf16
 # overflow and rounding ties, subnormals, signed zero (finite only: Q8_0 of a
 # non-finite block is not well defined)
@@ -160,7 +195,8 @@ def train_spm(options: dict) -> bytes:
 def build_fixture(fx: Fixture, folder: Path) -> None:
     import torch
     from transformers import (AutoModelForCausalLM, GenerationConfig, LlamaConfig,
-                              LlamaTokenizer, MistralConfig)
+                              LlamaTokenizer, MistralConfig, Qwen2Config, Qwen2MoeConfig,
+                              Qwen3Config, Qwen3MoeConfig)
 
     if folder.exists():
         shutil.rmtree(folder)
@@ -187,8 +223,19 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
         tie_word_embeddings=fx.tie, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
         pad_token_id=tok.pad_token_id,
     )
+    moe = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
+    if fx.head_dim is not None:
+        common["head_dim"] = fx.head_dim
     if fx.arch == "mistral":
         cfg = MistralConfig(sliding_window=fx.sliding_window, **common)
+    elif fx.arch == "qwen2":
+        cfg = Qwen2Config(**common)
+    elif fx.arch == "qwen3":
+        cfg = Qwen3Config(**common)
+    elif fx.arch == "qwen2_moe":
+        cfg = Qwen2MoeConfig(shared_expert_intermediate_size=64, **moe, **common)
+    elif fx.arch == "qwen3_moe":
+        cfg = Qwen3MoeConfig(**moe, **common)
     else:
         cfg = LlamaConfig(rope_scaling=fx.rope_scaling, **common)
 
@@ -214,6 +261,8 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
     if fx.max_shard_size is not None:
         save["max_shard_size"] = fx.max_shard_size
     model.save_pretrained(str(folder), **save)
+    if fx.readme is not None:
+        (folder / "README.md").write_text(fx.readme, encoding="utf-8")
     (folder / ".complete").write_text("")
 
 
@@ -278,6 +327,8 @@ FAST = {
     f"{FIXTURES[1].name}__f16",
     f"{FIXTURES[2].name}__auto",
     f"{FIXTURES[4].name}__q8_0",
+    "Qwen2.5-Tiny-Instruct__auto",
+    "Qwen3-Tiny__q8_0",
 }
 
 

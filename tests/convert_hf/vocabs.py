@@ -596,9 +596,82 @@ class Mpt(Vocab):
         }
 
 
+class CommandR(Vocab):
+    """CohereForAI/c4ai-command-r-v01: CohereTokenizerFast (its post-processor puts <BOS_TOKEN>
+    first); NFC; digits one by one; specials <PAD>..<EOP_TOKEN> at ids 0..7 (in model.vocab
+    too), the turn tokens at 255000.. (only <|END_OF_TURN_TOKEN|>, the eos, special; the reference
+    makes the others CONTROL anyway, by does_token_look_special)."""
+
+    name = "command-r"
+    gguf_pre = "command-r"
+    specials_in_model_vocab = True
+
+    def normalizer(self):
+        return {"type": "NFC"}
+
+    def pre_tokenizer(self):
+        return {
+            "type": "Sequence",
+            "pretokenizers": [
+                {"type": "Digits", "individual_digits": True},
+                byte_level(False, True, True),
+            ],
+        }
+
+    def post_processor(self, g, ids):
+        return template_bos(ids["bos_text"], ids["bos"])
+
+    def decoder(self):
+        return byte_level(True, True, True)
+
+    def tokenizer_config(self, g, ids, added):
+        out = {
+            "add_bos_token": True,
+            "add_eos_token": False,
+            "added_tokens_decoder": added_tokens_decoder(added),
+            "bos_token": ids["bos_text"],
+        }
+        if g["chat_template"] is not None:
+            out["chat_template"] = g["chat_template"]
+        out.update(
+            {
+                "clean_up_tokenization_spaces": False,
+                "eos_token": ids["eos_text"],
+                "legacy": True,
+                "merges_file": None,
+                "model_max_length": 1000000000000000019884624838656,
+                "pad_token": ids["pad_text"],
+                "sp_model_kwargs": {},
+                "spaces_between_special_tokens": False,
+                "tokenizer_class": "CohereTokenizer",
+                "unk_token": None,
+                "use_default_system_prompt": False,
+                "vocab_file": None,
+            }
+        )
+        return out
+
+    def special_tokens_map(self, g, ids, added):
+        def entry(key):
+            return {k: v for k, v in added_token_object(ids[key + "_text"], False).items() if k != "__type"}
+
+        return {"bos_token": entry("bos"), "eos_token": entry("eos"), "pad_token": entry("pad")}
+
+
 VOCABS: dict[str, Vocab] = {
     v.name: v
-    for v in (Qwen2(), Llama3(), Gpt2(), DeepseekLlm(), DeepseekCoder(), StarCoder(), Refact(), Falcon(), Mpt())
+    for v in (
+        Qwen2(),
+        Llama3(),
+        Gpt2(),
+        DeepseekLlm(),
+        DeepseekCoder(),
+        StarCoder(),
+        Refact(),
+        Falcon(),
+        Mpt(),
+        CommandR(),
+    )
 }
 
 # Vocab GGUFs in models/ that are not rebuilt, and why.
