@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 # The architectures the converter knows (its families' model_arch values).
-ARCHS = ["LLAMA", "QWEN2", "QWEN2MOE", "QWEN3", "QWEN3MOE"]
+ARCHS = ["LLAMA", "QWEN2", "QWEN2MOE", "QWEN3", "QWEN3MOE", "GEMMA2", "GEMMA3", "PHI3"]
 
 
 def rust_str(s: str) -> str:

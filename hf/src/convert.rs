@@ -116,7 +116,7 @@ type Yielded = (String, Option<u64>, Src, Dtype, Vec<u64>);
 enum Src {
     Entry {
         index: usize,
-        permute_heads: Option<u64>,
+        change: family::Rearrange,
     },
     /// Tensors of one shape stacked along a new first axis (experts).
     Stack(Vec<usize>),
@@ -270,8 +270,8 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
             }
             continue;
         }
-        let permute_heads = family.permutation(&hp, name)?;
-        if let Some(h) = permute_heads {
+        let change = family.rearrange(&hp, dir, name)?;
+        if let Some(h) = change.permute_heads {
             let rows = e.shape.first().copied().unwrap_or(0);
             if h == 0 || rows % (2 * h) != 0 {
                 return Err(Error::field(
@@ -284,11 +284,15 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
                 ));
             }
         }
+        let mut shape = e.shape.clone();
+        if let (Some(limit), Some(first)) = (change.rows, shape.first_mut()) {
+            *first = (*first).min(limit);
+        }
         let src = Src::Entry {
             index: *index,
-            permute_heads,
+            change,
         };
-        yielded.push((name.clone(), bid, src, e.dtype, e.shape.clone()));
+        yielded.push((name.clone(), bid, src, e.dtype, shape));
     }
     let left: Vec<&String> = pending.values().flatten().map(|(n, _)| n).collect();
     if !left.is_empty() {
@@ -580,19 +584,16 @@ fn data_source<'a>(ckpt: &'a Checkpoint, p: &TensorPlan, order: ByteOrder) -> So
             }
             Source::Owned(out)
         }
-        Src::Entry {
-            index,
-            permute_heads,
-        } => {
+        Src::Entry { index, change } => {
             let e: &'a Entry = &ckpt.entries[*index];
-            rows_source(vec![(ckpt.bytes(e), e, *permute_heads)], p, big)
+            rows_source(vec![(ckpt.bytes(e), e, *change)], p, big)
         }
         Src::Stack(parts) => {
             let segments = parts
                 .iter()
                 .map(|i| {
                     let e = &ckpt.entries[*i];
-                    (ckpt.bytes(e), e, None)
+                    (ckpt.bytes(e), e, family::Rearrange::default())
                 })
                 .collect();
             rows_source(segments, p, big)
@@ -603,7 +604,7 @@ fn data_source<'a>(ckpt: &'a Checkpoint, p: &TensorPlan, order: ByteOrder) -> So
 /// The converted bytes of `segments` one after another (each a checkpoint tensor, its rows
 /// along the first axis, permuted where it says), made a group of rows at a time.
 fn rows_source<'a>(
-    segments: Vec<(&'a [u8], &'a Entry, Option<u64>)>,
+    segments: Vec<(&'a [u8], &'a Entry, family::Rearrange)>,
     p: &TensorPlan,
     big: bool,
 ) -> Source<'a> {
@@ -614,8 +615,9 @@ fn rows_source<'a>(
     let mut current = segments.next();
     let mut start = 0u64;
     let chunks = std::iter::from_fn(move || loop {
-        let (bytes, e, perm) = current?;
-        let rows = e.shape.first().copied().unwrap_or(1).max(1);
+        let (bytes, e, change) = current?;
+        let stored_rows = e.shape.first().copied().unwrap_or(1).max(1);
+        let rows = change.rows.map_or(stored_rows, |r| r.min(stored_rows));
         if start >= rows {
             current = segments.next();
             start = 0;
@@ -624,18 +626,18 @@ fn rows_source<'a>(
         let row_len = if e.shape.is_empty() {
             1
         } else {
-            e.numel() / rows
+            e.numel() / stored_rows
         };
         let group = (PIECE_ELEMENTS / row_len.max(1)).max(1);
         let end = (start + group).min(rows);
         let dtype = e.dtype;
-        let keep16 = dtype == Dtype::F16 && ty == GgmlType::F16;
+        let keep16 = dtype == Dtype::F16 && ty == GgmlType::F16 && change.add == 0.0;
         let mut f32s: Vec<f32> = Vec::new();
         let mut raw16: Vec<u8> = Vec::new();
         let w = dtype.size() as u64;
         for r in start..end {
-            let src = match perm {
-                Some(h) => permuted_row(r, rows, h),
+            let src = match change.permute_heads {
+                Some(h) => permuted_row(r, stored_rows, h),
                 None => r,
             };
             let a = (src * row_len * w) as usize;
@@ -644,6 +646,15 @@ fn rows_source<'a>(
                 raw16.extend_from_slice(&bytes[a..b]);
             } else {
                 widen(dtype, &bytes[a..b], &mut f32s);
+            }
+        }
+        if change.add != 0.0 {
+            for x in f32s.iter_mut() {
+                *x += change.add;
+            }
+            if dtype == Dtype::F16 {
+                // torch adds to a float16 tensor in float16: the sum is rounded to it.
+                round_to_f16(&mut f32s);
             }
         }
         start = end;
@@ -665,6 +676,17 @@ fn rows_source<'a>(
     Source::Chunks {
         chunks: Box::new(chunks),
         len,
+    }
+}
+
+/// Rounds each value to the nearest float16 (ties to even), as a float16 tensor holds it.
+fn round_to_f16(values: &mut [f32]) {
+    let Ok(bits) = ggufrw::quant::quantize(GgmlType::F16, values, values.len().max(1)) else {
+        return;
+    };
+    let mut back = vec![0f32; values.len()];
+    if ggufrw::quant::dequantize(GgmlType::F16, &bits, ByteOrder::Little, &mut back).is_ok() {
+        values.copy_from_slice(&back);
     }
 }
 

@@ -24,6 +24,24 @@ pub enum Family {
     Qwen2Moe,
     /// `conversion/qwen.py`'s `Qwen3MoeModel`.
     Qwen3Moe,
+    /// `conversion/gemma.py`'s `Gemma2Model`.
+    Gemma2,
+    /// `conversion/gemma.py`'s `Gemma3Model` (text; also the text of
+    /// `Gemma3ForConditionalGeneration`).
+    Gemma3,
+    /// `conversion/phi.py`'s `Phi3MiniModel`.
+    Phi3,
+}
+
+/// How a checkpoint tensor is changed before it is named (`modify_tensors`' arithmetic).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Rearrange {
+    /// The head count of Llama's q/k permutation.
+    pub permute_heads: Option<u64>,
+    /// Added to every element (Gemma's norms: the checkpoint stores weight - 1).
+    pub add: f32,
+    /// Only the first rows (Gemma 3's embeddings past the vocabulary).
+    pub rows: Option<u64>,
 }
 
 /// How a family gathers per-expert tensors into one 3-D tensor per block.
@@ -49,6 +67,10 @@ const CLASSES: &[(&str, Family)] = &[
     ("Qwen3ForCausalLM", Family::Qwen3),
     ("Qwen2MoeForCausalLM", Family::Qwen2Moe),
     ("Qwen3MoeForCausalLM", Family::Qwen3Moe),
+    ("Gemma2ForCausalLM", Family::Gemma2),
+    ("Gemma3ForCausalLM", Family::Gemma3),
+    ("Gemma3ForConditionalGeneration", Family::Gemma3),
+    ("Phi3ForCausalLM", Family::Phi3),
 ];
 
 /// The family of an `architectures` class name.
@@ -78,6 +100,9 @@ impl Family {
             Family::Qwen3 => &tables::QWEN3,
             Family::Qwen2Moe => &tables::QWEN2MOE,
             Family::Qwen3Moe => &tables::QWEN3MOE,
+            Family::Gemma2 => &tables::GEMMA2,
+            Family::Gemma3 => &tables::GEMMA3,
+            Family::Phi3 => &tables::PHI3,
         }
     }
 
@@ -143,6 +168,9 @@ impl Family {
         {
             return None;
         }
+        if self == Family::Gemma2 && name == "lm_head.weight" {
+            return None;
+        }
         if name.ends_with("e_score_correction_bias") {
             name = name.replace("e_score_correction_bias", "e_score_correction.bias");
         }
@@ -161,9 +189,16 @@ impl Family {
         file_type: u32,
         kv: &mut Kv,
     ) -> Result<()> {
-        text_parameters(hp, arch, block_count, file_type, kv)?;
         let k = |s: &str| format!("{arch}.{s}");
         match self {
+            Family::Gemma2 => return gemma2_parameters(hp, arch, block_count, file_type, kv),
+            Family::Phi3 => return phi3_parameters(hp, arch, block_count, file_type, kv),
+            _ => {}
+        }
+        text_parameters(hp, arch, block_count, file_type, kv)?;
+        match self {
+            Family::Gemma2 | Family::Phi3 => {}
+            Family::Gemma3 => gemma3_parameters(hp, arch, kv)?,
             Family::Qwen2 => pooling(hp)?,
             Family::Qwen3 => {
                 if qwen3_reranker(hp)? {
@@ -202,28 +237,50 @@ impl Family {
         Ok(())
     }
 
-    /// How the family rearranges a tensor before naming it: the head count of the q/k
-    /// permutation, if any (`LlamaModel.permute`).
-    pub fn permutation(self, hp: &Hparams, name: &str) -> Result<Option<u64>> {
+    /// How the family changes a tensor before naming it (`modify_tensors`).
+    pub fn rearrange(self, hp: &Hparams, dir: &Path, name: &str) -> Result<Rearrange> {
+        let norm = name.ends_with("norm.weight");
         match self {
-            Family::Qwen2 | Family::Qwen3 | Family::Qwen2Moe | Family::Qwen3Moe => Ok(None),
-            Family::Llama => {
-                if name.contains("block_sparse_moe.experts") {
-                    return Err(Error::Unsupported(format!(
-                        "{name}: Mixtral's experts are not converted yet"
-                    )));
+            Family::Gemma2 => Ok(Rearrange {
+                add: if norm { 1.0 } else { 0.0 },
+                ..Rearrange::default()
+            }),
+            Family::Gemma3 => {
+                let mut r = Rearrange {
+                    add: if norm { 1.0 } else { 0.0 },
+                    ..Rearrange::default()
+                };
+                if name.contains("embed_tokens.weight") {
+                    r.rows = Some(gemma3_vocab_rows(dir, hp)?);
                 }
-                let n_head = hp.int(&["n_heads", "num_attention_heads"])?;
-                let n_kv = hp.int(&["n_kv_heads", "num_key_value_heads"])?;
-                if name.ends_with("q_proj.weight") || name.ends_with("q_proj.bias") {
-                    return Ok(Some(n_head));
-                }
-                if name.ends_with("k_proj.weight") || name.ends_with("k_proj.bias") {
-                    return Ok(Some(if n_kv != n_head { n_kv } else { n_head }));
-                }
-                Ok(None)
+                Ok(r)
             }
+            _ => Ok(Rearrange {
+                permute_heads: self.permutation(hp, name)?,
+                ..Rearrange::default()
+            }),
         }
+    }
+
+    /// The head count of Llama's q/k permutation, if the tensor takes it (`LlamaModel.permute`).
+    fn permutation(self, hp: &Hparams, name: &str) -> Result<Option<u64>> {
+        if self != Family::Llama {
+            return Ok(None);
+        }
+        if name.contains("block_sparse_moe.experts") {
+            return Err(Error::Unsupported(format!(
+                "{name}: Mixtral's experts are not converted yet"
+            )));
+        }
+        let n_head = hp.int(&["n_heads", "num_attention_heads"])?;
+        let n_kv = hp.int(&["n_kv_heads", "num_key_value_heads"])?;
+        if name.ends_with("q_proj.weight") || name.ends_with("q_proj.bias") {
+            return Ok(Some(n_head));
+        }
+        if name.ends_with("k_proj.weight") || name.ends_with("k_proj.bias") {
+            return Ok(Some(if n_kv != n_head { n_kv } else { n_head }));
+        }
+        Ok(None)
     }
 
     /// `generate_extra_tensors`: tensors the family computes (Llama 3's RoPE factors), as
@@ -234,7 +291,13 @@ impl Family {
         rope: &serde_json::Map<String, Value>,
     ) -> Result<Vec<(String, Vec<f32>)>> {
         match self {
-            Family::Qwen2 | Family::Qwen3 | Family::Qwen2Moe | Family::Qwen3Moe => Ok(Vec::new()),
+            Family::Phi3 => phi3_rope_factors(hp, rope),
+            Family::Qwen2
+            | Family::Qwen3
+            | Family::Qwen2Moe
+            | Family::Qwen3Moe
+            | Family::Gemma2
+            | Family::Gemma3 => Ok(Vec::new()),
             Family::Llama => {
                 let params = rope_params(rope);
                 let is_llama3 = params
@@ -297,6 +360,25 @@ impl Family {
             }
             // TextModel.set_vocab: BPE only.
             Family::Qwen2Moe | Family::Qwen3Moe => gpt2(dir, hp, kv, pre),
+            Family::Gemma2 => {
+                if !sentencepiece(dir, hp, kv)? {
+                    return Err(Error::Unsupported(format!(
+                        "File not found: {}",
+                        dir.join("tokenizer.model").display()
+                    )));
+                }
+                kv.bool("tokenizer.ggml.add_space_prefix", false);
+                Ok(())
+            }
+            Family::Gemma3 => {
+                if sentencepiece(dir, hp, kv)? {
+                    kv.bool("tokenizer.ggml.add_space_prefix", false);
+                } else {
+                    gpt2(dir, hp, kv, pre)?;
+                }
+                Ok(())
+            }
+            Family::Phi3 => phi3_vocab(dir, hp, kv, pre),
             Family::Llama => {
                 let tc_path = dir.join("tokenizer_config.json");
                 if tc_path.is_file() {
@@ -672,4 +754,206 @@ fn text_parameters(
     }
     kv.u32("general.file_type", file_type);
     Ok(())
+}
+
+/// `Gemma2Model.set_gguf_parameters` (it does not call `TextModel`'s).
+fn gemma2_parameters(
+    hp: &Hparams,
+    arch: &str,
+    blocks: u64,
+    file_type: u32,
+    kv: &mut Kv,
+) -> Result<()> {
+    let k = |s: &str| format!("{arch}.{s}");
+    let n = |key: &str| -> Result<u32> { Ok(hp.int(&[key])? as u32) };
+    let f = |key: &str| -> Result<f64> {
+        hp.opt_float(&[key])?
+            .ok_or_else(|| Error::field(&hp.path, key, "missing"))
+    };
+    kv.u32(&k("context_length"), n("max_position_embeddings")?);
+    kv.u32(&k("embedding_length"), n("hidden_size")?);
+    kv.u32(&k("block_count"), blocks as u32);
+    kv.u32(&k("feed_forward_length"), n("intermediate_size")?);
+    kv.u32(&k("attention.head_count"), n("num_attention_heads")?);
+    let kv_heads = if hp.map.contains_key("num_key_value_heads") {
+        n("num_key_value_heads")?
+    } else {
+        n("num_attention_heads")?
+    };
+    kv.u32(&k("attention.head_count_kv"), kv_heads);
+    kv.f32(&k("attention.layer_norm_rms_epsilon"), f("rms_norm_eps")?);
+    kv.u32(&k("attention.key_length"), n("head_dim")?);
+    kv.u32(&k("attention.value_length"), n("head_dim")?);
+    kv.u32("general.file_type", file_type);
+    kv.f32(&k("attn_logit_softcapping"), f("attn_logit_softcapping")?);
+    kv.f32(&k("final_logit_softcapping"), f("final_logit_softcapping")?);
+    kv.u32(&k("attention.sliding_window"), n("sliding_window")?);
+    Ok(())
+}
+
+/// What `Gemma3Model.set_gguf_parameters` adds after `TextModel`'s (some keys set again,
+/// in place).
+fn gemma3_parameters(hp: &Hparams, arch: &str, kv: &mut Kv) -> Result<()> {
+    let k = |s: &str| format!("{arch}.{s}");
+    let n = |key: &str, d: u64| -> Result<u32> { Ok(hp.opt_int(&[key])?.unwrap_or(d) as u32) };
+    kv.u32(&k("context_length"), n("max_position_embeddings", 131072)?);
+    kv.u32(&k("attention.head_count"), n("num_attention_heads", 8)?);
+    kv.f32(
+        &k("attention.layer_norm_rms_epsilon"),
+        hp.opt_float(&["rms_norm_eps"])?.unwrap_or(1e-6),
+    );
+    kv.u32(&k("attention.key_length"), n("head_dim", 256)?);
+    kv.u32(&k("attention.value_length"), n("head_dim", 256)?);
+    let rope = rope_parameters(hp);
+    let theta = rope_params(&rope)
+        .get("rope_theta")
+        .and_then(Value::as_f64)
+        .unwrap_or(1_000_000.0);
+    kv.f32(&k("rope.freq_base"), theta);
+    if hp
+        .map
+        .get("attn_logit_softcapping")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Err(Error::field(
+            &hp.path,
+            "attn_logit_softcapping",
+            "Gemma 3 has none (the reference asserts it)",
+        ));
+    }
+    if let Some(v) = hp
+        .map
+        .get("final_logit_softcapping")
+        .filter(|v| vocab::truthy(v))
+    {
+        let f = v
+            .as_f64()
+            .ok_or_else(|| Error::field(&hp.path, "final_logit_softcapping", "not a number"))?;
+        kv.f32(&k("final_logit_softcapping"), f);
+    }
+    if hp.map.get("sliding_window_pattern").and_then(Value::as_i64) != Some(1) {
+        kv.u32(
+            &k("attention.sliding_window"),
+            hp.int(&["sliding_window"])? as u32,
+        );
+    }
+    kv.u32(&k("attention.head_count_kv"), n("num_key_value_heads", 4)?);
+    Ok(())
+}
+
+/// The vocabulary's size, to which Gemma 3 cuts its embedding rows.
+fn gemma3_vocab_rows(dir: &Path, hp: &Hparams) -> Result<u64> {
+    let model = dir.join("tokenizer.model");
+    if model.is_file() {
+        let size = hp.opt_int(&["vocab_size_per_layer_input", "vocab_size"])?;
+        let v = vocab::sentencepiece(dir, size)?.expect("tokenizer.model is a file");
+        return Ok(v.tokens.len() as u64);
+    }
+    let path = dir.join("tokenizer.json");
+    let t = crate::read_json(&path)?;
+    let n = t
+        .get("model")
+        .and_then(|m| m.get("vocab"))
+        .and_then(Value::as_object)
+        .map(|v| v.len());
+    let added = t
+        .get("added_tokens")
+        .and_then(Value::as_array)
+        .map(Vec::len);
+    match (n, added) {
+        (Some(n), Some(a)) => Ok((n + a) as u64),
+        _ => Err(Error::field(
+            &path,
+            "model.vocab",
+            "missing (or added_tokens missing)",
+        )),
+    }
+}
+
+/// `Phi3MiniModel.set_gguf_parameters` (it does not call `TextModel`'s).
+fn phi3_parameters(
+    hp: &Hparams,
+    arch: &str,
+    blocks: u64,
+    file_type: u32,
+    kv: &mut Kv,
+) -> Result<()> {
+    let k = |s: &str| format!("{arch}.{s}");
+    let n_embd = hp.int(&["hidden_size", "n_embd"])?;
+    let n_head = hp.int(&["num_attention_heads", "n_head"])?;
+    let n_head_kv = hp.int(&["num_key_value_heads", "n_head_kv"])?;
+    let eps = hp
+        .opt_float(&["rms_norm_eps"])?
+        .ok_or_else(|| Error::field(&hp.path, "rms_norm_eps", "missing"))?;
+    let max_pos = hp.int(&["n_positions", "max_position_embeddings"])?;
+    let rope = rope_parameters(hp);
+    let orig = rope
+        .get("original_max_position_embeddings")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| Error::field(&hp.path, "original_max_position_embeddings", "missing"))?;
+    let rot = rope
+        .get("partial_rotary_factor")
+        .and_then(Value::as_f64)
+        .unwrap_or(1.0);
+    if n_head == 0 {
+        return Err(Error::field(&hp.path, "num_attention_heads", "is 0"));
+    }
+    let rope_dims = ((rot * n_embd as f64) as u64) / n_head;
+    kv.u32(&k("context_length"), max_pos as u32);
+    kv.u32(&k("rope.scaling.original_context_length"), orig as u32);
+    kv.u32(&k("embedding_length"), n_embd as u32);
+    kv.u32(
+        &k("feed_forward_length"),
+        hp.int(&["intermediate_size"])? as u32,
+    );
+    kv.u32(&k("block_count"), blocks as u32);
+    kv.u32(&k("attention.head_count"), n_head as u32);
+    kv.u32(&k("attention.head_count_kv"), n_head_kv as u32);
+    kv.f32(&k("attention.layer_norm_rms_epsilon"), eps);
+    kv.u32(&k("rope.dimension_count"), rope_dims as u32);
+    let theta = rope_params(&rope)
+        .get("rope_theta")
+        .and_then(Value::as_f64)
+        .ok_or_else(|| Error::field(&hp.path, "rope_theta", "missing"))?;
+    kv.f32(&k("rope.freq_base"), theta);
+    kv.u32("general.file_type", file_type);
+    let window = hp.opt_int(&["sliding_window"])?.unwrap_or(0);
+    kv.u32(&k("attention.sliding_window"), window as u32);
+    Ok(())
+}
+
+/// Phi-3's long-context RoPE factors: not written yet (the reference also sets a key before
+/// every other then, which this converter's order does not model).
+fn phi3_rope_factors(
+    _hp: &Hparams,
+    rope: &serde_json::Map<String, Value>,
+) -> Result<Vec<(String, Vec<f32>)>> {
+    if rope.get("long_factor").is_some_and(vocab::truthy) {
+        return Err(Error::Unsupported(
+            "Phi-3's long-context RoPE factors are not written yet".into(),
+        ));
+    }
+    Ok(Vec::new())
+}
+
+/// `Phi3MiniModel.set_vocab`: GPT-2's BPE for Phi-4, else its own reading of SentencePiece.
+fn phi3_vocab(dir: &Path, hp: &Hparams, kv: &mut Kv, pre: Option<&str>) -> Result<()> {
+    let cfg = dir.join("tokenizer_config.json");
+    if cfg.is_file() {
+        let c = crate::read_json(&cfg)?;
+        let class = c
+            .get("tokenizer_class")
+            .ok_or_else(|| Error::field(&cfg, "tokenizer_class", "missing"))?;
+        if class.as_str() == Some("GPT2Tokenizer") {
+            return gpt2(dir, hp, kv, pre);
+        }
+    }
+    let v = vocab::sentencepiece_phi3(dir, hp.opt_int(&["vocab_size"])?)?;
+    let n = v.tokens.len() as u64;
+    kv.string("tokenizer.ggml.model", "llama");
+    kv.string("tokenizer.ggml.pre", "default");
+    kv.strings("tokenizer.ggml.tokens", v.tokens);
+    kv.f32s("tokenizer.ggml.scores", v.scores);
+    kv.i32s("tokenizer.ggml.token_type", v.types);
+    vocab::SpecialVocab::load(dir, Some(n), false)?.add_to(kv)
 }

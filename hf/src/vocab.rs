@@ -237,6 +237,129 @@ pub fn sentencepiece(dir: &Path, vocab_size: Option<u64>) -> Result<Option<Vocab
     Ok(Some(v))
 }
 
+/// `Phi3MiniModel.set_vocab`'s SentencePiece reading: the base's, except that the added
+/// tokens of `tokenizer_config.json` and `tokenizer.json` are taken as written (CONTROL when
+/// special, else USER_DEFINED) and an id past the vocabulary is an error, as it is there.
+pub fn sentencepiece_phi3(dir: &Path, vocab_size: Option<u64>) -> Result<Vocab> {
+    let path = dir.join("tokenizer.model");
+    if !path.is_file() {
+        return Err(Error::Unsupported(format!(
+            "Error: Missing {}",
+            path.display()
+        )));
+    }
+    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    let pieces = read_sentencepiece(&path, &bytes)?;
+    let n = vocab_size.map_or(pieces.len(), |v| v as usize);
+    let mut v = Vocab {
+        tokens: (0..n).map(|i| format!("[PAD{i}]")).collect(),
+        scores: vec![-10000.0; n],
+        types: vec![token_type::UNUSED; n],
+    };
+    if pieces.len() > n {
+        return Err(Error::field(
+            &path,
+            "pieces",
+            format!("{} pieces, more than vocab_size {n}", pieces.len()),
+        ));
+    }
+    for (id, p) in pieces.iter().enumerate() {
+        v.tokens[id] = p.piece.clone();
+        v.scores[id] = p.score;
+        v.types[id] = match p.kind {
+            token_type::UNKNOWN | token_type::CONTROL | token_type::UNUSED | token_type::BYTE => {
+                p.kind
+            }
+            _ => token_type::NORMAL,
+        };
+    }
+    let added_path = dir.join("added_tokens.json");
+    if added_path.is_file() {
+        let added = crate::read_json(&added_path)?;
+        for (text, id) in added.as_object().into_iter().flatten() {
+            let id = id
+                .as_u64()
+                .ok_or_else(|| Error::field(&added_path, text.as_str(), "not a token id"))?
+                as usize;
+            if id >= n {
+                continue;
+            }
+            v.tokens[id] = text.clone();
+            v.scores[id] = -1000.0;
+            v.types[id] = token_type::USER_DEFINED;
+        }
+    }
+    let mut overlay = |path: &Path, field: &str, list: Vec<(usize, String, bool)>| -> Result<()> {
+        for (id, content, special) in list {
+            if id >= n {
+                return Err(Error::field(
+                    path,
+                    field,
+                    format!("token id {id} is past the vocabulary ({n})"),
+                ));
+            }
+            v.tokens[id] = content;
+            v.scores[id] = -1000.0;
+            v.types[id] = if special {
+                token_type::CONTROL
+            } else {
+                token_type::USER_DEFINED
+            };
+        }
+        Ok(())
+    };
+    let cfg = dir.join("tokenizer_config.json");
+    if cfg.is_file() {
+        let c = crate::read_json(&cfg)?;
+        let mut list = Vec::new();
+        for (id, data) in c
+            .get("added_tokens_decoder")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            let id: usize = id
+                .parse()
+                .map_err(|_| Error::field(&cfg, "added_tokens_decoder", "not a token id"))?;
+            let content = data
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            list.push((id, content, data.get("special").is_some_and(truthy)));
+        }
+        overlay(&cfg, "added_tokens_decoder", list)?;
+    }
+    let tj = dir.join("tokenizer.json");
+    if tj.is_file() {
+        let t = crate::read_json(&tj)?;
+        let mut list = Vec::new();
+        for data in t
+            .get("added_tokens")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let id = data
+                .get("id")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| Error::field(&tj, "added_tokens", "an entry has no id"))?;
+            let content = data
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            list.push((
+                id as usize,
+                content,
+                data.get("special").is_some_and(truthy),
+            ));
+        }
+        overlay(&tj, "added_tokens", list)?;
+    }
+    Ok(v)
+}
+
 /// Python's truth value of a JSON value.
 pub(crate) fn truthy(v: &Value) -> bool {
     match v {

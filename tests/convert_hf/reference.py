@@ -164,6 +164,20 @@ FIXTURES += [
         name="Qwen3-Tiny", seed=808, arch="qwen3", dtype="bfloat16", kv_heads=2, head_dim=32,
         spm=dict(model_type="unigram", vocab_size=320), tie=True,
     ),
+    # Gemma 2 and 3: norms stored as weight - 1; Gemma 3 cuts embeddings past the vocabulary
+    Fixture(
+        name="gemma-2-tiny-it", seed=909, arch="gemma2", dtype="bfloat16", kv_heads=2, head_dim=16,
+        spm=dict(model_type="bpe", vocab_size=320), tie=True,
+    ),
+    Fixture(
+        name="gemma-3-tiny-it", seed=1010, arch="gemma3", dtype="float16", kv_heads=1, head_dim=16,
+        spm=dict(model_type="unigram", vocab_size=320), tie=True, extra_vocab=0,
+    ),
+    # Phi-3: fused qkv and gate/up projections
+    Fixture(
+        name="Phi-3-tiny-4k-instruct", seed=1111, arch="phi3", dtype="bfloat16", kv_heads=4,
+        spm=dict(model_type="bpe", vocab_size=320),
+    ),
 ]
 
 # values planted in one row of the first fixture's lm_head.weight: f16/bf16
@@ -196,7 +210,8 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
     import torch
     from transformers import (AutoModelForCausalLM, GenerationConfig, LlamaConfig,
                               LlamaTokenizer, MistralConfig, Qwen2Config, Qwen2MoeConfig,
-                              Qwen3Config, Qwen3MoeConfig)
+                              Qwen3Config, Qwen3MoeConfig, Gemma2Config, Gemma3TextConfig,
+                              Phi3Config)
 
     if folder.exists():
         shutil.rmtree(folder)
@@ -236,6 +251,12 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
         cfg = Qwen2MoeConfig(shared_expert_intermediate_size=64, **moe, **common)
     elif fx.arch == "qwen3_moe":
         cfg = Qwen3MoeConfig(**moe, **common)
+    elif fx.arch == "gemma2":
+        cfg = Gemma2Config(sliding_window=64, query_pre_attn_scalar=16, **common)
+    elif fx.arch == "gemma3":
+        cfg = Gemma3TextConfig(sliding_window=64, query_pre_attn_scalar=16, **common)
+    elif fx.arch == "phi3":
+        cfg = Phi3Config(original_max_position_embeddings=256, sliding_window=None, **common)
     else:
         cfg = LlamaConfig(rope_scaling=fx.rope_scaling, **common)
 
@@ -329,6 +350,9 @@ FAST = {
     f"{FIXTURES[4].name}__q8_0",
     "Qwen2.5-Tiny-Instruct__auto",
     "Qwen3-Tiny__q8_0",
+    "gemma-2-tiny-it__f16",
+    "gemma-3-tiny-it__bf16",
+    "Phi-3-tiny-4k-instruct__q8_0",
 }
 
 
