@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bless=${1:-}
 status=0
-for crate in ggufrw ggufrw-schema ggufrw-quant; do
+for crate in ggufrw ggufrw-schema ggufrw-quant ggufrw-hf; do
     lib=${crate//-/_}
     RUSTC_BOOTSTRAP=1 cargo rustdoc --quiet -p "${crate}" --all-features --lib -- \
         -Z unstable-options --output-format json

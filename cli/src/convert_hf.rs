@@ -47,6 +47,21 @@ pub struct Args {
     /// reference stops there; llama.cpp's names: llama-bpe, qwen2, gpt-2, …).
     #[arg(long, value_name = "NAME")]
     tokenizer_pre: Option<String>,
+    /// Quantize to this llama-quantize preset (Q4_K_M, IQ4_XS, …) after converting, byte for
+    /// byte as `llama-quantize` on the reference's output; llama-quantize's options go after
+    /// `--` (`-- --imatrix FILE --pure`).
+    #[arg(long, value_name = "PRESET")]
+    quantize: Option<String>,
+    /// The type converted to before quantizing (the reference's --outtype): f32, f16, bf16 or
+    /// auto.
+    #[arg(long, value_name = "TYPE", default_value = "auto", value_parser = ["f32", "f16", "bf16", "auto"])]
+    via: String,
+    /// Threads to quantize on (default: every processor).
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// llama-quantize's options, after `--`.
+    #[arg(last = true, value_name = "QUANTIZE_OPTIONS")]
+    quantize_options: Vec<String>,
 }
 
 /// The reference's `split_str_to_n_bytes`.
@@ -80,7 +95,22 @@ pub fn run(args: Args) -> ExitCode {
         no_tensor_first_split: args.no_tensor_first_split,
         dry_run: args.dry_run,
         tokenizer_pre: args.tokenizer_pre,
+        name_type: None,
     };
+    if let Some(preset) = &args.quantize {
+        return convert_and_quantize(
+            &args.model,
+            options,
+            preset,
+            &args.via,
+            args.threads,
+            &args.quantize_options,
+        );
+    }
+    if !args.quantize_options.is_empty() {
+        eprintln!("options after -- are llama-quantize's: they need --quantize PRESET");
+        return ExitCode::from(USAGE_OR_IO);
+    }
     match convert_with(&args.model, &options, &Bar::new()) {
         Ok(r) => {
             let mut text = String::new();
@@ -115,13 +145,90 @@ pub fn run(args: Args) -> ExitCode {
             ));
             print_out(&text)
         }
+        Err(e) => failed(&e),
+    }
+}
+
+/// Converts to the intermediate type in a temporary file beside the output, then quantizes it
+/// as `ggufrw quantize` (llama-quantize's job, byte for byte) to the output; the temporary
+/// file is removed whatever happens (and on SIGINT, SIGTERM, SIGHUP).
+fn convert_and_quantize(
+    model: &std::path::Path,
+    mut options: Options,
+    preset: &str,
+    via: &str,
+    threads: Option<usize>,
+    quantize_options: &[String],
+) -> ExitCode {
+    if options.split_max_tensors != 0
+        || options.split_max_size != 0
+        || options.no_tensor_first_split
+    {
+        eprintln!("--quantize writes one file: the split options are not taken with it");
+        return ExitCode::from(USAGE_OR_IO);
+    }
+    if options.vocab_only {
+        eprintln!("--vocab-only has no tensors to quantize");
+        return ExitCode::from(USAGE_OR_IO);
+    }
+    if options.outtype != OutType::Auto {
+        eprintln!("--outtype is the quantized file's own with --quantize; --via sets the type converted to first");
+        return ExitCode::from(USAGE_OR_IO);
+    }
+    options.outtype = OutType::parse(via).expect("clap checked the value");
+    // The final name: the reference's naming with the preset as the type.
+    let planned = Options {
+        dry_run: true,
+        name_type: Some(preset.to_owned()),
+        ..options.clone()
+    };
+    let report = match convert_with(model, &planned, &()) {
+        Ok(r) => r,
+        Err(e) => return failed(&e),
+    };
+    let output = report.outputs[0].clone();
+    if options.dry_run {
+        return print_out(&format!(
+            "would convert to {via} and quantize to {preset}: {}\n",
+            output.display()
+        ));
+    }
+    let dir = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let stem = output
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let intermediate = match ggufrw::fsutil::IntermediateFile::create(dir, &stem) {
+        Ok(f) => f,
         Err(e) => {
-            eprintln!("{e}");
-            match e {
-                Error::Io { .. } => ExitCode::from(USAGE_OR_IO),
-                _ => ExitCode::from(FAILED),
-            }
+            eprintln!("{}: {e}", dir.display());
+            return ExitCode::from(USAGE_OR_IO);
         }
+    };
+    options.outfile = Some(intermediate.path().to_owned());
+    if let Err(e) = convert_with(model, &options, &Bar::new()) {
+        return failed(&e);
+    }
+    let mut args: Vec<String> = quantize_options.to_vec();
+    args.push(intermediate.path().display().to_string());
+    args.push(output.display().to_string());
+    args.push(preset.to_owned());
+    if let Some(n) = threads {
+        args.push(n.to_string());
+    }
+    let code = super::quantize::run_strings(args);
+    drop(intermediate);
+    code
+}
+
+fn failed(e: &Error) -> ExitCode {
+    eprintln!("{e}");
+    match e {
+        Error::Io { .. } => ExitCode::from(USAGE_OR_IO),
+        _ => ExitCode::from(FAILED),
     }
 }
 

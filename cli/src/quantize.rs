@@ -310,6 +310,11 @@ pub fn run(args: Args) -> ExitCode {
             Err(a) => return bad(&format!("not UTF-8: {}", a.to_string_lossy())),
         }
     }
+    run_strings(strings)
+}
+
+/// llama-quantize's argument list, already split (for `convert-hf --quantize`).
+pub fn run_strings(strings: Vec<String>) -> ExitCode {
     if strings.iter().any(|a| a == "--help" || a == "-h") {
         print!("{}", usage());
         return ExitCode::SUCCESS;

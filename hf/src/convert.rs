@@ -89,6 +89,9 @@ pub struct Options {
     /// `tokenizer.ggml.pre` for a BPE vocabulary whose pre-tokenizer the reference does not
     /// recognize (beyond the reference, which stops there).
     pub tokenizer_pre: Option<String>,
+    /// The type the default file name (and `{ftype}`) says, when it is not the outtype's: a
+    /// quantization preset's name, for a file quantized after conversion.
+    pub name_type: Option<String>,
 }
 
 /// One output tensor.
@@ -185,6 +188,7 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
         t => t,
     };
     let (file_type, wanted, type_name) = outtype.resolved();
+    let type_name: &str = options.name_type.as_deref().unwrap_or(type_name);
     let map = NameMap::new(arch, block_count);
     let rope = family::rope_parameters(&hp);
 

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""`ggufrw convert-hf` against the reference, llama.cpp's `convert_hf_to_gguf.py`.
+
+Usage: benches/convert_hf.py [--pairs 3] [--exe BUILD/ggufrw] [--only f16,q8_0,Q4_K_M]
+
+Needs the reference's environment (`scripts/convert-ref.sh`: torch and transformers) and, for
+the Q4_K_M row, llama-quantize (`scripts/ggml.sh --tools`). Makes (once, cached under
+~/.cache/ggufrw/bench-convert-hf) a ~1 GB bf16 Llama checkpoint with transformers' own class
+(random weights, 0.49 B parameters), then for each row runs ours and the reference in turn,
+A B A B…, each as a whole process under /usr/bin/time, and prints the median wall time and
+peak RSS of each and the median of the per-pair ratios (ours / reference) with their spread:
+- f16, q8_0: `ggufrw convert-hf DIR --outtype T` against `convert_hf_to_gguf.py DIR --outtype T`
+  (the outputs are compared byte for byte after each pair);
+- Q4_K_M: `ggufrw convert-hf DIR --quantize Q4_K_M` against the two official steps,
+  `convert_hf_to_gguf.py DIR --outtype bf16` then `llama-quantize OUT Q4_K_M`.
+The page cache is warm (the checkpoint is read once before the first pair).
+"""
+import argparse, os, statistics, subprocess, sys, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CACHE = os.path.expanduser("~/.cache/ggufrw/bench-convert-hf")
+MODEL = os.path.join(CACHE, "Bench-Llama-0.5B")
+
+MAKE = r'''
+import sys, torch, sentencepiece as spm, io
+from pathlib import Path
+from transformers import LlamaConfig, LlamaTokenizer, AutoModelForCausalLM
+out, corpus = Path(sys.argv[1]), Path(sys.argv[2])
+lines = [l for l in corpus.read_text(encoding="utf-8").splitlines() if l.strip()]
+buf = io.BytesIO()
+spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=buf, vocab_size=320,
+                               model_type="bpe", num_threads=1, minloglevel=2)
+out.mkdir(parents=True, exist_ok=True)
+(out / "tokenizer.model").write_bytes(buf.getvalue())
+tok = LlamaTokenizer(vocab_file=str(out / "tokenizer.model"), legacy=True)
+tok.save_pretrained(str(out))
+cfg = LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=8,
+                  num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=2048)
+torch.manual_seed(0)
+model = AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16)
+model.save_pretrained(str(out), safe_serialization=True, max_shard_size="400MB")
+(out / ".complete").write_text("")
+'''
+
+
+def lines_of(cmd):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
+
+
+def timed(cmds, cwd):
+    """Runs each command in turn under /usr/bin/time; returns (wall seconds, peak KiB)."""
+    wall, peak = 0.0, 0
+    for cmd in cmds:
+        r = subprocess.run(["/usr/bin/time", "-f", "%e %M"] + cmd, cwd=cwd,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stderr[-2000:]}")
+        e, m = r.stderr.strip().splitlines()[-1].split()
+        wall += float(e)
+        peak = max(peak, int(m))
+    return wall, peak
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--exe")
+    ap.add_argument("--only", default="f16,q8_0,Q4_K_M")
+    a = ap.parse_args()
+    py, tree = lines_of([os.path.join(ROOT, "scripts/convert-ref.sh")])[:2]
+    exe = a.exe
+    if exe is None:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "ggufrw-cli"], cwd=ROOT, check=True)
+        exe = os.path.join(ROOT, "target/release/ggufrw")
+    if not os.path.exists(os.path.join(MODEL, ".complete")):
+        print("making the checkpoint (once)…", file=sys.stderr)
+        subprocess.run([py, "-c", MAKE, MODEL, os.path.join(ROOT, "tests/convert_hf/corpus.txt")], check=True)
+    size = sum(os.path.getsize(os.path.join(MODEL, f)) for f in os.listdir(MODEL))
+    for f in os.listdir(MODEL):
+        with open(os.path.join(MODEL, f), "rb") as fh:
+            while fh.read(1 << 24):
+                pass
+    ref = [py, os.path.join(tree, "convert_hf_to_gguf.py"), MODEL]
+    rows = a.only.split(",")
+    quantize = None
+    if "Q4_K_M" in rows:
+        try:
+            tools = lines_of([os.path.join(ROOT, "scripts/ggml.sh"), "--tools"])[-1]
+            quantize = os.path.join(tools, "llama-quantize")
+        except subprocess.CalledProcessError:
+            print("Q4_K_M: skipped, llama-quantize could not be built", file=sys.stderr)
+            rows.remove("Q4_K_M")
+    print(f"checkpoint: {MODEL} ({size / 1e9:.2f} GB bf16), {a.pairs} pairs, warm page cache")
+    print(f"{'row':8} {'ours s':>8} {'ref s':>8} {'wall ratio [spread]':>24} {'ours MiB':>9} {'ref MiB':>9} {'RSS ratio':>10}")
+    with tempfile.TemporaryDirectory(dir=CACHE) as work:
+        for row in rows:
+            ours_w, ref_w, ours_m, ref_m, ratios = [], [], [], [], []
+            for _ in range(a.pairs):
+                if row == "Q4_K_M":
+                    ours = [[exe, "convert-hf", MODEL, "-o", "ours.gguf", "--quantize", "Q4_K_M"]]
+                    theirs = [ref + ["--outtype", "bf16", "--outfile", "mid.gguf"],
+                              [quantize, "mid.gguf", "ref.gguf", "Q4_K_M"]]
+                else:
+                    ours = [[exe, "convert-hf", MODEL, "--outtype", row, "-o", "ours.gguf"]]
+                    theirs = [ref + ["--outtype", row, "--outfile", "ref.gguf"]]
+                w1, m1 = timed(ours, work)
+                w2, m2 = timed(theirs, work)
+                same = subprocess.run(["cmp", "-s", "ours.gguf", "ref.gguf"], cwd=work).returncode == 0
+                if not same:
+                    sys.exit(f"{row}: the outputs differ")
+                ours_w.append(w1); ref_w.append(w2); ours_m.append(m1); ref_m.append(m2)
+                ratios.append(w1 / w2)
+                for f in os.listdir(work):
+                    os.remove(os.path.join(work, f))
+            med = statistics.median
+            print(f"{row:8} {med(ours_w):8.2f} {med(ref_w):8.2f} {med(ratios):10.3f} [{min(ratios):.3f}–{max(ratios):.3f}]"
+                  f" {med(ours_m) / 1024:9.0f} {med(ref_m) / 1024:9.0f} {med(ours_m) / med(ref_m):10.3f}")
+
+
+if __name__ == "__main__":
+    main()
