@@ -11,7 +11,7 @@ set -uo pipefail
 
 seconds=${1:-60}
 targets=(decode roundtrip validate mmap_tensors edit payload quantize imatrix plan lossless_build
-    merge remote)
+    merge remote safetensors tokenizer_files)
 # The differential targets link ggml's own code, built from the pinned llama.cpp sources by
 # scripts/ggml.sh (Python 3 and a C++ compiler); where it does not build they are skipped.
 ggml_targets=(ggml_reader ggml_dequantize)

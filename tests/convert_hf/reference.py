@@ -173,6 +173,26 @@ FIXTURES += [
         name="gemma-3-tiny-it", seed=1010, arch="gemma3", dtype="float16", kv_heads=1, head_dim=16,
         spm=dict(model_type="unigram", vocab_size=320), tie=True, extra_vocab=0,
     ),
+    # real BPE vocabularies (rebuilt from the tree's models/ggml-vocab-*.gguf by vocabs.py):
+    # the reference names their pre-tokenizer by its hash
+    Fixture(
+        name="Qwen2.5-Tiny-BPE", seed=1212, arch="qwen2", dtype="bfloat16", kv_heads=2, tie=True,
+        bpe="qwen2",
+    ),
+    Fixture(
+        name="Qwen1.5-MoE-Tiny-A1B", seed=1313, arch="qwen2_moe", dtype="bfloat16", kv_heads=2,
+        tie=True, bpe="qwen2",
+    ),
+    Fixture(
+        name="Qwen3-MoE-Tiny", seed=1414, arch="qwen3_moe", dtype="float16", kv_heads=2, head_dim=16,
+        tie=True, bpe="qwen2",
+    ),
+    Fixture(
+        name="Llama-3.2-Tiny-Instruct", seed=1515, dtype="bfloat16", kv_heads=2, tie=True,
+        rope_theta=500000.0, bpe="llama-bpe",
+        rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
+    ),
     # Phi-3: fused qkv and gate/up projections
     Fixture(
         name="Phi-3-tiny-4k-instruct", seed=1111, arch="phi3", dtype="bfloat16", kv_heads=4,
@@ -206,6 +226,17 @@ def train_spm(options: dict) -> bytes:
     return writer.getvalue()
 
 
+class _Built(Exception):
+    """A BPE folder was written: its size and special ids (leaves the SentencePiece path)."""
+
+    def __init__(self, n_vocab: int, ids: dict):
+        self.n_vocab, self.ids = n_vocab, ids
+
+
+# the llama.cpp root (main sets it): vocabs.py reads the tree's vocab files
+LLAMA_CPP = Path(".")
+
+
 def build_fixture(fx: Fixture, folder: Path) -> None:
     import torch
     from transformers import (AutoModelForCausalLM, GenerationConfig, LlamaConfig,
@@ -219,6 +250,14 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
     staging = folder.parent / f".{fx.name}.spm"
     staging.mkdir(parents=True, exist_ok=True)
     try:
+        if fx.bpe is not None:
+            import vocabs
+
+            facts = vocabs.build(fx.bpe, LLAMA_CPP, folder)
+            n_vocab = facts["config"]["vocab_size"]
+            ids = dict(bos_token_id=facts["config"].get("bos_token_id"),
+                       eos_token_id=facts["config"].get("eos_token_id"), pad_token_id=None)
+            raise _Built(n_vocab, ids)
         model_file = staging / "tokenizer.model"
         model_file.write_bytes(train_spm(fx.spm))
         # legacy=True: the non-legacy path needs sentencepiece_model_pb2, which
@@ -228,6 +267,12 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
             tok.chat_template = fx.chat_template
         tok.save_pretrained(str(folder), save_jinja_files=fx.chat_template_file)
         n_vocab = len(tok)
+    except _Built as b:
+        n_vocab = b.n_vocab
+        special_ids = b.ids
+    else:
+        special_ids = dict(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+                           pad_token_id=tok.pad_token_id)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -235,8 +280,7 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
         vocab_size=n_vocab + fx.extra_vocab, hidden_size=fx.hidden, intermediate_size=96,
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=fx.kv_heads,
         max_position_embeddings=256, rms_norm_eps=fx.rms_norm_eps, rope_theta=fx.rope_theta,
-        tie_word_embeddings=fx.tie, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
+        tie_word_embeddings=fx.tie, **special_ids,
     )
     moe = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
     if fx.head_dim is not None:
@@ -353,6 +397,10 @@ FAST = {
     "gemma-2-tiny-it__f16",
     "gemma-3-tiny-it__bf16",
     "Phi-3-tiny-4k-instruct__q8_0",
+    "Qwen2.5-Tiny-BPE__f16",
+    "Qwen1.5-MoE-Tiny-A1B__auto",
+    "Qwen3-MoE-Tiny__q8_0",
+    "Llama-3.2-Tiny-Instruct__bf16",
 }
 
 
@@ -443,6 +491,9 @@ def main() -> int:
     opts = ap.parse_args()
 
     root = opts.llama_cpp.resolve()
+    global LLAMA_CPP
+    LLAMA_CPP = root
+    sys.path.insert(0, str(HERE))
     work = opts.work.resolve()
     if not (root / "convert_hf_to_gguf.py").is_file():
         ap.error(f"{root} has no convert_hf_to_gguf.py")

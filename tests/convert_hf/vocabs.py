@@ -11,11 +11,17 @@ that model's tokenizer.json declares.
 
     facts = build("qwen2", llama_cpp_root, out_dir)
 
-`python vocabs.py [--llama-cpp ROOT] [NAME...]` builds each vocabulary into a temporary folder
-and checks, with transformers, that (1) the reference's hash table maps the folder to the
-expected name and (2) the folder encodes every text of `models/ggml-vocab-NAME.gguf.inp` to the
-ids of the matching `.out` line (which convert_hf_to_gguf_update.py wrote with the original
-tokenizer).
+Recipes (VOCABS): qwen2, llama-bpe, gpt-2, deepseek-llm, deepseek-coder, starcoder, refact,
+falcon, mpt, gpt-neox, command-r; NOT_BUILT says why the other models/ vocabularies are not.
+
+`python vocabs.py [--llama-cpp ROOT] [--keep DIR] [--reference] [NAME...]` builds each
+vocabulary (into a temporary folder, or DIR) and checks, with transformers, that (1) the
+reference's hash table maps the folder to the expected name (`get_vocab_base_pre`'s table read
+with ast, no torch), (2) the folder encodes every text of `models/ggml-vocab-NAME.gguf.inp` to
+the ids of the matching `.out` line (which convert_hf_to_gguf_update.py wrote with the original
+tokenizer), (3) a copy truncated to 400 BPE tokens loads and spells a text back; --reference
+also runs the reference's own `get_vocab_base` and `SpecialVocab` on the folder (importing the
+tree's conversion package, so torch) and compares tokens, types, merges and ids with the GGUF.
 
 Token types in a vocab GGUF: 1 NORMAL, 2 UNKNOWN, 3 CONTROL, 4 USER_DEFINED, 5 UNUSED, 6 BYTE.
 CONTROL tokens become special added tokens, USER_DEFINED ones non-special added tokens, except
@@ -37,8 +43,9 @@ NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 
 TEST_SEPARATOR = "\n__ggml_vocab_test__\n"
 
-# The pre-tokenizer regexes as the models' tokenizer.json files spell them (llama.cpp's
-# src/llama-vocab.cpp quotes the same ones, with `(?i:...)` rewritten for its own engine).
+# The pre-tokenizer regexes of the models' tokenizer.json files. llama.cpp's src/llama-vocab.cpp
+# quotes the same ones (with `(?i:...)` rewritten for its own engine, and DeepSeek's Digits step
+# as a `\p{N}+` split); each recipe is checked by the chktxt hash and the .inp/.out texts.
 QWEN2_REGEX = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
     r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
@@ -218,7 +225,7 @@ class Vocab:
     """How one model's tokenizer folder looks. Subclasses fill in the model's own pieces."""
 
     name: str = ""
-    gguf_pre: str | None = None  # the `tokenizer.ggml.pre` the GGUF must carry
+    gguf_pre: str | None = None  # the `tokenizer.ggml.pre` the GGUF must carry (None: any)
     expected_res: str | None = None  # what the reference's hash names it, when not gguf_pre
     # whether the model's tokenizer.json keeps its special tokens in model.vocab too (GPT-2)
     specials_in_model_vocab = False
@@ -596,6 +603,25 @@ class Mpt(Vocab):
         }
 
 
+class GptNeox(Mpt):
+    """EleutherAI/gpt-neox-20b: the tokenizer MPT took over (same GGUF vocabulary, written before
+    `tokenizer.ggml.pre` existed, so it has none); the reference names it olmo too."""
+
+    name = "gpt-neox"
+    gguf_pre = None
+
+    def tokenizer_config(self, g, ids, added):
+        eos = ids["eos_text"]
+        return {
+            "add_prefix_space": False,
+            "added_tokens_decoder": added_tokens_decoder(added),
+            "bos_token": eos,
+            "eos_token": eos,
+            "tokenizer_class": "GPTNeoXTokenizer",
+            "unk_token": eos,
+        }
+
+
 class CommandR(Vocab):
     """CohereForAI/c4ai-command-r-v01: CohereTokenizerFast (its post-processor puts <BOS_TOKEN>
     first); NFC; digits one by one; specials <PAD>..<EOP_TOKEN> at ids 0..7 (in model.vocab
@@ -638,7 +664,6 @@ class CommandR(Vocab):
                 "clean_up_tokenization_spaces": False,
                 "eos_token": ids["eos_text"],
                 "legacy": True,
-                "merges_file": None,
                 "model_max_length": 1000000000000000019884624838656,
                 "pad_token": ids["pad_text"],
                 "sp_model_kwargs": {},
@@ -646,7 +671,6 @@ class CommandR(Vocab):
                 "tokenizer_class": "CohereTokenizer",
                 "unk_token": None,
                 "use_default_system_prompt": False,
-                "vocab_file": None,
             }
         )
         return out
@@ -670,19 +694,25 @@ VOCABS: dict[str, Vocab] = {
         Refact(),
         Falcon(),
         Mpt(),
+        GptNeox(),
         CommandR(),
     )
 }
 
 # Vocab GGUFs in models/ that are not rebuilt, and why.
 NOT_BUILT = {
-    "phi-3": "a SentencePiece (tokenizer.ggml.model 'llama') vocabulary: the reference reads it "
-    "with sentencepiece from tokenizer.model, never through the BPE hash",
+    "phi-3": "SentencePiece (tokenizer.ggml.model 'llama'): the reference reads Phi-3 with "
+    "sentencepiece from tokenizer.model, never through the BPE hash",
     "llama-spm": "SentencePiece",
     "baichuan": "SentencePiece",
     "bert-bge": "WordPiece",
     "nomic-bert-moe": "Unigram (t5)",
-    "gemma-4": "gemma4 tokenizer, not hashed",
+    "gemma-4": "tokenizer.ggml.model 'gemma4', not hashed",
+    "qwen35": "Qwen2's 151936-token vocabulary with tokenizer.ggml.pre 'qwen35': with Qwen3.5's "
+    "regex (and no normalizer) it passes all 50 .inp/.out texts, but its chktxt ids, hence its "
+    "hash, are Qwen2's (e636dc30..., 'qwen2'); the table's qwen35 hashes come from Qwen3.5's "
+    "own larger vocabulary",
+    "aquila": "written before tokenizer.ggml.pre; no .inp/.out and no known original to match",
 }
 
 
@@ -703,9 +733,18 @@ def build(
     `facts["config"]["vocab_size"]` is then vocab_size, or (None) the GGUF's token count, which
     is the original config.json's (the reference pads the ids past the tokenizer with
     `[PAD<i>]`). vocab_size below the tokenizer's length: a smaller tokenizer of the same kind,
-    the first `vocab_size - n_added` BPE tokens (never fewer than the 256 byte tokens), the
-    merges among them, then the added tokens renumbered after them. Its chktxt hash is no
-    longer in the reference's table, so the reference refuses it (useful for that path only).
+    the first `vocab_size - n_added` BPE tokens (they must still hold every byte token the full
+    vocabulary has), the merges among them and every added token, renumbered 0.. in their
+    original order (so the added tokens stay before or after the BPE tokens as they were). Its
+    chktxt hash is no longer in the reference's table, so the reference refuses it with
+    NotImplementedError (useful for that path, and for small embeddings where the hash does
+    not matter).
+
+    The facts: n_vocab (the tokenizer's length), n_merges, n_added, n_special, the bos, eos,
+    pad and unk ids of the GGUF (remapped), special_ids and user_defined_ids (content -> id of
+    the added tokens), config (vocab_size and the bos/eos ids to put into config.json, where
+    SpecialVocab finds the ids the tokenizer files do not give, e.g. Qwen2's and Falcon's bos),
+    files (the names written).
 
     slow_files also writes vocab.json and merges.txt (the slow tokenizer's files, which the
     original repositories carry too; neither transformers' fast path nor the reference needs
@@ -750,11 +789,15 @@ def build(
         kept_ids = sorted(base + extra)
         remap = {old: new for new, old in enumerate(kept_ids)}
         kept = {tokens[i] for i in base}
-        missing = [c for c in BYTE_CHARS if c not in kept]
+        # Every byte the full vocabulary can spell must stay spellable (some vocabularies lack
+        # bytes that never occur in UTF-8, such as 0xC0 and 0xC1, or spell them as added tokens).
+        had = set(tokens[i] for i in live)
+        kept_all = kept | {tokens[i] for i in extra}
+        missing = [c for c in BYTE_CHARS if c in had and c not in kept_all]
         if missing:
             raise ValueError(
                 f"vocab_size {vocab_size}: the first {n_base} BPE tokens leave out "
-                f"{len(missing)} of the 256 byte tokens (e.g. {missing[:3]})"
+                f"{len(missing)} of the vocabulary's byte tokens (e.g. {missing[:3]})"
             )
         merges = [m for m in merges if merge_within(m, kept)]
         n_tok = vocab_size
@@ -786,7 +829,10 @@ def build(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
+    written = []
+
     def write(name, obj):
+        written.append(name)
         with open(out_dir / name, "w", encoding="utf-8") as f:
             json.dump(obj, f, ensure_ascii=False, indent=2)
             f.write("\n")
@@ -798,6 +844,7 @@ def build(
         write("special_tokens_map.json", stm)
     if slow_files:
         write("vocab.json", {t: i for t, i in vocab.items()})
+        written.append("merges.txt")
         with open(out_dir / "merges.txt", "w", encoding="utf-8") as f:
             f.write("#version: 0.2\n")
             for m in merges:
@@ -820,7 +867,7 @@ def build(
         "special_ids": {t["content"]: t["id"] for t in added if t["special"]},
         "user_defined_ids": {t["content"]: t["id"] for t in added if not t["special"]},
         "config": spec.config(g, ids, config_vocab),
-        "files": sorted(p.name for p in out_dir.iterdir() if p.is_file()),
+        "files": written,
     }
 
 
@@ -905,6 +952,50 @@ def check(vocab_name: str, llama_cpp_root: Path, out_dir: Path) -> dict:
     return report
 
 
+def reference_vocab(vocab_name: str, llama_cpp_root: Path, out_dir: Path, facts: dict) -> dict:
+    """Run the reference's own `TextModel.get_vocab_base` and `gguf.SpecialVocab` on `out_dir`
+    (importing the tree's conversion package, hence torch) and compare with the vocab GGUF.
+
+    Expected differences, from the older convert that wrote these GGUFs: the `[PAD<i>]`
+    fillers were USER_DEFINED and are UNUSED now; tokens that `does_token_look_special` now
+    promotes were USER_DEFINED (deepseek-coder's FIM and chat tokens, command-r's turn tokens);
+    bos ids that came from config.json (Qwen2, Falcon) need that config.json (facts["config"])."""
+    import types as pytypes
+
+    root = Path(llama_cpp_root)
+    for p in (str(root / "gguf-py"), str(root)):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    import gguf
+    from conversion.base import TextModel
+
+    g = read_vocab_gguf(root, vocab_name)
+    fake = pytypes.SimpleNamespace(dir_model=Path(out_dir), hparams={"vocab_size": facts["config"]["vocab_size"]})
+    fake.does_token_look_special = lambda t: TextModel.does_token_look_special(fake, t)
+    fake.get_vocab_base_pre = lambda tok: TextModel.get_vocab_base_pre(fake, tok)
+    tokens, toktypes, pre = TextModel.get_vocab_base(fake)
+    sv = gguf.SpecialVocab(Path(out_dir), load_merges=True, n_vocab=len(tokens))
+    n = min(len(tokens), len(g["tokens"]))
+    type_changes: dict[str, int] = {}
+    for i in range(n):
+        a, b = g["types"][i], int(toktypes[i])
+        if a != b:
+            key = f"{a}->{b} " + ("fillers" if is_filler(i, tokens[i], b) else "others")
+            type_changes[key] = type_changes.get(key, 0) + 1
+    return {
+        "pre": pre,
+        "n_tokens": (len(tokens), len(g["tokens"])),
+        "tokens_differ": sum(1 for i in range(n) if tokens[i] != g["tokens"][i]),
+        "type_changes": type_changes,
+        "promoted": [tokens[i] for i in range(n) if g["types"][i] == USER_DEFINED and int(toktypes[i]) == CONTROL],
+        "merges_equal": sv.merges == g["merges"],
+        "special_ids": dict(sv.special_token_ids),
+        "add_special": dict(sv.add_special_token),
+        "gguf_special_ids": {k: g[k] for k in ("bos", "eos", "pad", "unk") if g[k] is not None},
+        "chat_template_equal": sv.chat_template == g["chat_template"],
+    }
+
+
 def main(argv: list[str]) -> int:
     import argparse
     import tempfile
@@ -913,6 +1004,11 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--llama-cpp", default=default_root, required=default_root is None)
     ap.add_argument("--keep", help="build into this folder (one subfolder per vocab) and keep it")
+    ap.add_argument(
+        "--reference",
+        action="store_true",
+        help="also run the reference's get_vocab_base and SpecialVocab on each folder (imports torch)",
+    )
     ap.add_argument("names", nargs="*", default=list(VOCABS))
     args = ap.parse_args(argv)
     root = Path(args.llama_cpp)
@@ -928,7 +1024,6 @@ def main(argv: list[str]) -> int:
             ok = rep["res"] == (spec.expected_res or spec.gguf_pre) and (
                 "tests" not in rep or rep["tests"][0] == rep["tests"][1]
             )
-            failed += not ok
             tests = "%d/%d" % rep["tests"] if "tests" in rep else "no .inp/.out"
             print(
                 f"{'ok  ' if ok else 'FAIL'} {name}: {rep['class']}, n_vocab {facts['n_vocab']}, "
@@ -937,6 +1032,25 @@ def main(argv: list[str]) -> int:
             )
             for m in rep["mismatches"][:5]:
                 print(f"     {m['text']!r}: want {m['want']} got {m['got']}")
+
+            # A truncated copy must still load and spell a text back.
+            small = facts["n_added"] + 400
+            sfacts = build(name, root, parent / f"{name}-{small}", vocab_size=small)
+            from transformers import AutoTokenizer
+
+            stok = AutoTokenizer.from_pretrained(str(parent / f"{name}-{small}"))
+            text = "Hello world, 3333 (normal) 我想在apple工作 🦙 нещо"
+            back = stok.decode(stok.encode(text, add_special_tokens=False))
+            sok = len(stok) == small and back == text and recognize(stok, root)[1] is None
+            print(f"     {'ok  ' if sok else 'FAIL'} truncated to {small}: {sfacts['n_merges']} merges, round trip {back == text}")
+            ok = ok and sok
+
+            if args.reference:
+                ref = reference_vocab(name, root, out, facts)
+                rok = ref["tokens_differ"] == 0 and ref["merges_equal"] and ref["pre"] == rep["res"]
+                print(f"     {'ok  ' if rok else 'FAIL'} reference: {ref}")
+                ok = ok and rok
+            failed += not ok
     return 1 if failed else 0
 
 

@@ -1,0 +1,221 @@
+//! Checkpoints that lie or are not of a kind converted: each is refused with an error naming
+//! the file and the field, and no output (nor temporary file) is left behind.
+
+use ggufrw_hf::{convert, Options, OutType};
+use std::path::Path;
+
+/// A tiny Llama checkpoint: config.json, a SentencePiece model and one safetensors file.
+fn checkpoint(dir: &Path, tensors: &[(&str, &str, Vec<u64>)]) {
+    let config = r#"{"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 1,
+        "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 4,
+        "max_position_embeddings": 32, "rms_norm_eps": 1e-5}"#;
+    std::fs::write(dir.join("config.json"), config).unwrap();
+    std::fs::write(
+        dir.join("tokenizer.model"),
+        sentencepiece(&["<unk>", "<s>", "</s>", "a"]),
+    )
+    .unwrap();
+    std::fs::write(dir.join("model.safetensors"), safetensors(tensors)).unwrap();
+}
+
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+fn sentencepiece(pieces: &[&str]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (i, p) in pieces.iter().enumerate() {
+        let mut m = vec![0x0a];
+        varint(p.len() as u64, &mut m);
+        m.extend_from_slice(p.as_bytes());
+        m.push(0x15);
+        m.extend_from_slice(&(-(i as f32)).to_le_bytes());
+        if i < 3 {
+            m.extend([0x18, if i == 0 { 2 } else { 3 }]);
+        }
+        out.push(0x0a);
+        varint(m.len() as u64, &mut out);
+        out.extend(m);
+    }
+    out
+}
+
+/// F32 tensors of the given shapes, their data laid out in order.
+fn safetensors(tensors: &[(&str, &str, Vec<u64>)]) -> Vec<u8> {
+    let mut header = String::from("{");
+    let mut at = 0u64;
+    for (i, (name, dtype, shape)) in tensors.iter().enumerate() {
+        let n: u64 = shape.iter().product::<u64>() * 4;
+        if i > 0 {
+            header.push(',');
+        }
+        header.push_str(&format!(
+            r#""{name}":{{"dtype":"{dtype}","shape":{shape:?},"data_offsets":[{at},{}]}}"#,
+            at + n
+        ));
+        at += n;
+    }
+    header.push('}');
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.resize(out.len() + at as usize, 0);
+    out
+}
+
+fn llama_tensors() -> Vec<(&'static str, &'static str, Vec<u64>)> {
+    vec![
+        ("model.embed_tokens.weight", "F32", vec![4, 8]),
+        ("model.layers.0.input_layernorm.weight", "F32", vec![8]),
+        ("model.layers.0.self_attn.q_proj.weight", "F32", vec![8, 8]),
+        ("model.norm.weight", "F32", vec![8]),
+    ]
+}
+
+fn options(out: &Path) -> Options {
+    Options {
+        outfile: Some(out.to_owned()),
+        outtype: OutType::F16,
+        ..Options::default()
+    }
+}
+
+/// Runs a conversion that must fail; returns its message, checking that nothing was written.
+fn refused(dir: &Path) -> String {
+    let out = dir.join("out.gguf");
+    let e = convert(dir, &options(&out))
+        .expect_err("refused")
+        .to_string();
+    assert!(!out.exists(), "an output was left behind: {e}");
+    let stray: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(stray.is_empty(), "temporary files left: {stray:?}");
+    e
+}
+
+#[test]
+fn a_valid_checkpoint_converts() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let out = dir.path().join("out.gguf");
+    let r = convert(dir.path(), &options(&out)).unwrap();
+    assert_eq!(r.tensors.len(), 4);
+    assert!(out.is_file());
+}
+
+#[test]
+fn a_truncated_part_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let part = dir.path().join("model.safetensors");
+    let bytes = std::fs::read(&part).unwrap();
+    std::fs::write(&part, &bytes[..bytes.len() - 10]).unwrap();
+    let e = refused(dir.path());
+    assert!(
+        e.contains("model.safetensors") && e.contains("data_offsets"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_shape_that_contradicts_the_config_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = llama_tensors();
+    t[2].2 = vec![6, 8]; // 6 rows cannot be 2 heads of two halves
+    checkpoint(dir.path(), &t);
+    let e = refused(dir.path());
+    assert!(
+        e.contains("q_proj.weight.shape") && e.contains("config.json"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_unknown_class_is_refused_with_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let config = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        config.replace("LlamaForCausalLM", "NoSuchForCausalLM"),
+    )
+    .unwrap();
+    let e = refused(dir.path());
+    assert!(
+        e.contains("Model NoSuchForCausalLM is not supported"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_tensor_the_family_does_not_know_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = llama_tensors();
+    t.push(("model.layers.0.strange.weight", "F32", vec![2]));
+    checkpoint(dir.path(), &t);
+    let e = refused(dir.path());
+    assert!(
+        e.contains("Can not map tensor") && e.contains("strange"),
+        "{e}"
+    );
+}
+
+#[test]
+fn pickled_checkpoints_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    std::fs::remove_file(dir.path().join("model.safetensors")).unwrap();
+    std::fs::write(dir.path().join("pytorch_model.bin"), b"PK\x03\x04").unwrap();
+    let e = refused(dir.path());
+    assert!(e.contains("pickled"), "{e}");
+}
+
+#[test]
+fn an_index_that_names_a_missing_part_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let index = r#"{"weight_map": {"model.embed_tokens.weight": "model.safetensors",
+        "model.layers.0.input_layernorm.weight": "model.safetensors",
+        "model.layers.0.self_attn.q_proj.weight": "model.safetensors",
+        "model.norm.weight": "model.safetensors", "lm_head.weight": "model-2.safetensors"}}"#;
+    std::fs::write(dir.path().join("model.safetensors.index.json"), index).unwrap();
+    let e = refused(dir.path());
+    assert!(e.contains("model-2.safetensors"), "{e}");
+}
+
+#[test]
+fn a_tokenizer_that_does_not_parse_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    std::fs::write(dir.path().join("tokenizer.model"), [0x0a, 0x40, 0x01]).unwrap();
+    let e = refused(dir.path());
+    assert!(e.contains("tokenizer.model"), "{e}");
+    checkpoint(dir.path(), &llama_tensors());
+    std::fs::write(dir.path().join("tokenizer_config.json"), "{not json").unwrap();
+    let e = refused(dir.path());
+    assert!(
+        e.contains("tokenizer_config.json") && e.contains("line 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_config_that_is_not_json_is_refused_naming_the_place() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    std::fs::write(dir.path().join("config.json"), "{\"architectures\": [\n}").unwrap();
+    let e = refused(dir.path());
+    assert!(e.contains("config.json") && e.contains("line 2"), "{e}");
+}
