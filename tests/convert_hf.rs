@@ -190,6 +190,7 @@ fn convert_hf_matches_the_reference_on_every_case() {
         both_failed.len(),
         if both_failed.is_empty() { String::new() } else { format!(": {}", both_failed.join(", ")) }
     );
+    quantize_after_conversion(cases, work.path(), &mut failures);
     assert!(
         failures.is_empty(),
         "{} of {} cases differ:\n{}",
@@ -235,4 +236,73 @@ fn the_generated_tables_are_the_pinned_trees() {
         out.stdout == committed,
         "hf/src/tables.rs differs from scripts/gen_hf_tables.py's output: regenerate it"
     );
+}
+
+/// `convert-hf --quantize PRESET` against the two official steps: the reference's output of
+/// each `auto` case quantized by llama-quantize (built from the same tree by
+/// `scripts/ggml.sh --tools`; without it this part says SKIPPED).
+fn quantize_after_conversion(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<String>) {
+    let Some(tools) = std::env::var_os("GGUFRW_LLAMA_TOOLS").filter(|v| !v.is_empty()) else {
+        eprintln!("SKIPPED: convert-hf --quantize: GGUFRW_LLAMA_TOOLS is not set (scripts/ggml.sh --tools builds llama-quantize)");
+        return;
+    };
+    let quantize = Path::new(&tools).join("llama-quantize");
+    let mut compared = 0;
+    for case in cases {
+        let name = case["case"].as_str().unwrap();
+        if !name.ends_with("__auto") || case["status"].as_i64() != Some(0) {
+            continue;
+        }
+        let fixture = case["fixture"].as_str().unwrap();
+        let dir = work.join("quantize").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let converted = work.join("ref").join(name).join(format!("{name}.gguf"));
+        for preset in ["Q4_K_M", "Q6_K"] {
+            let theirs = dir.join(format!("ref-{preset}.gguf"));
+            let ours = dir.join(format!("ours-{preset}.gguf"));
+            let r = Command::new(&quantize)
+                .arg(&converted)
+                .arg(&theirs)
+                .arg(preset)
+                .output()
+                .unwrap();
+            let o = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+                .args([
+                    "convert-hf".as_ref(),
+                    fixture.as_ref(),
+                    "-o".as_ref(),
+                    ours.as_os_str(),
+                ])
+                .args(["--quantize", preset])
+                .output()
+                .unwrap();
+            if r.status.success() != o.status.success() {
+                failures.push(format!(
+                    "{name} --quantize {preset}: llama-quantize {:?}, ours {:?}: {}",
+                    r.status.code(),
+                    o.status.code(),
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ));
+                continue;
+            }
+            if r.status.success() {
+                if let Some(d) = first_difference(&ours, &theirs) {
+                    failures.push(format!("{name} --quantize {preset}: {d}"));
+                    continue;
+                }
+            }
+            compared += 1;
+        }
+        let stray: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(
+            stray.is_empty(),
+            "{name}: the intermediate file was left: {stray:?}"
+        );
+    }
+    eprintln!("convert-hf --quantize: {compared} conversions byte-identical with the reference then llama-quantize");
 }

@@ -168,6 +168,44 @@ pub fn sentencepiece(dir: &Path, vocab_size: Option<u64>) -> Result<Option<Vocab
         Some(n) if n > 0 => n as usize,
         _ => pieces.len(),
     };
+    let mut v = base_vocab(dir, &pieces, n)?;
+    let config_path = dir.join("tokenizer_config.json");
+    if config_path.is_file() {
+        let config = crate::read_json(&config_path)?;
+        if let Some(decoder) = config
+            .get("added_tokens_decoder")
+            .and_then(Value::as_object)
+        {
+            for (id, data) in decoder {
+                let field = format!("added_tokens_decoder.{id}");
+                let id: usize = id
+                    .parse()
+                    .map_err(|_| Error::field(&config_path, field.as_str(), "not a token id"))?;
+                let content = data.get("content").and_then(Value::as_str).ok_or_else(|| {
+                    Error::field(&config_path, format!("{field}.content"), "missing")
+                })?;
+                if id >= n {
+                    continue;
+                }
+                let special = data.get("special").is_some_and(truthy);
+                let mut token = content.to_owned();
+                if special || looks_special(content) {
+                    v.types[id] = token_type::CONTROL;
+                } else {
+                    token = token.replace('\u{2581}', " ");
+                    v.types[id] = token_type::USER_DEFINED;
+                }
+                v.scores[id] = -1000.0;
+                v.tokens[id] = token;
+            }
+        }
+    }
+    Ok(Some(v))
+}
+
+/// The pieces in the first `n` ids (the rest `[PAD{i}]`, UNUSED), then `added_tokens.json`
+/// laid over them, as both SentencePiece readings of the reference begin.
+fn base_vocab(dir: &Path, pieces: &[Piece], n: usize) -> Result<Vocab> {
     let mut v = Vocab {
         tokens: (0..n).map(|i| format!("[PAD{i}]")).collect(),
         scores: vec![-10000.0; n],
@@ -203,38 +241,7 @@ pub fn sentencepiece(dir: &Path, vocab_size: Option<u64>) -> Result<Option<Vocab
             v.types[id as usize] = token_type::USER_DEFINED;
         }
     }
-    let config_path = dir.join("tokenizer_config.json");
-    if config_path.is_file() {
-        let config = crate::read_json(&config_path)?;
-        if let Some(decoder) = config
-            .get("added_tokens_decoder")
-            .and_then(Value::as_object)
-        {
-            for (id, data) in decoder {
-                let field = format!("added_tokens_decoder.{id}");
-                let id: usize = id
-                    .parse()
-                    .map_err(|_| Error::field(&config_path, field.as_str(), "not a token id"))?;
-                let content = data.get("content").and_then(Value::as_str).ok_or_else(|| {
-                    Error::field(&config_path, format!("{field}.content"), "missing")
-                })?;
-                if id >= n {
-                    continue;
-                }
-                let special = data.get("special").is_some_and(truthy);
-                let mut token = content.to_owned();
-                if special || looks_special(content) {
-                    v.types[id] = token_type::CONTROL;
-                } else {
-                    token = token.replace('\u{2581}', " ");
-                    v.types[id] = token_type::USER_DEFINED;
-                }
-                v.scores[id] = -1000.0;
-                v.tokens[id] = token;
-            }
-        }
-    }
-    Ok(Some(v))
+    Ok(v)
 }
 
 /// `Phi3MiniModel.set_vocab`'s SentencePiece reading: the base's, except that the added
@@ -251,11 +258,6 @@ pub fn sentencepiece_phi3(dir: &Path, vocab_size: Option<u64>) -> Result<Vocab> 
     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
     let pieces = read_sentencepiece(&path, &bytes)?;
     let n = vocab_size.map_or(pieces.len(), |v| v as usize);
-    let mut v = Vocab {
-        tokens: (0..n).map(|i| format!("[PAD{i}]")).collect(),
-        scores: vec![-10000.0; n],
-        types: vec![token_type::UNUSED; n],
-    };
     if pieces.len() > n {
         return Err(Error::field(
             &path,
@@ -263,32 +265,7 @@ pub fn sentencepiece_phi3(dir: &Path, vocab_size: Option<u64>) -> Result<Vocab> 
             format!("{} pieces, more than vocab_size {n}", pieces.len()),
         ));
     }
-    for (id, p) in pieces.iter().enumerate() {
-        v.tokens[id] = p.piece.clone();
-        v.scores[id] = p.score;
-        v.types[id] = match p.kind {
-            token_type::UNKNOWN | token_type::CONTROL | token_type::UNUSED | token_type::BYTE => {
-                p.kind
-            }
-            _ => token_type::NORMAL,
-        };
-    }
-    let added_path = dir.join("added_tokens.json");
-    if added_path.is_file() {
-        let added = crate::read_json(&added_path)?;
-        for (text, id) in added.as_object().into_iter().flatten() {
-            let id = id
-                .as_u64()
-                .ok_or_else(|| Error::field(&added_path, text.as_str(), "not a token id"))?
-                as usize;
-            if id >= n {
-                continue;
-            }
-            v.tokens[id] = text.clone();
-            v.scores[id] = -1000.0;
-            v.types[id] = token_type::USER_DEFINED;
-        }
-    }
+    let mut v = base_vocab(dir, &pieces, n)?;
     let mut overlay = |path: &Path, field: &str, list: Vec<(usize, String, bool)>| -> Result<()> {
         for (id, content, special) in list {
             if id >= n {
