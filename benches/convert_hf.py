@@ -68,7 +68,7 @@ def main():
     ap.add_argument("--only", default="f16,q8_0,Q4_K_M")
     a = ap.parse_args()
     py, tree = lines_of([os.path.join(ROOT, "scripts/convert-ref.sh")])[:2]
-    exe = a.exe
+    exe = os.path.abspath(a.exe) if a.exe else None
     if exe is None:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "ggufrw-cli"], cwd=ROOT, check=True)
         exe = os.path.join(ROOT, "target/release/ggufrw")
