@@ -362,17 +362,15 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
             }
         }
     }
-    let tensors_for_count: Vec<TensorPlan> = if options.vocab_only {
-        Vec::new()
+    // The vocabulary alone counts no parameters (the reference plans no tensors then).
+    let counted = if options.vocab_only {
+        &plan[..0]
     } else {
-        plan.clone()
+        &plan[..]
     };
-    let count = ggufrw::params::count_shapes(
-        tensors_for_count
-            .iter()
-            .map(|t| (t.name.as_str(), t.dims.as_slice())),
-    )
-    .map_err(|e| Error::Unsupported(e.to_string()))?;
+    let count =
+        ggufrw::params::count_shapes(counted.iter().map(|t| (t.name.as_str(), t.dims.as_slice())))
+            .map_err(|e| Error::Unsupported(e.to_string()))?;
     let total = count.gguf_py().0;
 
     let mut meta = Metadata::load(
@@ -482,7 +480,7 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
     let report = Report {
         outputs: outputs.clone(),
         shard_sizes: shards.iter().map(Vec::len).collect(),
-        tensors: plan.clone(),
+        tensors: plan,
         parameters: count.total,
         file_type,
     };
@@ -496,13 +494,13 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
         if n > 1 {
             kv.u16("split.no", i as u16);
             kv.u16("split.count", n as u16);
-            kv.i32("split.tensors.count", plan.len() as i32);
+            kv.i32("split.tensors.count", report.tensors.len() as i32);
         }
         let mut b = Builder::new()
             .byte_order(order)
             .with_metadata(kv.into_pairs());
         for &t in shard {
-            let p = &plan[t];
+            let p = &report.tensors[t];
             let source = data_source(&ckpt, p, order);
             b = b.tensor(p.name.as_str(), p.ggml_type, &p.dims, source)?;
         }
