@@ -130,26 +130,6 @@ impl Drop for Temporary {
     }
 }
 
-/// A job's intermediate file: a fresh name in a folder, removed when dropped and by
-/// [`remove_temporary_files`] (so that an interrupted program leaves nothing behind).
-pub struct IntermediateFile {
-    inner: Temporary,
-}
-
-impl IntermediateFile {
-    /// Creates an empty file named `.STEM.ggufrw-….tmp` in `dir`.
-    pub fn create(dir: &Path, stem: &str) -> std::io::Result<IntermediateFile> {
-        Ok(IntermediateFile {
-            inner: Temporary::create(dir, stem, Mode::Plain)?,
-        })
-    }
-
-    /// Its path.
-    pub fn path(&self) -> &Path {
-        &self.inner.path
-    }
-}
-
 /// Writes `path` through a temporary file beside it: `write` fills it, then it is synced and
 /// renamed over `path`, with the permission bits `mode` says. On any failure the temporary
 /// file is removed and `path` is untouched. Errors of the temporary file and the rename name

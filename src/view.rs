@@ -53,6 +53,35 @@ pub fn map(path: impl AsRef<Path>) -> Result<Mmap> {
     map_file(path).map_err(|e| e.in_file(path))
 }
 
+/// Drops the pages wholly under `done`, bytes of `map` already read, from this process's
+/// memory (they stay in the page cache, and reading them again faults them back in): a reader
+/// that streams a large mapped file once keeps its resident memory to what it has not yet
+/// finished with, instead of growing to the file's size.
+pub fn release(map: &Mmap, done: &[u8]) {
+    #[cfg(unix)]
+    {
+        const PAGE: usize = 4096;
+        let base = map.as_ptr() as usize;
+        let at = done.as_ptr() as usize;
+        if at < base || at + done.len() > base + map.len() {
+            return;
+        }
+        let start = (at - base).next_multiple_of(PAGE);
+        let end = (at - base + done.len()) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: the map is a read-only shared mapping of a file; MADV_DONTNEED only drops
+            // this process's copy of the pages, and a later read of them faults the same bytes
+            // in again from the file, so every slice borrowed from the map stays valid. (On a
+            // system whose pages are larger the call fails and nothing happens.)
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+            };
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (map, done);
+}
+
 /// The bytes behind a file: its read-only memory map, or bytes held in memory (a remote
 /// header, a file given as bytes). `Gguf<Content>` is a file from either source;
 /// [`remote::open_as`](crate::remote) fills it from a `Vec`.

@@ -68,6 +68,43 @@ impl Source<'_> {
     }
 }
 
+impl<'a> Source<'a> {
+    /// Its bytes as pieces of at most [`BUFFER`] bytes (a chunked source's pieces as they come),
+    /// for a reader that transforms them rather than copying them out (the quantizer of a model
+    /// being made). Short sources are not detected here: the pieces are counted by the caller.
+    pub(crate) fn into_pieces(self) -> Box<dyn Iterator<Item = Result<Vec<u8>>> + 'a> {
+        match self {
+            Source::Owned(v) => Box::new(std::iter::once(Ok(v))),
+            Source::Bytes(b) => Box::new(b.chunks(BUFFER).map(|c| Ok(c.to_vec()))),
+            Source::Chunks { chunks, .. } => chunks,
+            Source::File { file, offset, len } => {
+                let mut done = 0u64;
+                Box::new(std::iter::from_fn(move || {
+                    if done >= len {
+                        return None;
+                    }
+                    let mut buf = vec![0u8; (len - done).min(BUFFER as u64) as usize];
+                    let read = crate::fsutil::read_exact_at(file, &mut buf, offset + done);
+                    done += buf.len() as u64;
+                    Some(read.map(|()| buf).map_err(Error::from))
+                }))
+            }
+            Source::Reader { mut reader, len } => {
+                let mut done = 0u64;
+                Box::new(std::iter::from_fn(move || {
+                    if done >= len {
+                        return None;
+                    }
+                    let mut buf = vec![0u8; (len - done).min(BUFFER as u64) as usize];
+                    let read = reader.read_exact(&mut buf);
+                    done += buf.len() as u64;
+                    Some(read.map(|()| buf).map_err(Error::from))
+                }))
+            }
+        }
+    }
+}
+
 impl From<Vec<u8>> for Source<'_> {
     fn from(v: Vec<u8>) -> Self {
         Source::Owned(v)
@@ -225,7 +262,7 @@ impl<'a> Builder<'a> {
 
     /// Sets each tensor's offset and the padding; returns the header and the data section's
     /// parts.
-    fn lay_out(mut self) -> Result<(Header, Vec<Part<'a>>)> {
+    pub(crate) fn lay_out(mut self) -> Result<(Header, Vec<Part<'a>>)> {
         let alignment = u64::from(self.header.alignment());
         let mut offset = 0u64;
         let mut parts = Vec::with_capacity(2 * self.sources.len());

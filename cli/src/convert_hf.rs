@@ -2,7 +2,7 @@
 //! `convert_hf_to_gguf.py` with the same options.
 
 use super::{print_out, Bar, FAILED, USAGE_OR_IO};
-use ggufrw_hf::{convert_with, Error, Options, OutType};
+use ggufrw_hf::{convert_quantized, convert_with, Error, Options, OutType};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -56,7 +56,8 @@ pub struct Args {
     /// auto.
     #[arg(long, value_name = "TYPE", default_value = "auto", value_parser = ["f32", "f16", "bf16", "auto"])]
     via: String,
-    /// Threads to quantize on (default: every processor).
+    /// Threads to convert and quantize on (default: every processor); the bytes are the same
+    /// for every count.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
     /// llama-quantize's options, after `--`.
@@ -96,6 +97,7 @@ pub fn run(args: Args) -> ExitCode {
         dry_run: args.dry_run,
         tokenizer_pre: args.tokenizer_pre,
         name_type: None,
+        threads: args.threads.unwrap_or(0),
     };
     if let Some(preset) = &args.quantize {
         return convert_and_quantize(
@@ -103,7 +105,6 @@ pub fn run(args: Args) -> ExitCode {
             options,
             preset,
             &args.via,
-            args.threads,
             &args.quantize_options,
         );
     }
@@ -149,79 +150,49 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
-/// Converts to the intermediate type in a temporary file beside the output, then quantizes it
-/// as `ggufrw quantize` (llama-quantize's job, byte for byte) to the output; the temporary
-/// file is removed whatever happens (and on SIGINT, SIGTERM, SIGHUP).
+/// Converts to the intermediate type and quantizes as `ggufrw quantize` (llama-quantize's job,
+/// byte for byte) in one pass: each tensor converted and quantized as the output reaches it,
+/// no intermediate file.
 fn convert_and_quantize(
     model: &std::path::Path,
     mut options: Options,
     preset: &str,
     via: &str,
-    threads: Option<usize>,
     quantize_options: &[String],
 ) -> ExitCode {
-    if options.split_max_tensors != 0
-        || options.split_max_size != 0
-        || options.no_tensor_first_split
-    {
-        eprintln!("--quantize writes one file: the split options are not taken with it");
-        return ExitCode::from(USAGE_OR_IO);
-    }
-    if options.vocab_only {
-        eprintln!("--vocab-only has no tensors to quantize");
-        return ExitCode::from(USAGE_OR_IO);
-    }
     if options.outtype != OutType::Auto {
         eprintln!("--outtype is the quantized file's own with --quantize; --via sets the type converted to first");
         return ExitCode::from(USAGE_OR_IO);
     }
     options.outtype = OutType::parse(via).expect("clap checked the value");
-    // The final name: the reference's naming with the preset as the type.
-    let planned = Options {
-        dry_run: true,
-        name_type: Some(preset.to_owned()),
-        ..options.clone()
-    };
-    let report = match convert_with(model, &planned, &()) {
-        Ok(r) => r,
-        Err(e) => return failed(&e),
-    };
-    let output = report.outputs[0].clone();
-    if options.dry_run {
-        return print_out(&format!(
-            "would convert to {via} and quantize to {preset}: {}\n",
-            output.display()
-        ));
-    }
-    let dir = output
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
-    let stem = output
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let intermediate = match ggufrw::fsutil::IntermediateFile::create(dir, &stem) {
-        Ok(f) => f,
+    options.name_type = Some(preset.to_owned());
+    let (qopts, mut run) = match super::quantize::options_for(quantize_options, preset) {
+        Ok(parsed) => parsed,
         Err(e) => {
-            eprintln!("{}: {e}", dir.display());
+            eprintln!("ggufrw convert-hf --quantize: {e}");
             return ExitCode::from(USAGE_OR_IO);
         }
     };
-    options.outfile = Some(intermediate.path().to_owned());
-    if let Err(e) = convert_with(model, &options, &Bar::new()) {
-        return failed(&e);
+    run.threads = options.threads;
+    if options.dry_run {
+        return match convert_with(model, &options, &()) {
+            Ok(r) => print_out(&format!(
+                "would convert to {via} and quantize to {preset}: {}\n",
+                r.outputs[0].display()
+            )),
+            Err(e) => failed(&e),
+        };
     }
-    let mut args: Vec<String> = quantize_options.to_vec();
-    args.push(intermediate.path().display().to_string());
-    args.push(output.display().to_string());
-    args.push(preset.to_owned());
-    if let Some(n) = threads {
-        args.push(n.to_string());
+    match convert_quantized(model, &options, &qopts, &run, &Bar::new()) {
+        Ok((_, Some(q))) => {
+            for o in &q.outputs {
+                eprintln!("wrote {}", o.display());
+            }
+            print_out(&super::quantize::describe(&q.plan, false))
+        }
+        Ok((r, None)) => print_out(&format!("wrote {}\n", r.outputs[0].display())),
+        Err(e) => failed(&e),
     }
-    let code = super::quantize::run_strings(args);
-    drop(intermediate);
-    code
 }
 
 fn failed(e: &Error) -> ExitCode {

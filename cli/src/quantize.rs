@@ -256,7 +256,7 @@ fn shape(dims: &[u64]) -> String {
 }
 
 /// The plan, tensor by tensor, as llama-quantize's log shows it, and the totals.
-fn describe(plan: &Plan, dry_run: bool) -> String {
+pub fn describe(plan: &Plan, dry_run: bool) -> String {
     let mut s = String::new();
     let n = plan.tensors.len();
     for (i, t) in plan.tensors.iter().enumerate() {
@@ -313,8 +313,22 @@ pub fn run(args: Args) -> ExitCode {
     run_strings(strings)
 }
 
-/// llama-quantize's argument list, already split (for `convert-hf --quantize`).
-pub fn run_strings(strings: Vec<String>) -> ExitCode {
+/// The plan's options and the run's from llama-quantize's options (those before its file
+/// names) and a preset, for a model that is not a file (`convert-hf --quantize`).
+pub fn options_for(options: &[String], preset: &str) -> Result<(Options, Run), String> {
+    if options
+        .iter()
+        .any(|o| o == "--dry-run" || o == "--keep-split")
+    {
+        return Err("--dry-run and --keep-split are convert-hf's own or not taken here".into());
+    }
+    let mut args = options.to_vec();
+    args.extend(["-".into(), "-".into(), preset.to_owned()]);
+    let p = parse(&args)?;
+    Ok((p.opts, p.run))
+}
+
+fn run_strings(strings: Vec<String>) -> ExitCode {
     if strings.iter().any(|a| a == "--help" || a == "-h") {
         print!("{}", usage());
         return ExitCode::SUCCESS;

@@ -92,6 +92,8 @@ pub struct Options {
     /// The type the default file name (and `{ftype}`) says, when it is not the outtype's: a
     /// quantization preset's name, for a file quantized after conversion.
     pub name_type: Option<String>,
+    /// Threads converting rows (0: every processor). The bytes are the same for every count.
+    pub threads: usize,
 }
 
 /// One output tensor.
@@ -148,6 +150,43 @@ pub fn convert(dir: &Path, options: &Options) -> Result<Report> {
 
 /// [`convert`], telling `progress` how the tensor data advances.
 pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> Result<Report> {
+    Ok(run(dir, options, progress, None)?.0)
+}
+
+/// Converts the checkpoint in `dir` and quantizes it as llama-quantize would quantize the
+/// reference's conversion (`options.outtype`, the intermediate type, then `quantize`), to the
+/// same bytes, in one pass: each tensor is converted and quantized as the output reaches it,
+/// and no intermediate file is written. The output is one file (the split options are
+/// refused); its default name carries `options.name_type`.
+pub fn convert_quantized(
+    dir: &Path,
+    options: &Options,
+    quantize: &ggufrw::quantize::Options,
+    run_options: &ggufrw::quantize::Run,
+    progress: &dyn Progress,
+) -> Result<(Report, Option<ggufrw::quantize::Report>)> {
+    if options.split_max_tensors != 0
+        || options.split_max_size != 0
+        || options.no_tensor_first_split
+        || options.vocab_only
+    {
+        return Err(Error::Unsupported(
+            "a quantized conversion writes one file of tensors: the split options and \
+             --vocab-only are not taken with it"
+                .into(),
+        ));
+    }
+    run(dir, options, progress, Some((quantize, run_options)))
+}
+
+type Quantize<'q> = Option<(&'q ggufrw::quantize::Options, &'q ggufrw::quantize::Run)>;
+
+fn run(
+    dir: &Path,
+    options: &Options,
+    progress: &dyn Progress,
+    quantize: Quantize<'_>,
+) -> Result<(Report, Option<ggufrw::quantize::Report>)> {
     if !dir.is_dir() {
         return Err(Error::Unsupported(format!(
             "Error: {} is not a directory",
@@ -444,7 +483,7 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
         if !options.dry_run {
             write_header_only(&out_path, kv, order)?;
         }
-        return Ok(report);
+        return Ok((report, None));
     }
 
     // GGUFWriter.add_tensor_info's split rule.
@@ -485,8 +524,9 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
         file_type,
     };
     if options.dry_run {
-        return Ok(report);
+        return Ok((report, None));
     }
+    let threads = ggufrw::quant::thread_count(options.threads);
     let mut kvs = vec![kv];
     kvs.extend((1..n).map(|_| Kv::default()));
     for (i, shard) in shards.iter().enumerate() {
@@ -501,12 +541,16 @@ pub fn convert_with(dir: &Path, options: &Options, progress: &dyn Progress) -> R
             .with_metadata(kv.into_pairs());
         for &t in shard {
             let p = &report.tensors[t];
-            let source = data_source(&ckpt, p, order);
+            let source = data_source(&ckpt, p, order, threads);
             b = b.tensor(p.name.as_str(), p.ggml_type, &p.dims, source)?;
+        }
+        if let Some((opts, run)) = quantize {
+            let q = ggufrw::quantize::quantize_built(b, dir, &outputs[i], opts, run, progress)?;
+            return Ok((report, Some(q)));
         }
         b.write_file_with(&outputs[i], Mode::Plain, progress)?;
     }
-    Ok(report)
+    Ok((report, None))
 }
 
 /// `gguf.fill_templated_filename`: Python's `str.format` with `{ftype}`, `{outtype}` (lower
@@ -569,10 +613,15 @@ fn write_header_only(path: &Path, kv: Kv, order: ByteOrder) -> Result<()> {
     Ok(())
 }
 
-/// Rows converted per piece (a few MiB of output whatever the tensor's size).
+/// Elements converted per piece and thread (a few MiB of output whatever the tensor's size).
 const PIECE_ELEMENTS: u64 = 1 << 20;
 
-fn data_source<'a>(ckpt: &'a Checkpoint, p: &TensorPlan, order: ByteOrder) -> Source<'a> {
+fn data_source<'a>(
+    ckpt: &'a Checkpoint,
+    p: &TensorPlan,
+    order: ByteOrder,
+    threads: usize,
+) -> Source<'a> {
     let big = order == ByteOrder::Big;
     match &p.src {
         Src::Values(v) => {
@@ -588,87 +637,155 @@ fn data_source<'a>(ckpt: &'a Checkpoint, p: &TensorPlan, order: ByteOrder) -> So
         }
         Src::Entry { index, change } => {
             let e: &'a Entry = &ckpt.entries[*index];
-            rows_source(vec![(ckpt.bytes(e), e, *change)], p, big)
+            rows_source(ckpt, vec![(e, *change)], p, big, threads)
         }
         Src::Stack(parts) => {
             let segments = parts
                 .iter()
-                .map(|i| {
-                    let e = &ckpt.entries[*i];
-                    (ckpt.bytes(e), e, family::Rearrange::default())
-                })
+                .map(|i| (&ckpt.entries[*i], family::Rearrange::default()))
                 .collect();
-            rows_source(segments, p, big)
+            rows_source(ckpt, segments, p, big, threads)
         }
     }
 }
 
-/// The converted bytes of `segments` one after another (each a checkpoint tensor, its rows
-/// along the first axis, permuted where it says), made a group of rows at a time.
-fn rows_source<'a>(
-    segments: Vec<(&'a [u8], &'a Entry, family::Rearrange)>,
-    p: &TensorPlan,
-    big: bool,
-) -> Source<'a> {
-    let ty = p.ggml_type;
-    let ne0 = p.dims.first().copied().unwrap_or(1).max(1) as usize;
-    let len = p.bytes;
-    let mut segments = segments.into_iter();
-    let mut current = segments.next();
-    let mut start = 0u64;
-    let chunks = std::iter::from_fn(move || loop {
-        let (bytes, e, change) = current?;
-        let stored_rows = e.shape.first().copied().unwrap_or(1).max(1);
-        let rows = change.rows.map_or(stored_rows, |r| r.min(stored_rows));
-        if start >= rows {
-            current = segments.next();
-            start = 0;
-            continue;
-        }
-        let row_len = if e.shape.is_empty() {
-            1
-        } else {
-            e.numel() / stored_rows
-        };
-        let group = (PIECE_ELEMENTS / row_len.max(1)).max(1);
-        let end = (start + group).min(rows);
-        let dtype = e.dtype;
-        let keep16 = dtype == Dtype::F16 && ty == GgmlType::F16 && change.add == 0.0;
+/// One checkpoint tensor's rows as the output stores them.
+struct Segment<'a> {
+    bytes: &'a [u8],
+    dtype: Dtype,
+    change: family::Rearrange,
+    /// Rows as stored (along the first axis) and elements in each.
+    stored_rows: u64,
+    row_len: u64,
+    /// Output type and its row length (`ne[0]`).
+    ty: GgmlType,
+    ne0: usize,
+}
+
+impl Segment<'_> {
+    /// Output rows `rows` of this tensor, converted: the source rows (permuted where the
+    /// change says), widened, shifted, then stored as the output type.
+    fn convert(&self, rows: std::ops::Range<u64>) -> ggufrw::Result<Vec<u8>> {
+        let keep16 = self.dtype == Dtype::F16 && self.ty == GgmlType::F16 && self.change.add == 0.0;
+        let w = self.dtype.size() as u64;
         let mut f32s: Vec<f32> = Vec::new();
         let mut raw16: Vec<u8> = Vec::new();
-        let w = dtype.size() as u64;
-        for r in start..end {
-            let src = match change.permute_heads {
-                Some(h) => permuted_row(r, stored_rows, h),
+        for r in rows {
+            let src = match self.change.permute_heads {
+                Some(h) => permuted_row(r, self.stored_rows, h),
                 None => r,
             };
-            let a = (src * row_len * w) as usize;
-            let b = a + (row_len * w) as usize;
+            let a = (src * self.row_len * w) as usize;
+            let b = a + (self.row_len * w) as usize;
             if keep16 {
-                raw16.extend_from_slice(&bytes[a..b]);
+                raw16.extend_from_slice(&self.bytes[a..b]);
             } else {
-                widen(dtype, &bytes[a..b], &mut f32s);
+                widen(self.dtype, &self.bytes[a..b], &mut f32s);
             }
         }
-        if change.add != 0.0 {
+        if keep16 {
+            return Ok(raw16);
+        }
+        if self.change.add != 0.0 {
             for x in f32s.iter_mut() {
-                *x += change.add;
+                *x += self.change.add;
             }
-            if dtype == Dtype::F16 {
+            if self.dtype == Dtype::F16 {
                 // torch adds to a float16 tensor in float16: the sum is rounded to it.
                 round_to_f16(&mut f32s);
             }
         }
+        ggufrw::quant::quantize(self.ty, &f32s, self.ne0)
+            .map_err(|e| ggufrw::Error::Io(std::io::Error::other(e.to_string())))
+    }
+
+    /// Output rows `rows` converted on up to `threads` threads, each taking a run of whole
+    /// rows: every row is converted alone, so the bytes do not depend on the split.
+    fn convert_on(&self, rows: std::ops::Range<u64>, threads: usize) -> ggufrw::Result<Vec<u8>> {
+        let n = rows.end - rows.start;
+        let threads = (threads as u64).min(n).max(1);
+        if threads == 1 || n * self.row_len < 2 * PIECE_ELEMENTS {
+            return self.convert(rows);
+        }
+        let per = n.div_ceil(threads);
+        let parts: Vec<ggufrw::Result<Vec<u8>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|i| {
+                    let a = rows.start + i * per;
+                    let b = (a + per).min(rows.end);
+                    scope.spawn(move || self.convert(a..b))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a conversion thread panicked"))
+                .collect()
+        });
+        let mut out = Vec::new();
+        for part in parts {
+            out.extend_from_slice(&part?);
+        }
+        Ok(out)
+    }
+}
+
+/// The converted bytes of `segments` one after another (each a checkpoint tensor, its rows
+/// along the first axis, permuted where it says), made a group of rows at a time on
+/// `threads` threads; the pages of the checkpoint are handed back as each group is done, so
+/// that memory stays a few groups whatever the model's size.
+fn rows_source<'a>(
+    ckpt: &'a Checkpoint,
+    segments: Vec<(&'a Entry, family::Rearrange)>,
+    p: &TensorPlan,
+    big: bool,
+    threads: usize,
+) -> Source<'a> {
+    let ty = p.ggml_type;
+    let ne0 = p.dims.first().copied().unwrap_or(1).max(1) as usize;
+    let len = p.bytes;
+    let mut segments = segments.into_iter().map(move |(e, change)| {
+        let stored_rows = e.shape.first().copied().unwrap_or(1).max(1);
+        let segment = Segment {
+            bytes: ckpt.bytes(e),
+            dtype: e.dtype,
+            change,
+            stored_rows,
+            row_len: if e.shape.is_empty() {
+                1
+            } else {
+                e.numel() / stored_rows
+            },
+            ty,
+            ne0,
+        };
+        (e, segment)
+    });
+    let mut current = segments.next();
+    let mut start = 0u64;
+    let chunks = std::iter::from_fn(move || loop {
+        let (e, segment) = current.as_ref()?;
+        let rows = segment
+            .change
+            .rows
+            .map_or(segment.stored_rows, |r| r.min(segment.stored_rows));
+        if start >= rows {
+            // Permuted rows are read out of order: their pages go when the tensor is done.
+            ckpt.release(e, segment.bytes);
+            current = segments.next();
+            start = 0;
+            continue;
+        }
+        let group = (PIECE_ELEMENTS * threads as u64 / segment.row_len.max(1)).max(1);
+        let end = (start + group).min(rows);
+        let converted = segment.convert_on(start..end, threads);
+        if segment.change.permute_heads.is_none() {
+            let w = segment.dtype.size() as u64 * segment.row_len;
+            ckpt.release(e, &segment.bytes[(start * w) as usize..(end * w) as usize]);
+        }
         start = end;
-        let mut out = if keep16 {
-            raw16
-        } else {
-            match ggufrw::quant::quantize(ty, &f32s, ne0) {
-                Ok(v) => v,
-                Err(e) => {
-                    return Some(Err(ggufrw::Error::Io(std::io::Error::other(e.to_string()))))
-                }
-            }
+        let mut out = match converted {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
         };
         if big {
             swap(ty, &mut out);

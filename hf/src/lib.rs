@@ -33,7 +33,7 @@ mod tables;
 mod bpe;
 pub mod vocab;
 
-pub use convert::{convert, convert_with, Options, OutType, Report, TensorPlan};
+pub use convert::{convert, convert_quantized, convert_with, Options, OutType, Report, TensorPlan};
 pub use error::{Error, Result};
 
 use std::path::Path;

@@ -123,6 +123,12 @@ impl Checkpoint {
     pub fn bytes(&self, entry: &Entry) -> &[u8] {
         &self.parts[entry.part].map[entry.start..entry.end]
     }
+
+    /// Hands back the memory of `done`, bytes of `entry` already converted (see
+    /// [`ggufrw::view::release`]).
+    pub fn release(&self, entry: &Entry, done: &[u8]) {
+        ggufrw::view::release(&self.parts[entry.part].map, done);
+    }
 }
 
 /// Opens the safetensors checkpoint in `dir`: the parts `model.safetensors.index.json` names

@@ -32,7 +32,7 @@ pub use arch::{Hparams, ARCHITECTURES};
 pub use plan::{KvOverride, Options, Plan, PlannedTensor, TensorType};
 pub use preset::{default_type, stoi, Preset, PRESETS};
 pub(crate) use run::Rows;
-pub use run::{check_input, quantize, split_output_path, Model, Report, Run};
+pub use run::{check_input, quantize, quantize_built, split_output_path, Model, Report, Run};
 
 use crate::quant::{GgmlType, InvalidData, QuantError};
 

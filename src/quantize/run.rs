@@ -3,12 +3,13 @@
 
 use super::plan::{Options, Plan, PlannedTensor};
 use super::QuantizeError;
+use crate::error::TensorError;
 use crate::error::{Error, Result};
 use crate::file::Gguf;
 use crate::fsutil::{Mode, Progress};
 use crate::quant::{self, GgmlType};
 use crate::validate::{validate_header, Profile, Severity};
-use crate::write::{Builder, Source};
+use crate::write::{Builder, Part, Source};
 use ggufrw_schema::{ByteOrder, Header, Layout, Value, ALIGNMENT_KEY};
 use memmap2::Mmap;
 use std::collections::BTreeMap;
@@ -63,27 +64,9 @@ fn open_mapped(path: &Path) -> Result<(Gguf<Shared>, Shared)> {
 
 /// Drops the pages under `done` (bytes of `map` already read) from the process: a tensor read
 /// once need not stay resident, so peak memory is a few slabs, not the model (llama-quantize
-/// unmaps each tensor for the same reason). The pages stay in the page cache.
+/// unmaps each tensor for the same reason).
 fn release(map: &Shared, done: &[u8]) {
-    #[cfg(unix)]
-    {
-        const PAGE: usize = 4096;
-        let base = map.0.as_ptr() as usize;
-        let start = (done.as_ptr() as usize - base).next_multiple_of(PAGE);
-        let end = (done.as_ptr() as usize - base + done.len()) / PAGE * PAGE;
-        if end > start {
-            // SAFETY: the map is a read-only shared mapping of a file; MADV_DONTNEED only drops
-            // this process's copy of the pages, and a later read of them faults the same bytes
-            // in again from the file, so every slice borrowed from the map stays valid. (On a
-            // system whose pages are larger the call fails and nothing happens.)
-            let _ = unsafe {
-                map.0
-                    .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
-            };
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = (map, done);
+    crate::view::release(&map.0, done);
 }
 
 impl Model {
@@ -203,18 +186,19 @@ pub fn quantize(
             let weights = imatrix_for(t, &opts.prune_layers, run)
                 .map_err(|e| Error::from(e).in_file(input))?;
             let map = model.maps[t.shard].clone();
-            let chunks = Slabs::new(t, data, order, run, threads, weights)
+            let mapped = Input::Mapped(map);
+            let chunks = Slabs::new(t, data, mapped, order, run, threads, weights)
                 .map_err(|e| Error::from(e).in_file(shard_path))?
-                .releasing(map);
-            let shard_path = shard_path.clone();
-            let chunks =
-                Box::new(chunks.map(move |r| r.map_err(|e| Error::from(e).in_file(&shard_path))));
+                .named(shard_path);
             builder = builder
                 .tensor(
                     t.name.clone(),
                     t.to,
                     &t.dims,
-                    Source::Chunks { chunks, len },
+                    Source::Chunks {
+                        chunks: Box::new(chunks),
+                        len,
+                    },
                 )
                 .map_err(|e| e.in_file(input))?;
         }
@@ -222,6 +206,89 @@ pub fn quantize(
         outputs.push(path);
     }
     Ok(Report { plan, outputs })
+}
+
+/// Quantizes the model `model` would write as [`quantize`] quantizes that file, to the same
+/// bytes, without the file ever existing: each tensor's data is made when the output reaches it
+/// (a checkpoint's rows being converted, say) and quantized as it comes, so neither the model
+/// nor an intermediate file is held or written, only the output. `name` names the model in
+/// errors. The output is one file: `keep_split` is refused, as the model has no shards.
+pub fn quantize_built(
+    model: Builder<'_>,
+    name: &Path,
+    output: &Path,
+    opts: &Options,
+    run: &Run,
+    progress: &dyn Progress,
+) -> Result<Report> {
+    let (header, parts) = model.lay_out()?;
+    let layout = header.layout().map_err(|e| Error::from(e).in_file(name))?;
+    let len = layout.data_offset + parts.iter().map(Part::len).sum::<u64>();
+    check_input(&header, &layout, len).map_err(|e| Error::from(e).in_file(name))?;
+    if opts.keep_split {
+        return Err(Error::from(QuantizeError::Plan(
+            "--keep-split needs a model in shards; this one is being made as one file".into(),
+        ))
+        .in_file(name));
+    }
+    let plan = Plan::new(&[&header], opts).map_err(|e| Error::from(e).in_file(name))?;
+    if !opts.has_imatrix {
+        if let Some(t) = plan.needing_imatrix().next() {
+            return Err(Error::from(QuantizeError::NeedsImatrix {
+                tensor: t.name.to_string(),
+                ty: t.to,
+            })
+            .in_file(name));
+        }
+    }
+    let mut sources: Vec<Option<Source<'_>>> = parts
+        .into_iter()
+        .filter_map(|p| match p {
+            Part::Data(s) => Some(Some(s)),
+            Part::Zeros(_) => None,
+        })
+        .collect();
+    let threads = quant::thread_count(run.threads);
+    let metadata = plan.metadata.first().cloned().unwrap_or_default();
+    let mut builder = Builder::new().with_metadata(metadata);
+    for t in &plan.tensors {
+        let source = sources
+            .get_mut(t.index)
+            .and_then(Option::take)
+            .ok_or_else(|| {
+                Error::from(QuantizeError::Plan(format!("{} is planned twice", t.name)))
+                    .in_file(name)
+            })?;
+        let declared = source.len();
+        let input = Input::Made {
+            pieces: source.into_pieces(),
+            pending: Vec::new(),
+            left: declared,
+            declared,
+        };
+        let weights =
+            imatrix_for(t, &opts.prune_layers, run).map_err(|e| Error::from(e).in_file(name))?;
+        let chunks = Slabs::new(t, &[], input, header.byte_order, run, threads, weights)
+            .map_err(|e| Error::from(e).in_file(name))?
+            .named(name);
+        let len = t.output_bytes();
+        builder = builder
+            .tensor(
+                t.name.clone(),
+                t.to,
+                &t.dims,
+                Source::Chunks {
+                    chunks: Box::new(chunks),
+                    len,
+                },
+            )
+            .map_err(|e| e.in_file(name))?;
+    }
+    builder.write_file_with(output, Mode::Plain, progress)?;
+    Ok(Report {
+        plan,
+        outputs: vec![output.to_path_buf()],
+    })
 }
 
 /// The importance weights of a tensor to convert, found as llama-quantize finds them: by its
@@ -305,12 +372,21 @@ impl<'a> Rows<'a> {
         self.src.is_empty()
     }
 
+    /// Bytes of one source row.
+    fn row_bytes(&self) -> usize {
+        (self.row_elements / self.from.block_size() as usize * self.from.type_size() as usize)
+            .max(1)
+    }
+
+    /// Rows in a slab: about [`SLAB`] bytes a thread.
+    fn slab_rows(&self) -> usize {
+        (SLAB * self.threads / self.row_bytes()).max(1)
+    }
+
     /// The next slab of the source: whole rows, about [`SLAB`] bytes a thread.
     pub(crate) fn take(&mut self) -> &'a [u8] {
-        let row = (self.row_elements / self.from.block_size() as usize
-            * self.from.type_size() as usize)
-            .max(1);
-        let rows = (SLAB * self.threads / row).max(1);
+        let row = self.row_bytes();
+        let rows = self.slab_rows();
         let (chunk, rest) = self.src.split_at((rows * row).min(self.src.len()));
         self.src = rest;
         chunk
@@ -356,21 +432,40 @@ impl<'a> Rows<'a> {
 /// enough that memory stays a few MiB whatever the tensor.
 const SLAB: usize = 1 << 20;
 
+/// Where a tensor's rows come from.
+enum Input<'a> {
+    /// A mapped file (the rows borrowed from it), its pages dropped as slabs are done.
+    Mapped(Shared),
+    /// Pieces made as they are read, gathered until they are whole rows.
+    Made {
+        pieces: Box<dyn Iterator<Item = Result<Vec<u8>>> + 'a>,
+        /// Bytes read but not yet taken.
+        pending: Vec<u8>,
+        /// Bytes still to come.
+        left: u64,
+        /// Bytes the source declared.
+        declared: u64,
+    },
+}
+
 /// One tensor's output, made a slab of rows at a time: checked as llama.cpp's loader checks
 /// what it reads, converted, and checked again as llama-quantize checks what it wrote.
 struct Slabs<'a> {
     name: String,
+    index: usize,
     rows: Rows<'a>,
+    input: Input<'a>,
     order: ByteOrder,
     failed: bool,
-    /// The map the source lies in, its pages dropped as slabs are done.
-    map: Option<Shared>,
+    /// The file named in a conversion's errors.
+    file: PathBuf,
 }
 
 impl<'a> Slabs<'a> {
     fn new(
         t: &PlannedTensor,
         src: &'a [u8],
+        input: Input<'a>,
         order: ByteOrder,
         run: &Run,
         threads: usize,
@@ -401,25 +496,84 @@ impl<'a> Slabs<'a> {
         }
         Ok(Slabs {
             name,
+            index: t.index,
             rows: Rows::new(src, (t.from, t.to), &t.dims, weights, threads),
+            input,
             order,
             failed: false,
-            map: None,
+            file: PathBuf::new(),
         })
     }
 
-    fn releasing(mut self, map: Shared) -> Self {
-        self.map = Some(map);
+    fn named(mut self, file: &Path) -> Self {
+        self.file = file.to_path_buf();
         self
     }
 
-    fn next_slab(&mut self) -> std::result::Result<Vec<u8>, QuantizeError> {
-        let chunk = self.rows.take();
-        let out = self.convert(chunk);
-        if let Some(map) = &self.map {
-            release(map, chunk);
+    fn is_done(&self) -> bool {
+        match &self.input {
+            Input::Mapped(_) => self.rows.is_done(),
+            Input::Made { pending, left, .. } => pending.is_empty() && *left == 0,
         }
-        out
+    }
+
+    fn next_slab(&mut self) -> Result<Vec<u8>> {
+        let in_file = |e: QuantizeError, file: &Path| Error::from(e).in_file(file);
+        match &mut self.input {
+            Input::Mapped(map) => {
+                let map = map.clone();
+                let chunk = self.rows.take();
+                let out = self.convert(chunk).map_err(|e| in_file(e, &self.file));
+                release(&map, chunk);
+                out
+            }
+            Input::Made { .. } => {
+                let chunk = self.gather()?;
+                self.convert(&chunk).map_err(|e| in_file(e, &self.file))
+            }
+        }
+    }
+
+    /// The next whole rows of a made input, about a slab's worth.
+    fn gather(&mut self) -> Result<Vec<u8>> {
+        let row = self.rows.row_bytes();
+        let want = self.rows.slab_rows() * row;
+        let (index, name) = (self.index, self.name.clone());
+        let Input::Made {
+            pieces,
+            pending,
+            left,
+            declared,
+        } = &mut self.input
+        else {
+            unreachable!("gather is for made inputs");
+        };
+        let wrong_length = |gave: u64, declared: u64| Error::Tensor {
+            index,
+            name: name.clone(),
+            source: TensorError::SourceLength { gave, declared },
+        };
+        while pending.len() < want && *left > 0 {
+            let piece = match pieces.next() {
+                Some(piece) => piece?,
+                None => return Err(wrong_length(*declared - *left, *declared)),
+            };
+            if piece.len() as u64 > *left {
+                return Err(wrong_length(
+                    *declared - *left + piece.len() as u64,
+                    *declared,
+                ));
+            }
+            *left -= piece.len() as u64;
+            pending.extend_from_slice(&piece);
+        }
+        let whole = if *left == 0 {
+            pending.len()
+        } else {
+            pending.len() / row * row
+        };
+        let rest = pending.split_off(whole.min(want));
+        Ok(std::mem::replace(pending, rest))
     }
 
     fn convert(&mut self, chunk: &[u8]) -> std::result::Result<Vec<u8>, QuantizeError> {
@@ -449,10 +603,10 @@ impl<'a> Slabs<'a> {
 }
 
 impl Iterator for Slabs<'_> {
-    type Item = std::result::Result<Vec<u8>, QuantizeError>;
+    type Item = Result<Vec<u8>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.rows.is_done() {
+        if self.failed || self.is_done() {
             return None;
         }
         let r = self.next_slab();
