@@ -2,7 +2,7 @@
 //! Hugging Face's model pages use) on the same local server (`tests/common/server.rs`, which
 //! counts what it sends). Files: the Gemma 3 270M model (needs `GGUFRW_PYTHON`, as the tests),
 //! a 20,000-tensor header and a 256,000-token vocabulary with 250,000 merges, shaped as
-//! `benches/speed.py` has them. @huggingface/gguf runs through `tests/peers/hf_gguf_peer.mjs`
+//! `benches/speed.py` has them. @huggingface/gguf runs through `conform/peers/hf_gguf_peer.mjs`
 //! when `GGUFRW_HF_GGUF` is set (scripts/peers-node.sh prints it).
 //!
 //! `cargo bench --bench remote`
@@ -83,7 +83,10 @@ fn main() {
     if hf.is_none() {
         eprintln!("GGUFRW_HF_GGUF is not set: @huggingface/gguf left out");
     }
-    let adapter = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/peers/hf_gguf_peer.mjs");
+    let adapter = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../conform/peers/hf_gguf_peer.mjs"
+    );
     println!("| file | header bytes | ggufrw requests | ggufrw bytes | × header | ms | @huggingface/gguf requests | bytes | × header |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for (name, bytes) in files {

@@ -84,7 +84,8 @@ pub use ggufrw_schema::{
 };
 pub use write::{Builder, Source};
 
-/// The README's examples, compiled and run as doc tests.
+/// The library guide's examples (docs/library.md), compiled and run as doc tests so that the
+/// guide stays true.
 #[cfg(all(doctest, feature = "json"))]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
+#[doc = include_str!("../docs/library.md")]
+pub struct LibraryDoctests;

@@ -1,4 +1,4 @@
-//! The hostile corpus: every known attack on the container (the README's guarantees and limits),
+//! The hostile corpus: every known attack on the container (docs/guarantees-and-limits.md),
 //! and every check ggml's reader makes (`gguf_init_from_file_impl`, ggml/src/gguf.cpp in the
 //! pinned llama.cpp), as files written byte by byte with
 //! [`common::Raw`] (never with the codec), each with the outcome it must have.

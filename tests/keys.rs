@@ -1,5 +1,6 @@
 //! The standard-key registry, typed getters and setters, enums and semantic findings.
 
+use crate::common;
 use ggufrw::keys::{
     standard_key, FileType, KeyError, Layers, Meta, MetaMut, PoolingType, RopeScalingType,
     ScoreList, TokenType, TokenizerModel, STANDARD_KEYS,
@@ -10,8 +11,8 @@ use std::collections::BTreeSet;
 use std::str::FromStr;
 
 /// Every key pattern gguf-py 0.19's `Keys` class defines, read from the installed package.
-fn gguf_py_keys() -> BTreeSet<String> {
-    let python = ggufrw_conform::peer::python_from_env().unwrap_or_else(|e| panic!("{e}"));
+fn gguf_py_keys() -> Option<BTreeSet<String>> {
+    let python = common::python()?;
     let script = "import gguf.constants as c\n\
         for n in dir(c.Keys):\n\
         \x20   cls = getattr(c.Keys, n)\n\
@@ -27,17 +28,21 @@ fn gguf_py_keys() -> BTreeSet<String> {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    Some(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+    )
 }
 
 #[test]
 fn the_registry_covers_every_key_gguf_py_defines() {
     let ours: BTreeSet<String> = STANDARD_KEYS.iter().map(|k| k.pattern.to_owned()).collect();
-    let theirs = gguf_py_keys();
+    let Some(theirs) = gguf_py_keys() else {
+        return;
+    };
     let missing: Vec<_> = theirs.difference(&ours).collect();
     let extra: Vec<_> = ours.difference(&theirs).collect();
     assert!(

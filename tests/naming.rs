@@ -2,8 +2,8 @@
 //! differential properties against gguf-py 0.19.0 (`size_label`,
 //! `model_weight_count_rounded_notation`, `naming_convention`,
 //! `GGUFWriter.get_total_parameter_count`) through `tests/peers/gguf_py_naming.py`.
-//! The differential tests need `GGUFRW_PYTHON` (scripts/test.sh sets it) and fail without it,
-//! saying how to get it.
+//! The differential tests need `GGUFRW_PYTHON` (scripts/test.sh sets it) and say SKIPPED
+//! without it, naming how to get it.
 
 use crate::common;
 
@@ -14,7 +14,7 @@ use ggufrw::naming::{
 };
 use ggufrw::params::{count, count_shapes, rounded_notation, size_label, ParamCount, ParamError};
 use ggufrw::{Builder, GgmlType, Gguf};
-use ggufrw_conform::peer::{python_from_env, GGUF_PY_VERSION};
+use ggufrw_conform::peer::GGUF_PY_VERSION;
 use proptest::collection::vec;
 use proptest::prelude::*;
 use proptest::test_runner::{FileFailurePersistence, TestRng, TestRunner};
@@ -50,8 +50,9 @@ struct Py {
 }
 
 impl Py {
-    fn start() -> Py {
-        let python = python_from_env().unwrap_or_else(|e| panic!("{e}"));
+    /// `None` after saying SKIPPED where gguf-py's Python is not set.
+    fn start() -> Option<Py> {
+        let python = crate::common::python()?;
         let version = Command::new(&python)
             .args([
                 "-c",
@@ -75,11 +76,11 @@ impl Py {
             .unwrap_or_else(|e| panic!("cannot run {}: {e}", python.display()));
         let input = child.stdin.take().unwrap();
         let output = BufReader::new(child.stdout.take().unwrap());
-        Py {
+        Some(Py {
             child,
             input,
             output,
-        }
+        })
     }
 
     /// Sends one request line, returns the answer object.
@@ -161,8 +162,8 @@ fn run<S: Strategy>(
     cases: u32,
     strategy: S,
     check: impl Fn(&mut Py, S::Value) -> Result<(), String>,
-) -> u32 {
-    let py = RefCell::new(Py::start());
+) -> Option<u32> {
+    let py = RefCell::new(Py::start()?);
     let config = ProptestConfig {
         cases,
         failure_persistence: Some(Box::new(FileFailurePersistence::Direct(REGRESSIONS))),
@@ -182,7 +183,7 @@ fn run<S: Strategy>(
         panic!("{name}: {e}");
     }
     eprintln!("{name}: {} cases", ran.get());
-    ran.get()
+    Some(ran.get())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1067,7 +1068,7 @@ fn count_u64() -> impl Strategy<Value = u64> {
 
 #[test]
 fn size_label_matches_gguf_py() {
-    let n = run(
+    let Some(n) = run(
         "size_label",
         SIZE_LABEL_CASES,
         (
@@ -1085,13 +1086,15 @@ fn size_label_matches_gguf_py() {
                 Err(format!("size_label({total}, {shared}, {expert}, {experts}): ggufrw {ours}, gguf-py {theirs}"))
             }
         },
-    );
+    ) else {
+        return;
+    };
     assert!(n >= SIZE_LABEL_CASES, "{n} cases");
 }
 
 #[test]
 fn rounded_notation_matches_gguf_py() {
-    let n = run(
+    let Some(n) = run(
         "rounded_notation",
         ROUNDED_CASES,
         (count_u128(), 0usize..7),
@@ -1106,7 +1109,9 @@ fn rounded_notation_matches_gguf_py() {
                 ))
             }
         },
-    );
+    ) else {
+        return;
+    };
     assert!(n >= ROUNDED_CASES, "{n} cases");
 }
 
@@ -1117,7 +1122,7 @@ fn format_fixed_matches_python() {
         (0u64..100_000, 0u32..8).prop_map(|(m, k)| m as f64 / 10f64.powi(k as i32)),
         (0u64..4096, 1u32..12).prop_map(|(m, k)| m as f64 / (1u64 << k) as f64),
     ];
-    let n = run(
+    let Some(n) = run(
         "format_fixed",
         FORMAT_CASES,
         (x, 0usize..20),
@@ -1132,7 +1137,9 @@ fn format_fixed_matches_python() {
                 ))
             }
         },
-    );
+    ) else {
+        return;
+    };
     assert!(n >= FORMAT_CASES, "{n} cases");
 }
 
@@ -1190,7 +1197,7 @@ fn odd_string() -> impl Strategy<Value = String> {
 fn naming_convention_matches_gguf_py() {
     let arg = || proptest::option::weighted(0.75, odd_string());
     let args = (arg(), arg(), arg(), arg(), arg(), arg(), arg());
-    let n = run(
+    let Some(n) = run(
         "naming_convention",
         NAMING_CASES,
         args,
@@ -1214,7 +1221,9 @@ fn naming_convention_matches_gguf_py() {
                 ))
             }
         },
-    );
+    ) else {
+        return;
+    };
     assert!(n >= NAMING_CASES, "{n} cases");
 }
 
@@ -1280,7 +1289,7 @@ fn tensor_list() -> impl Strategy<Value = Vec<(String, Vec<u64>)>> {
 #[test]
 fn parameter_count_matches_gguf_py() {
     let seen = RefCell::new(std::collections::BTreeMap::<&str, u32>::new());
-    let n = run(
+    let Some(n) = run(
         "parameter_count",
         COUNT_CASES,
         tensor_list(),
@@ -1320,7 +1329,9 @@ fn parameter_count_matches_gguf_py() {
                 Err(format!("{tensors:?}: ggufrw {ours:?}, gguf-py {theirs:?}"))
             }
         },
-    );
+    ) else {
+        return;
+    };
     assert!(n >= COUNT_CASES, "{n} cases");
     let seen = seen.into_inner();
     eprintln!("parameter_count outcomes: {seen:?}");
@@ -1354,7 +1365,7 @@ fn conventional_name_matches_gguf_py() {
         ])),
         small_tensors,
     );
-    let n = run(
+    let Some(n) = run(
         "conventional_name",
         CONVENTIONAL_CASES,
         strategy,
@@ -1414,7 +1425,9 @@ fn conventional_name_matches_gguf_py() {
                 ))
             }
         },
-    );
+    ) else {
+        return;
+    };
     assert!(n >= CONVENTIONAL_CASES, "{n} cases");
 }
 
@@ -1423,7 +1436,9 @@ fn conventional_name_matches_gguf_py() {
 /// the name), over every Unicode scalar value for upper and every BMP one for strip.
 #[test]
 fn upper_and_strip_match_python_for_every_character() {
-    let mut py = Py::start();
+    let Some(mut py) = Py::start() else {
+        return;
+    };
     let chars: Vec<char> = (0u32..0x11_0000).filter_map(char::from_u32).collect();
     for batch in chars.chunks(200_000) {
         let calls: Vec<Json> = (batch.chunks(2000))
@@ -1472,7 +1487,9 @@ fn upper_and_strip_match_python_for_every_character() {
 
 #[test]
 fn size_label_edge_cases_match_gguf_py() {
-    let mut py = Py::start();
+    let Some(mut py) = Py::start() else {
+        return;
+    };
     for n in [
         0,
         1,
@@ -1508,7 +1525,9 @@ fn size_label_edge_cases_match_gguf_py() {
 
 #[test]
 fn real_model_name() {
-    let path = gemma();
+    let Some(path) = gemma() else {
+        return;
+    };
     let file = Gguf::open(&path).unwrap();
     // general.file_type 15 is MOSTLY_Q4_K_M.
     assert_eq!(
@@ -1534,7 +1553,10 @@ fn real_model_name() {
     let ours = count(&file.header().tensor_infos).unwrap();
     assert_eq!(ours.total, 268_098_176);
     assert_eq!(ours.size_label(), "268M");
-    let theirs = Py::start().parameter_count(&tensors).unwrap();
+    let Some(mut py) = Py::start() else {
+        return;
+    };
+    let theirs = py.parameter_count(&tensors).unwrap();
     let (t, s, e, c) = ours.gguf_py();
     assert_eq!([t, s.into(), e.into(), c.into()], theirs);
 }

@@ -324,11 +324,15 @@ fn check(peer: &mut Peer, path: &Path, does: &Does) -> Result<(), String> {
 fn findings_hold_for_every_peer() {
     let dir = common::root().join("tests/peers/findings");
     let bless = std::env::var_os("GGUFRW_BLESS").is_some();
-    let mut peers = [
+    // A peer that is not set up says SKIPPED and the others are still checked.
+    let mut peers: Vec<(&str, _)> = [
         ("ggml", ggml()),
         ("gguf-py", gguf_py()),
         ("@huggingface/gguf", hf_gguf()),
-    ];
+    ]
+    .into_iter()
+    .filter_map(|(name, peer)| Some((name, peer?)))
+    .collect();
     let mut wrong = Vec::new();
     let findings = findings();
     for f in &findings {
@@ -380,7 +384,9 @@ fn findings_hold_for_every_peer() {
 /// adapter refuses such a description unless forced, and forced, ggml refuses what it wrote.
 #[test]
 fn ggml_writes_a_file_its_reader_refuses_when_given_an_alignment() {
-    let mut peer = ggml();
+    let Some(mut peer) = ggml() else {
+        return;
+    };
     let desc = json!({"version": 3, "byte_order": "little", "alignment": 64,
         "metadata": [{"key": "general.alignment", "type": "uint32", "value": 64}],
         "tensors": [{"name": "a", "type": "f32", "shape": [1], "data_hex": "00000000"},

@@ -5,14 +5,17 @@
 use crate::common;
 
 use common::peers::{gguf_py, run_plan};
-use ggufrw_conform::peer::{python_from_env, Peer};
+use ggufrw_conform::peer::Peer;
 
 /// gguf-py writes (v3, both byte orders); ggufrw reads the same content, re-encodes
 /// byte-identically, and writes the same content to the same bytes. ggufrw writes (v2 and v3,
 /// both byte orders, any layout); gguf-py reads the same content.
 #[test]
 fn gguf_py_and_ggufrw_read_what_the_other_writes() {
-    let done = run_plan(gguf_py(), "peer_gguf_py", 1000);
+    let Some(peer) = gguf_py() else {
+        return;
+    };
+    let done = run_plan(peer, "peer_gguf_py", 1000);
     let checks: Vec<_> = (done.iter())
         .map(|(c, v, o, _)| format!("{c} v{v} {o}"))
         .collect();
@@ -34,7 +37,9 @@ fn gguf_py_and_ggufrw_read_what_the_other_writes() {
 /// declare q8_1.
 #[test]
 fn gguf_py_leaves_out_what_it_sizes_wrong() {
-    let peer = gguf_py();
+    let Some(peer) = gguf_py() else {
+        return;
+    };
     let caps = peer.capabilities().read.as_ref().unwrap();
     assert!(!caps.tensor_types.contains(&ggufrw::GgmlType::Q8_1));
     assert!(!caps.tensor_types.contains(&ggufrw::GgmlType::Q2_0));
@@ -54,7 +59,9 @@ fn missing_peer_is_explained() {
 /// `ggufrw conform --peer gguf-py` runs the same harness from the command line.
 #[test]
 fn conform_peer_from_the_command_line() {
-    let python = python_from_env().unwrap_or_else(|e| panic!("{e}"));
+    let Some(python) = common::python() else {
+        return;
+    };
     let run = |python: &str| {
         std::process::Command::new(env!("CARGO_BIN_EXE_ggufrw"))
             .args([

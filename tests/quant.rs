@@ -105,7 +105,10 @@ fn ours(ty: GgmlType, bytes: &[u8]) -> Result<Vec<f32>, TestCaseError> {
 
 #[test]
 fn dequantization_is_ggmls_bit_for_bit() {
-    let peer = RefCell::new(ggml());
+    let Some(peer) = ggml() else {
+        return;
+    };
+    let peer = RefCell::new(peer);
     let types = ggml_types(&mut peer.borrow_mut());
     let mut covered = Vec::new();
     let mut failures = Vec::new();
@@ -184,7 +187,10 @@ fn rows(n_per_row: usize) -> impl Strategy<Value = Vec<f32>> {
 
 #[test]
 fn quantization_is_ggmls_byte_for_byte() {
-    let peer = RefCell::new(ggml());
+    let Some(peer) = ggml() else {
+        return;
+    };
+    let peer = RefCell::new(peer);
     let types = ggml_types(&mut peer.borrow_mut());
     let mut covered = Vec::new();
     let mut refused = Vec::new();
@@ -284,7 +290,10 @@ const NOT_YET_WEIGHTED: &[GgmlType] = &[];
 /// only those).
 #[test]
 fn weighted_quantization_is_ggmls_byte_for_byte() {
-    let peer = RefCell::new(ggml());
+    let Some(peer) = ggml() else {
+        return;
+    };
+    let peer = RefCell::new(peer);
     let only: Option<Vec<GgmlType>> = std::env::var("GGUFRW_QUANT_TYPES").ok().map(|v| {
         v.split(',')
             .map(|t| t.parse().expect("a type name"))
@@ -383,7 +392,10 @@ fn types_that_need_an_importance_matrix_are_refused_with_the_reason() {
 /// numpy widens a signalling NaN as it is, ggml's float multiply makes it quiet).
 #[test]
 fn dequantization_agrees_with_gguf_py() {
-    let peer = RefCell::new(gguf_py());
+    let Some(peer) = gguf_py() else {
+        return;
+    };
+    let peer = RefCell::new(peer);
     let types = ggml_types(&mut peer.borrow_mut());
     let mut covered = Vec::new();
     let mut failures = Vec::new();

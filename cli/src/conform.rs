@@ -28,7 +28,7 @@ pub struct Args {
     /// The ggml adapter (default: $GGUFRW_GGML).
     #[arg(long)]
     adapter: Option<PathBuf>,
-    /// Any other adapter speaking the peer protocol (tests/peers/README.md), with its
+    /// Any other adapter speaking the peer protocol (conform/peers/README.md), with its
     /// arguments: `--peer-command node my-peer.mjs --serve`.
     #[arg(long, num_args = 1.., allow_hyphen_values = true, value_name = "COMMAND")]
     peer_command: Option<Vec<String>>,

@@ -10,7 +10,7 @@
 //   ggml_peer --types               the "types" request
 //   ggml_peer --capabilities        the "capabilities" request
 //
-// Requests (see tests/peers/README.md, "ggml peer", for the exact protocol):
+// Requests (see conform/peers/README.md, "ggml peer", for the exact protocol):
 //   {"op":"capabilities"}
 //   {"op":"read","path":P,"full":false|true,"ctx":true|false}
 //   {"op":"write","desc":D,"out":P,"force":false|true}
@@ -1086,7 +1086,7 @@ json op_types(const json & req) {
 
 // ---------------------------------------------------------------------------
 // capabilities: what this peer reads and writes, in the generic form every
-// adapter answers (tests/peers/README.md, "Generic peer protocol"). Each
+// adapter answers (conform/peers/README.md, "Generic peer protocol"). Each
 // value was verified by running the adapter (README, "Capabilities of the
 // ggml adapter"); the type lists come from ggml itself.
 
@@ -1504,7 +1504,7 @@ int serve() {
 
 void usage() {
     fprintf(stderr,
-            "usage: ggml_peer --serve [--no-fork]   JSON lines on stdin/stdout (see tests/peers/README.md)\n"
+            "usage: ggml_peer --serve [--no-fork]   JSON lines on stdin/stdout (see conform/peers/README.md)\n"
             "       ggml_peer [--full] FILE.gguf    read one file, print the response, exit 0 if ok\n"
             "       ggml_peer --types               print the type table\n"
             "       ggml_peer --capabilities        print what this peer reads and writes\n");

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Peer adapter: gguf-py (PyPI ``gguf``, pinned to 0.19.0 by scripts/peers.sh)
-speaking the generic peer protocol of tests/peers/README.md ("Generic peer
+speaking the generic peer protocol of conform/peers/README.md ("Generic peer
 protocol"), the same JSON lines as the ggml adapter (ggml_peer.cpp).
 
 It reuses gguf_py_read.py (``dump``) and gguf_py_write.py (``write``), which

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Peer adapter: the JavaScript GGUF reader @huggingface/gguf (npm, pinned to
 // 0.4.6 by scripts/peers-node.sh), read-only, speaking the generic peer
-// protocol of tests/peers/README.md ("Generic peer protocol").
+// protocol of conform/peers/README.md ("Generic peer protocol").
 //
 // Usage (DIR = the install directory scripts/peers-node.sh prints; also
 // taken from $GGUFRW_HF_GGUF_MODULES; else node's own module resolution):

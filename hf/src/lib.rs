@@ -3,8 +3,8 @@
 //!
 //! A conversion is planned from the headers alone (tensor names, types, shapes, the metadata
 //! and the file names), then carried out tensor by tensor: each tensor is read from the mapped
-//! checkpoint, converted a group of rows at a time and written, so that memory holds a few
-//! rows, never a model.
+//! checkpoint, converted a group of rows at a time on every core and written, so that memory
+//! holds a few rows and one tensor's checkpoint pages, never a model.
 //!
 //! ```no_run
 //! use ggufrw_hf::{convert, Options, OutType};
@@ -17,8 +17,14 @@
 //! # Ok::<(), ggufrw_hf::Error>(())
 //! ```
 //!
-//! Families: `LlamaForCausalLM` (and the reference's other names for its class:
-//! `MistralForCausalLM`, `LLaMAForCausalLM`). Vocabularies: SentencePiece.
+//! [`convert_quantized`] goes on to a llama-quantize preset in the same pass, with nothing
+//! written but the output.
+//!
+//! Families: `LlamaForCausalLM` (and `LLaMAForCausalLM`, `MistralForCausalLM`),
+//! `Qwen2ForCausalLM`, `Qwen3ForCausalLM`, `Qwen2MoeForCausalLM`, `Qwen3MoeForCausalLM`,
+//! `Gemma2ForCausalLM`, `Gemma3ForCausalLM` (and the text of `Gemma3ForConditionalGeneration`),
+//! `Phi3ForCausalLM`. Vocabularies: SentencePiece (`tokenizer.model`), BPE (`tokenizer.json`,
+//! the pre-tokenizer found by the reference's hash table) and the special vocabulary.
 
 mod config;
 mod convert;

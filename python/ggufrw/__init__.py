@@ -52,6 +52,8 @@ __all__ = [
     "split",
     "merge",
     "hash",
+    "convert_hf",
+    "Conversion",
     "type_info",
     "__version__",
 ]
@@ -678,3 +680,48 @@ def hash(path: PathLike, kinds: Sequence[str] = ("xxh64",), *, per_tensor: bool 
     """The lines llama.cpp's gguf-hash prints for ``path`` (``xxh64``, ``xxh3``, ``sha1``,
     ``sha256``, ``uuid``)."""
     return _native.hash(_os.fspath(path), list(kinds), per_tensor)
+
+
+class Conversion(NamedTuple):
+    """What :func:`convert_hf` wrote (or, with ``dry_run``, would write)."""
+
+    outputs: list[str]
+    parameters: int
+
+
+def convert_hf(
+    model_dir: PathLike,
+    outfile: Optional[PathLike] = None,
+    *,
+    outtype: str = "f16",
+    vocab_only: bool = False,
+    bigendian: bool = False,
+    model_name: Optional[str] = None,
+    metadata: Optional[PathLike] = None,
+    split_max_tensors: int = 0,
+    split_max_size: int = 0,
+    no_tensor_first_split: bool = False,
+    dry_run: bool = False,
+    tokenizer_pre: Optional[str] = None,
+    threads: int = 0,
+) -> Conversion:
+    """Converts a Hugging Face checkpoint folder to GGUF byte for byte as llama.cpp's
+    ``convert_hf_to_gguf.py`` does, with its options (``split_max_size`` in bytes), without
+    torch; ``tokenizer_pre`` names a BPE pre-tokenizer the reference does not recognize.
+    ``threads`` converts rows on that many threads (0: every core; the bytes are the same)."""
+    outputs, parameters = _native.convert_hf(
+        _os.fspath(model_dir),
+        None if outfile is None else _os.fspath(outfile),
+        outtype,
+        vocab_only,
+        bigendian,
+        model_name,
+        None if metadata is None else _os.fspath(metadata),
+        split_max_tensors,
+        split_max_size,
+        no_tensor_first_split,
+        dry_run,
+        tokenizer_pre,
+        threads,
+    )
+    return Conversion(outputs, parameters)

@@ -78,4 +78,19 @@ def split_file(
 ) -> list[tuple[str, int, int]]: ...
 def merge(first: str, output: str) -> None: ...
 def hash(path: str, kinds: list[str], per_tensor: bool = True) -> list[str]: ...
+def convert_hf(
+    model_dir: str,
+    outfile: Optional[str] = None,
+    outtype: str = "f16",
+    vocab_only: bool = False,
+    bigendian: bool = False,
+    model_name: Optional[str] = None,
+    metadata: Optional[str] = None,
+    split_max_tensors: int = 0,
+    split_max_size: int = 0,
+    no_tensor_first_split: bool = False,
+    dry_run: bool = False,
+    tokenizer_pre: Optional[str] = None,
+    threads: int = 0,
+) -> tuple[list[str], int]: ...
 def escape(value: Union[str, bytes]) -> str: ...

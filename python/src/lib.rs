@@ -958,6 +958,88 @@ fn hash(
     Ok(lines.iter().map(ToString::to_string).collect())
 }
 
+/// The converter's error as `ggufrw.Error`, with `kind` (`io`, `field`, `unsupported` or the
+/// writer's own), `file` and, for a field, `path` (the field's dotted name).
+fn hf_err(py: Python<'_>, e: ggufrw_hf::Error) -> PyErr {
+    use ggufrw_hf::Error as E;
+    let e = match e {
+        E::Output(inner) => return py_err(py, inner),
+        other => other,
+    };
+    let (kind, file, field) = match &e {
+        E::Io { path, .. } => ("io", Some(path.display().to_string()), None),
+        E::Field { path, field, .. } => (
+            "field",
+            Some(path.display().to_string()),
+            Some(field.clone()),
+        ),
+        _ => ("unsupported", None, None),
+    };
+    let err = GgufError::new_err(e.to_string());
+    let value = err.value(py);
+    let _ = value.setattr("kind", kind);
+    let _ = value.setattr("path", field);
+    let _ = value.setattr("offset", None::<u64>);
+    let _ = value.setattr("file", file);
+    err
+}
+
+/// Converts a Hugging Face checkpoint folder as `convert_hf_to_gguf.py` does (the options are
+/// its own): the files written (or, with `dry_run`, that would be) and the parameter count.
+#[pyfunction]
+#[pyo3(signature = (model_dir, outfile = None, outtype = "f16", vocab_only = false, bigendian = false,
+    model_name = None, metadata = None, split_max_tensors = 0, split_max_size = 0,
+    no_tensor_first_split = false, dry_run = false, tokenizer_pre = None, threads = 0))]
+#[allow(clippy::too_many_arguments)]
+fn convert_hf(
+    py: Python<'_>,
+    model_dir: PathBuf,
+    outfile: Option<PathBuf>,
+    outtype: &str,
+    vocab_only: bool,
+    bigendian: bool,
+    model_name: Option<String>,
+    metadata: Option<PathBuf>,
+    split_max_tensors: u64,
+    split_max_size: u64,
+    no_tensor_first_split: bool,
+    dry_run: bool,
+    tokenizer_pre: Option<String>,
+    threads: usize,
+) -> PyResult<(Vec<String>, u64)> {
+    let outtype = ggufrw_hf::OutType::parse(outtype).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "outtype {outtype:?} is not one of f32, f16, bf16, q8_0, tq1_0, tq2_0, auto"
+        ))
+    })?;
+    let options = ggufrw_hf::Options {
+        outfile,
+        outtype,
+        vocab_only,
+        bigendian,
+        model_name,
+        metadata,
+        split_max_tensors,
+        split_max_size,
+        no_tensor_first_split,
+        dry_run,
+        tokenizer_pre,
+        threads,
+        ..ggufrw_hf::Options::default()
+    };
+    let report = py
+        .detach(|| ggufrw_hf::convert(&model_dir, &options))
+        .map_err(|e| hf_err(py, e))?;
+    Ok((
+        report
+            .outputs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        report.parameters,
+    ))
+}
+
 /// The text of a value as ggufrw's own tools print strings (`\xNN` for bytes that are not
 /// UTF-8).
 #[pyfunction]
@@ -980,6 +1062,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(hash, m)?)?;
     m.add_function(wrap_pyfunction!(escape, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_hf, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -190,22 +190,28 @@ pub fn quantize(
             let chunks = Slabs::new(t, data, mapped, order, run, threads, weights)
                 .map_err(|e| Error::from(e).in_file(shard_path))?
                 .named(shard_path);
-            builder = builder
-                .tensor(
-                    t.name.clone(),
-                    t.to,
-                    &t.dims,
-                    Source::Chunks {
-                        chunks: Box::new(chunks),
-                        len,
-                    },
-                )
-                .map_err(|e| e.in_file(input))?;
+            builder = add_quantized(builder, t, chunks, len, input)?;
         }
         builder.write_file_with(&path, Mode::Plain, progress)?;
         outputs.push(path);
     }
     Ok(Report { plan, outputs })
+}
+
+/// `builder` with the planned tensor `t` added, its data the quantized `chunks` (`len` bytes);
+/// errors name `file`, the model being quantized.
+fn add_quantized<'a>(
+    builder: Builder<'a>,
+    t: &PlannedTensor,
+    chunks: Slabs<'a>,
+    len: u64,
+    file: &Path,
+) -> Result<Builder<'a>> {
+    let source = Source::Chunks {
+        chunks: Box::new(chunks),
+        len,
+    };
+    (builder.tensor(t.name.clone(), t.to, &t.dims, source)).map_err(|e| e.in_file(file))
 }
 
 /// Quantizes the model `model` would write as [`quantize`] quantizes that file, to the same
@@ -271,18 +277,7 @@ pub fn quantize_built(
         let chunks = Slabs::new(t, &[], input, header.byte_order, run, threads, weights)
             .map_err(|e| Error::from(e).in_file(name))?
             .named(name);
-        let len = t.output_bytes();
-        builder = builder
-            .tensor(
-                t.name.clone(),
-                t.to,
-                &t.dims,
-                Source::Chunks {
-                    chunks: Box::new(chunks),
-                    len,
-                },
-            )
-            .map_err(|e| e.in_file(name))?;
+        builder = add_quantized(builder, t, chunks, t.output_bytes(), name)?;
     }
     builder.write_file_with(output, Mode::Plain, progress)?;
     Ok(Report {

@@ -1,6 +1,7 @@
 //! Starting the peers the tests compare with, and running the differential properties each
 //! declares it can take, with failures kept in `proptest-regressions/`.
 
+use super::peer_or_skip;
 use ggufrw_conform::peer::{
     check_peer_reads, check_peer_writes, ggml_from_env, hf_gguf_from_env, plan, python_from_env,
     Peer,
@@ -9,22 +10,24 @@ use ggufrw_conform::strategy::file_with;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 use std::cell::RefCell;
 
-/// gguf-py, from `GGUFRW_PYTHON` (scripts/test.sh sets it).
-pub fn gguf_py() -> Peer {
-    let python = python_from_env().unwrap_or_else(|e| panic!("{e}"));
-    Peer::gguf_py(&python).unwrap_or_else(|e| panic!("{e}"))
+/// gguf-py, from `GGUFRW_PYTHON` (scripts/test.sh sets it); `None` after saying SKIPPED where
+/// it is unset. A peer that is named but does not start fails the test.
+pub fn gguf_py() -> Option<Peer> {
+    let python = peer_or_skip(python_from_env())?;
+    Some(Peer::gguf_py(&python).unwrap_or_else(|e| panic!("{e}")))
 }
 
-/// ggml, from `GGUFRW_GGML` (scripts/test.sh sets it).
-pub fn ggml() -> Peer {
-    let adapter = ggml_from_env().unwrap_or_else(|e| panic!("{e}"));
-    Peer::ggml(&adapter).unwrap_or_else(|e| panic!("{e}"))
+/// ggml, from `GGUFRW_GGML` (scripts/test.sh sets it); `None` after saying SKIPPED where unset.
+pub fn ggml() -> Option<Peer> {
+    let adapter = peer_or_skip(ggml_from_env())?;
+    Some(Peer::ggml(&adapter).unwrap_or_else(|e| panic!("{e}")))
 }
 
-/// @huggingface/gguf, from `GGUFRW_HF_GGUF` (scripts/test.sh sets it).
-pub fn hf_gguf() -> Peer {
-    let (node, dir) = hf_gguf_from_env().unwrap_or_else(|e| panic!("{e}"));
-    Peer::hf_gguf(&node, &dir).unwrap_or_else(|e| panic!("{e}"))
+/// @huggingface/gguf, from `GGUFRW_HF_GGUF` (scripts/test.sh sets it where Node.js is); `None`
+/// after saying SKIPPED where unset.
+pub fn hf_gguf() -> Option<Peer> {
+    let (node, dir) = peer_or_skip(hf_gguf_from_env())?;
+    Some(Peer::hf_gguf(&node, &dir).unwrap_or_else(|e| panic!("{e}")))
 }
 
 /// Runs every property the peer's capabilities allow (it writes, ggufrw reads; ggufrw writes,
