@@ -243,3 +243,167 @@ pub fn merges(dir: &Path) -> Result<Vec<String>> {
         })
         .collect())
 }
+
+/// Whether `text` is a byte-fallback piece, `<0xNN>` (`LlamaHfVocab.get_token_type`'s test).
+fn is_byte_piece(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.len() == 6
+        && b.starts_with(b"<0x")
+        && b[3].is_ascii_hexdigit()
+        && b[4].is_ascii_hexdigit()
+        && b[5] == b'>'
+}
+
+/// A special-token value of a tokenizer config: a string, or an object with its `content`.
+fn token_text(value: &Value) -> Option<&str> {
+    match value {
+        Value::String(s) => Some(s),
+        Value::Object(o) => o.get("content").and_then(Value::as_str),
+        _ => None,
+    }
+}
+
+/// transformers' `all_special_tokens` for a tokenizer loaded from `dir`: the attributes of
+/// `SPECIAL_TOKENS_ATTRIBUTES` (and `extra_special_tokens`) from `tokenizer_config.json`,
+/// those it does not set from `special_tokens_map.json`, the rest the Llama class's defaults
+/// (`<unk>`, `<s>`, `</s>`) where the class is Llama's.
+fn all_special_tokens(dir: &Path, hp: &Hparams) -> Result<Vec<String>> {
+    const ATTRIBUTES: [&str; 7] = [
+        "bos_token",
+        "eos_token",
+        "unk_token",
+        "sep_token",
+        "pad_token",
+        "cls_token",
+        "mask_token",
+    ];
+    let read = |name: &str| -> Result<serde_json::Map<String, Value>> {
+        let path = dir.join(name);
+        if !path.is_file() {
+            return Ok(serde_json::Map::new());
+        }
+        Ok(match crate::read_json(&path)? {
+            Value::Object(o) => o,
+            _ => serde_json::Map::new(),
+        })
+    };
+    let config = read("tokenizer_config.json")?;
+    let map = read("special_tokens_map.json")?;
+    let class = config.get("tokenizer_class").and_then(Value::as_str);
+    let llama = match class {
+        Some(c) => c.starts_with("LlamaTokenizer"),
+        None => hp.find(&["model_type"]).and_then(Value::as_str) == Some("llama"),
+    };
+    let defaults = [
+        ("unk_token", "<unk>"),
+        ("bos_token", "<s>"),
+        ("eos_token", "</s>"),
+    ];
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |t: &str| {
+        if !t.is_empty() && !out.iter().any(|o| o == t) {
+            out.push(t.to_owned());
+        }
+    };
+    for attr in ATTRIBUTES {
+        let value = match config.get(attr) {
+            Some(v) => Some(v),
+            None => map.get(attr),
+        };
+        match value {
+            Some(v) => {
+                if let Some(t) = token_text(v) {
+                    push(t);
+                }
+            }
+            None if llama => {
+                if let Some((_, t)) = defaults.iter().find(|(a, _)| *a == attr) {
+                    push(t);
+                }
+            }
+            None => {}
+        }
+    }
+    let additional = match config.get("additional_special_tokens") {
+        Some(v) => Some(v),
+        None => map.get("additional_special_tokens"),
+    };
+    if let Some(Value::Array(items)) = additional {
+        for v in items {
+            if let Some(t) = token_text(v) {
+                push(t);
+            }
+        }
+    }
+    if let Some(Value::Object(extra)) = config.get("extra_special_tokens") {
+        for v in extra.values() {
+            if let Some(t) = token_text(v) {
+                push(t);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// gguf-py's `LlamaHfVocab` (the reference's `_set_vocab_llama_hf`): a Llama BPE tokenizer with
+/// byte fallback read from `tokenizer.json` as transformers' fast tokenizer gives it. The base
+/// vocabulary's texts as they are, then the tokens added past it in id order; every score
+/// -1000; byte pieces `BYTE`, special tokens `CONTROL`, other added tokens `USER_DEFINED`.
+pub fn llama_hf(dir: &Path, hp: &Hparams) -> Result<crate::vocab::Vocab> {
+    let path = dir.join("tokenizer.json");
+    let tk =
+        Tokenizer::from_file(&path).map_err(|e| Error::field(&path, "(root)", e.to_string()))?;
+    let base = tk.get_vocab_size(false) as u32;
+    let vocab = tk.get_vocab(true);
+    let mut reverse: HashMap<u32, &str> = HashMap::with_capacity(vocab.len());
+    for (t, id) in &vocab {
+        reverse.insert(*id, t.as_str());
+    }
+    let specials = all_special_tokens(dir, hp)?;
+    let mut special_ids = Vec::new();
+    for t in &specials {
+        let id = vocab.get(t).ok_or_else(|| {
+            Error::field(
+                &dir.join("tokenizer_config.json"),
+                "(special tokens)",
+                format!("special token {t:?} is not in {}", path.display()),
+            )
+        })?;
+        special_ids.push(*id);
+    }
+    let decoder = tk.get_added_tokens_decoder();
+    let mut added: Vec<(u32, &str)> = (decoder.iter())
+        .filter(|(id, _)| **id >= base)
+        .map(|(id, t)| (*id, t.content.as_str()))
+        .collect();
+    added.sort_by_key(|(id, _)| *id);
+    let n = base as usize + added.len();
+    let (mut tokens, mut types) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for id in 0..base {
+        let text = reverse
+            .get(&id)
+            .ok_or_else(|| Error::field(&path, "model.vocab", format!("no token has id {id}")))?;
+        tokens.push((*text).to_owned());
+        types.push(if is_byte_piece(text) {
+            token_type::BYTE
+        } else if special_ids.contains(&id) {
+            token_type::CONTROL
+        } else {
+            token_type::NORMAL
+        });
+    }
+    for (_, text) in added {
+        tokens.push(text.to_owned());
+        types.push(if specials.iter().any(|s| s == text) {
+            token_type::CONTROL
+        } else {
+            token_type::USER_DEFINED
+        });
+    }
+    let scores = vec![-1000.0; tokens.len()];
+    Ok(crate::vocab::Vocab {
+        tokens,
+        scores,
+        types,
+    })
+}

@@ -401,12 +401,10 @@ impl Family {
                 }
                 if !sentencepiece(dir, hp, kv)? {
                     if llama_hf_style(dir)? {
-                        return Err(Error::Unsupported(format!(
-                            "{}: Llama BPE tokenizers with byte fallback (llama-hf) are not converted yet",
-                            dir.display()
-                        )));
+                        llama_hf(dir, hp, kv)?;
+                    } else {
+                        gpt2(dir, hp, kv, pre)?;
                     }
-                    gpt2(dir, hp, kv, pre)?;
                 }
                 let vocab_size = hp.opt_int(&["vocab_size"])?.unwrap_or(32000);
                 if vocab_size == 32016 {
@@ -437,6 +435,18 @@ fn sentencepiece(dir: &Path, hp: &Hparams, kv: &mut Kv) -> Result<bool> {
     kv.i32s("tokenizer.ggml.token_type", v.types);
     vocab::SpecialVocab::load(dir, Some(n), false)?.add_to(kv)?;
     Ok(true)
+}
+
+/// `_set_vocab_llama_hf`.
+fn llama_hf(dir: &Path, hp: &Hparams, kv: &mut Kv) -> Result<()> {
+    let v = crate::bpe::llama_hf(dir, hp)?;
+    let n = v.tokens.len() as u64;
+    kv.string("tokenizer.ggml.model", "llama");
+    kv.string("tokenizer.ggml.pre", "default");
+    kv.strings("tokenizer.ggml.tokens", v.tokens);
+    kv.f32s("tokenizer.ggml.scores", v.scores);
+    kv.i32s("tokenizer.ggml.token_type", v.types);
+    vocab::SpecialVocab::load(dir, Some(n), false)?.add_to(kv)
 }
 
 /// `_set_vocab_gpt2`.

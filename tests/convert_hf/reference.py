@@ -87,6 +87,9 @@ class Fixture:
     bpe: str | None = None            # a real BPE vocabulary (vocabs.py) instead of SentencePiece
     readme: str | None = None         # README.md (a model card with YAML front matter)
     head_dim: int | None = None
+    # only tokenizer.json (transformers' fast tokenizer converted from the SentencePiece model,
+    # with a token and a special token added past it): the reference reads it as LlamaHfVocab
+    fast_only: bool = False
 
 
 FIXTURES = [
@@ -193,6 +196,11 @@ FIXTURES += [
         rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                       "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
     ),
+    # Llama with a fast tokenizer alone (BPE with byte fallback: the llama-hf vocabulary)
+    Fixture(
+        name="Tiny-Llama-Fast-Tokenizer", seed=1616, dtype="float16", kv_heads=2,
+        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True), fast_only=True,
+    ),
     # Phi-3: fused qkv and gate/up projections
     Fixture(
         name="Phi-3-tiny-4k-instruct", seed=1111, arch="phi3", dtype="bfloat16", kv_heads=4,
@@ -237,6 +245,22 @@ class _Built(Exception):
 LLAMA_CPP = Path(".")
 
 
+def fast_tokenizer(model_file: Path, options: dict):
+    """transformers' LlamaTokenizerFast converted from the SentencePiece model, with a token
+    and a special token added past the model's pieces."""
+    import sys
+    # The converter imports sentencepiece's own protobuf module, generated for protobuf >= 5;
+    # the pinned environment has protobuf < 5, for which transformers ships the same module.
+    from transformers.utils import sentencepiece_model_pb2_new
+    sys.modules["sentencepiece.sentencepiece_model_pb2"] = sentencepiece_model_pb2_new
+    from transformers import LlamaTokenizerFast
+
+    tok = LlamaTokenizerFast(vocab_file=str(model_file), legacy=True, from_slow=True, **options)
+    tok.add_tokens(["<extra_user>"])
+    tok.add_special_tokens({"additional_special_tokens": ["<tool_call>"]})
+    return tok
+
+
 def build_fixture(fx: Fixture, folder: Path) -> None:
     import torch
     from transformers import (AutoModelForCausalLM, GenerationConfig, LlamaConfig,
@@ -262,10 +286,15 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
         model_file.write_bytes(train_spm(fx.spm))
         # legacy=True: the non-legacy path needs sentencepiece_model_pb2, which
         # sentencepiece 0.2.3 generates for protobuf >= 5
-        tok = LlamaTokenizer(vocab_file=str(model_file), legacy=True, **fx.tokenizer)
+        if fx.fast_only:
+            tok = fast_tokenizer(model_file, fx.tokenizer)
+        else:
+            tok = LlamaTokenizer(vocab_file=str(model_file), legacy=True, **fx.tokenizer)
         if fx.chat_template is not None:
             tok.chat_template = fx.chat_template
         tok.save_pretrained(str(folder), save_jinja_files=fx.chat_template_file)
+        if fx.fast_only:
+            (folder / "tokenizer.model").unlink(missing_ok=True)
         n_vocab = len(tok)
     except _Built as b:
         n_vocab = b.n_vocab
@@ -401,6 +430,7 @@ FAST = {
     "Qwen1.5-MoE-Tiny-A1B__auto",
     "Qwen3-MoE-Tiny__q8_0",
     "Llama-3.2-Tiny-Instruct__bf16",
+    "Tiny-Llama-Fast-Tokenizer__f16",
 }
 
 
