@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 #[non_exhaustive]
 pub enum Error {
     /// The input is not a well-formed GGUF file.
-    #[error("{0}")]
+    #[error(transparent)]
     Decode(#[from] DecodeError),
     /// The model cannot be written: a reader would reject the result.
     #[error("cannot encode: {0}")]
@@ -40,16 +40,16 @@ pub enum Error {
         why: String,
     },
     /// A version-gated header field that cannot be set so.
-    #[error("{0}")]
+    #[error(transparent)]
     Gated(#[from] ggufrw_schema::GatedError),
     /// An edit that cannot be made as asked.
-    #[error("{0}")]
+    #[error(transparent)]
     Edit(#[from] EditError),
     /// Blocks that cannot be dequantized or quantized as asked.
-    #[error("{0}")]
+    #[error(transparent)]
     Quant(#[from] QuantError),
     /// A model that cannot be quantized as asked.
-    #[error("{0}")]
+    #[error(transparent)]
     Quantize(#[from] crate::quantize::QuantizeError),
     /// A conversion that would convert no tensor (each chosen one refused, or none chosen).
     #[error("no tensor converted to {to}{}", refusals(skipped))]
@@ -60,10 +60,10 @@ pub enum Error {
         skipped: Vec<(String, String)>,
     },
     /// A split or merge that cannot be made as asked.
-    #[error("{0}")]
+    #[error(transparent)]
     Split(#[from] crate::tools::split::SplitError),
     /// A byte-order conversion that cannot be made without loss.
-    #[error("{0}")]
+    #[error(transparent)]
     Endian(#[from] crate::tools::endian::EndianError),
     /// Lossless JSON that does not describe a file.
     #[cfg(feature = "json")]
@@ -71,7 +71,7 @@ pub enum Error {
     #[error("lossless JSON: {0}")]
     Lossless(#[from] crate::tools::lossless::LosslessError),
     /// Reading or writing failed.
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
     /// A remote file could not be read (its header's own errors are `Decode`).
     #[cfg(feature = "remote")]
@@ -161,7 +161,7 @@ pub enum TensorError {
     #[error("type {} has no known size", type_name(*.0))]
     UnknownType(u32),
     /// The shape has no byte size for the type.
-    #[error("{0}")]
+    #[error(transparent)]
     Size(#[from] SizeError),
     /// The extent does not lie inside the data section.
     #[error("bytes {offset}..+{size} are outside the {data_len}-byte data section")]
@@ -217,7 +217,7 @@ pub enum TensorError {
         declared: u64,
     },
     /// Its blocks cannot be converted.
-    #[error("{0}")]
+    #[error(transparent)]
     Quant(#[from] QuantError),
 }
 

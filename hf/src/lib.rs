@@ -24,7 +24,8 @@
 //! `Qwen2ForCausalLM`, `Qwen3ForCausalLM`, `Qwen2MoeForCausalLM`, `Qwen3MoeForCausalLM`,
 //! `Gemma2ForCausalLM`, `Gemma3ForCausalLM` (and the text of `Gemma3ForConditionalGeneration`),
 //! `Phi3ForCausalLM`. Vocabularies: SentencePiece (`tokenizer.model`), BPE (`tokenizer.json`,
-//! the pre-tokenizer found by the reference's hash table) and the special vocabulary.
+//! the pre-tokenizer found by the reference's hash table), llama-hf (`tokenizer.json` alone,
+//! BPE with byte fallback) and the special vocabulary.
 
 mod config;
 mod convert;

@@ -99,6 +99,6 @@ pub enum QuantizeError {
     #[error("{0}")]
     Imatrix(String),
     /// The block arithmetic refused.
-    #[error("{0}")]
+    #[error(transparent)]
     Quant(#[from] QuantError),
 }
