@@ -5,7 +5,7 @@
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::names::ArchTable;
+use crate::tables::ArchTable;
 use crate::tables::{self, Tensor};
 use crate::vocab;
 use serde_json::Value;

@@ -2,31 +2,8 @@
 //! tables the same way (every block's names spelled out, a later entry replacing an earlier
 //! one for the same checkpoint name).
 
-use crate::tables::Tensor;
+use crate::tables::{ArchTable, Tensor};
 use std::collections::HashMap;
-
-/// One `TensorNameMap` entry: the checkpoint names (templates with `{bid}` in blocks) a
-/// GGUF tensor is known by.
-#[derive(Debug)]
-pub struct Mapping {
-    /// The GGUF tensor.
-    pub tensor: Tensor,
-    /// Its checkpoint names.
-    pub hf: &'static [&'static str],
-}
-
-/// An architecture's tables.
-#[derive(Debug)]
-pub struct ArchTable {
-    /// `MODEL_ARCH_NAMES`' name: `general.architecture` and the metadata keys' prefix.
-    pub name: &'static str,
-    /// `MODEL_TENSORS`: the tensors the architecture may have.
-    pub tensors: &'static [Tensor],
-    /// Mappings outside the blocks.
-    pub global: &'static [Mapping],
-    /// Mappings inside each block.
-    pub block: &'static [Mapping],
-}
 
 /// The checkpoint-name map of one architecture with `n_blocks` blocks.
 pub struct NameMap {

@@ -382,7 +382,7 @@ impl SpecialVocab {
             ..SpecialVocab::default()
         };
         if load_merges {
-            s.merges = crate::bpe::merges(dir)?;
+            s.merges = merges(dir)?;
         }
         s.load_tokenizer_json(dir)?;
         s.load_config_json(dir)?;
@@ -733,6 +733,69 @@ impl SpecialVocab {
         }
         Ok(())
     }
+}
+
+/// The merges `SpecialVocab(load_merges=True)` finds: `tokenizer.json`'s, spaces inside a pair
+/// written as U+0120 as the reference writes them, else `merges.txt`'s.
+fn merges(dir: &Path) -> Result<Vec<String>> {
+    let path = dir.join("tokenizer.json");
+    if path.is_file() {
+        let t = crate::read_json(&path)?;
+        if let Some(list) = t
+            .get("model")
+            .and_then(|m| m.get("merges"))
+            .and_then(Value::as_array)
+        {
+            if let Some(first) = list.first() {
+                if first.is_string() {
+                    return list
+                        .iter()
+                        .map(|m| m.as_str().map(str::to_owned))
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or_else(|| Error::field(&path, "model.merges", "not all strings"));
+                }
+                let pair = |m: &Value| -> Option<String> {
+                    let a = m.as_array().filter(|a| a.len() == 2)?;
+                    let enc = |s: &str| s.replace(' ', "\u{120}");
+                    Some(format!("{} {}", enc(a[0].as_str()?), enc(a[1].as_str()?)))
+                };
+                if first
+                    .as_array()
+                    .is_some_and(|a| a.len() == 2 && a[0].is_string())
+                {
+                    return list
+                        .iter()
+                        .map(pair)
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or_else(|| {
+                            Error::field(&path, "model.merges", "not all pairs of strings")
+                        });
+                }
+                return Err(Error::field(
+                    &path,
+                    "model.merges",
+                    "Unknown tokenizer merges format",
+                ));
+            }
+        }
+    }
+    let txt = dir.join("merges.txt");
+    if !txt.is_file() {
+        return Ok(Vec::new());
+    }
+    let text = std::fs::read_to_string(&txt).map_err(|e| Error::io(&txt, e))?;
+    let mut lines = text.lines().peekable();
+    if lines.peek().is_some_and(|l| l.trim().starts_with('#')) {
+        lines.next();
+    }
+    Ok(lines
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| {
+            let parts: Vec<&str> = l.split_whitespace().collect();
+            (parts.len() == 2).then(|| format!("{} {}", parts[0], parts[1]))
+        })
+        .collect())
 }
 
 #[cfg(test)]
