@@ -12,9 +12,9 @@
 #                linking ggml's own code into the fuzz targets (fuzz/run.sh)
 #   --tools      also configure a second build dir with
 #                -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_EXAMPLES=ON and build
-#                llama-gguf-split, llama-gguf-hash and llama-quantize (they need libllama and
-#                llama-common: minutes, not seconds); print the directory that
-#                holds them instead
+#                llama-gguf-split, llama-gguf-hash, llama-quantize and llama-imatrix (they
+#                need libllama and llama-common: minutes, not seconds); print the
+#                directory that holds them instead
 #
 # Environment:
 #   GGUFRW_GGML_DIR   cache directory
@@ -58,7 +58,9 @@ CMAKE_FLAGS=(
     -DLLAMA_OPENSSL=OFF
 )
 TOOLS_FLAGS=(-DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_EXAMPLES=ON)
-TOOLS_TARGETS=(llama-gguf-split llama-gguf-hash llama-quantize)
+# llama-imatrix: the importance matrices the quantize tests use, and the reference for
+# `ggufrw imatrix convert` (tests/imatrix.rs)
+TOOLS_TARGETS=(llama-gguf-split llama-gguf-hash llama-quantize llama-imatrix)
 
 die() { echo "ggml.sh: $*" >&2; exit 1; }
 note() { echo "ggml.sh: $*" >&2; }

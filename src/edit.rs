@@ -3,13 +3,13 @@
 //! was. Everything not edited stays byte-identical; tensor data is copied by the kernel where
 //! the OS allows.
 
+pub use crate::error::EditError;
 use crate::error::{Error, Result};
 use crate::file::{tensor_byte_size, Gguf};
 use crate::fsutil::{critical, same_file, write_atomic_file, Mode, Progress};
 use crate::keys::standard_key;
 use crate::write::{set_metadata, write_parts, Part, Source};
-use ggufrw_schema::{GgufString, Header, Layout, TensorInfo, Value, ALIGNMENT_KEY};
-use std::fmt;
+use ggufrw_schema::{GgufString, Header, Layout, TensorInfo, Value};
 use std::fs::{File, OpenOptions};
 use std::path::Path;
 
@@ -37,95 +37,6 @@ pub struct EditReport {
     /// Bytes of tensor data written (0 in place).
     pub data_bytes: u64,
 }
-
-/// Why an edit cannot be made as asked.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum EditError {
-    /// A key to delete is not in the file.
-    NoSuchKey(String),
-    /// A standard key would get a value of another type than its standard one (allowed with
-    /// [`Edit::force`]).
-    NotStandardType {
-        /// The key.
-        key: String,
-        /// Its standard type.
-        expected: &'static str,
-        /// The type of the value given.
-        found: String,
-    },
-    /// `general.alignment` would change, which moves every tensor's data.
-    AlignmentChanged {
-        /// The alignment in force.
-        from: u32,
-        /// The one the edit sets.
-        to: u32,
-    },
-    /// No tensor has the name.
-    NoSuchTensor(String),
-    /// Several tensors have the name, so it does not say which is meant.
-    AmbiguousTensor(String),
-    /// The new name of a renamed tensor is taken.
-    TensorExists(String),
-    /// In place: tensors cannot be deleted (that would leave a hole in the data section).
-    DeleteInPlace,
-    /// In place: the new header needs more room than the old one had.
-    DoesNotFit {
-        /// Bytes missing.
-        needed: u64,
-        /// Bytes the old header had before the data section.
-        room: u64,
-    },
-    /// In place: the new header is shorter than the old one by more than the alignment slack,
-    /// so the data section would move.
-    ShrinksPastSlack {
-        /// Bytes shorter.
-        by: u64,
-        /// The alignment.
-        alignment: u32,
-    },
-    /// The output is the input (edit it in place instead).
-    OutputIsInput,
-}
-
-impl fmt::Display for EditError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        use EditError::*;
-        match self {
-            NoSuchKey(key) => write!(f, "--delete {key}: no such key"),
-            NotStandardType { key, expected, found } => write!(
-                f,
-                "--set {key}: the standard type of {key} is {expected}, not {found} (--force sets it anyway)"
-            ),
-            AlignmentChanged { from, to } => write!(
-                f,
-                "{ALIGNMENT_KEY} would change from {from} to {to}: that moves every tensor's data, which edit does not do"
-            ),
-            NoSuchTensor(name) => write!(f, "{name}: no such tensor"),
-            AmbiguousTensor(name) => write!(
-                f,
-                "{name}: several tensors have that name, so it does not say which"
-            ),
-            TensorExists(name) => write!(f, "a tensor named {name} exists"),
-            DeleteInPlace => f.write_str(
-                "deleting tensors in place would leave a hole in the data section; write a new file with -o",
-            ),
-            DoesNotFit { needed, room } => write!(
-                f,
-                "the new header needs {needed} more bytes than the {room} before the data section; write a new file with -o"
-            ),
-            ShrinksPastSlack { by, alignment } => write!(
-                f,
-                "the new header ends {by} bytes before the old one, past the {alignment}-byte alignment slack, which would move the data section; write a new file with -o"
-            ),
-            OutputIsInput => {
-                f.write_str("is the input: edit it with --in-place, or write elsewhere")
-            }
-        }
-    }
-}
-
-impl std::error::Error for EditError {}
 
 impl Edit {
     /// Whether it changes nothing.

@@ -64,7 +64,6 @@ pub mod quantize;
 #[cfg(feature = "remote")]
 #[cfg_attr(docsrs, doc(cfg(feature = "remote")))]
 pub mod remote;
-pub mod semantic;
 pub mod shards;
 pub mod tools;
 pub mod validate;

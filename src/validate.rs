@@ -33,12 +33,14 @@
 //! | non-zero padding | warning | – |
 //! | bytes after the last tensor | info | – |
 //!
-//! And, under both profiles, the meaning of the standard keys ([`crate::semantic`]).
+//! And, under both profiles, the meaning of the standard keys ([`semantic`]).
 //!
 //! Under `ggml`, category `structure` holds exactly what ggml's header read
 //! (`gguf_init_from_file` with `no_alloc`) refuses, and category `load` what its full load
 //! (and llama.cpp's loader, which checks each tensor's extent) refuses on top: data that the
 //! file does not hold. The ggml peer tests hold the profile to ggml itself.
+
+pub mod semantic;
 
 use crate::file::{tensor_byte_size, Gguf};
 use crate::quant::{type_name, GgmlType};
@@ -89,7 +91,7 @@ pub enum Severity {
 pub enum Category {
     /// The container: layout, limits, uniqueness (the profiles differ here).
     Structure,
-    /// What the standard keys mean ([`crate::semantic`]), the same under both profiles.
+    /// What the standard keys mean ([`semantic`]), the same under both profiles.
     Meaning,
     /// Under `ggml`: what ggml's full load (and llama.cpp's loader) refuses although its
     /// header read accepts the file: tensor data the file does not hold.
@@ -193,7 +195,7 @@ pub fn validate_header(
     v.file(header);
     v.metadata(header, layout);
     v.tensors(header, layout, file_len);
-    crate::semantic::check(header, layout, &mut |severity, path, offset, message| {
+    semantic::check(header, layout, &mut |severity, path, offset, message| {
         v.findings.push(Finding {
             severity,
             category: Category::Meaning,

@@ -9,6 +9,7 @@ mod convert_hf;
 mod coverage;
 mod fixtures;
 mod ggml_bytes;
+mod imatrix;
 mod keys;
 mod llama_tools;
 mod naming;

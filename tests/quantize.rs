@@ -13,7 +13,7 @@ use ggufrw::{Builder, GgmlType};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn llama_quantize() -> Option<PathBuf> {
+pub(crate) fn llama_quantize() -> Option<PathBuf> {
     match std::env::var_os("GGUFRW_LLAMA_TOOLS") {
         Some(dir) if !dir.is_empty() => {
             let p = PathBuf::from(dir).join("llama-quantize");
@@ -352,7 +352,13 @@ fn first_difference(a: &Path, b: &Path) -> String {
 
 /// Runs both tools on `input` with `options` and `preset`; panics on a difference in exit
 /// status or bytes, naming the first differing tensor. Returns whether both succeeded.
-fn compare(tool: &Path, dir: &Path, input: &str, options: &[&str], preset: &str) -> bool {
+pub(crate) fn compare(
+    tool: &Path,
+    dir: &Path,
+    input: &str,
+    options: &[&str],
+    preset: &str,
+) -> bool {
     let tag = format!("{input} {options:?} {preset}").replace(['/', ' ', '"', '[', ']', ','], "_");
     let (theirs_out, ours_out) = (format!("theirs-{tag}.gguf"), format!("ours-{tag}.gguf"));
     let args = |out: &str| {

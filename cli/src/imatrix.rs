@@ -53,13 +53,18 @@ pub fn run(args: Args) -> ExitCode {
                 Ok(m) => m,
                 Err(c) => return c,
             };
+            // The legacy format records no chunk size (llama-imatrix reads it as 0).
+            let size = if m.legacy {
+                " (no chunk size recorded)".to_owned()
+            } else {
+                format!(" of {} tokens", m.chunk_size)
+            };
             let mut s = format!(
-                "{}: {} format, {} entries, {} chunks of {} tokens, datasets {:?}\n",
+                "{}: {} format, {} entries, {} chunks{size}, datasets {:?}\n",
                 file.display(),
                 if m.legacy { "legacy .dat" } else { "GGUF" },
                 m.entries.len(),
                 m.chunk_count,
-                m.chunk_size,
                 m.datasets
             );
             let weights = m.weights();

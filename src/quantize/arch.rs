@@ -1,7 +1,7 @@
 //! The architectures llama.cpp knows, and the hyperparameters its type rules read, taken from
 //! the metadata as llama.cpp's loader takes them (`llama_model_base::load_hparams`).
 
-use super::plan::KvOverride;
+use super::options::KvOverride;
 use super::QuantizeError;
 use crate::schema::{ArrayValues, Header, Value};
 

@@ -3,7 +3,7 @@
 //! each entry normalised to one weight per column (per expert for a mixture) as
 //! llama-quantize's `load_imatrix` normalises it.
 
-use super::plan::KvOverride;
+use super::options::KvOverride;
 use super::QuantizeError;
 use crate::file::Gguf;
 use crate::quant::GgmlType;
@@ -304,6 +304,13 @@ pub fn keys(file_arg: &str, m: &Imatrix, entries_used: usize) -> Vec<(String, Kv
     keys
 }
 
+/// `dims` as ggml writes them to a GGUF file (`ggml_n_dims`): up to the last dimension above
+/// 1, and at least one.
+fn ggml_dims(dims: &[u64]) -> &[u64] {
+    let n = dims.iter().rposition(|&d| d != 1).map_or(1, |i| i + 1);
+    &dims[..n.min(dims.len())]
+}
+
 /// What llama-imatrix accumulates: raw sums of squared activations and per-matrix counts of
 /// rows seen, per entry, with the chunk count and datasets; both file formats are written from
 /// it as llama-imatrix writes them (`--output-format gguf|dat`), so converting a file is
@@ -322,19 +329,20 @@ pub struct Collected {
 
 impl Collected {
     /// `m` as llama-imatrix loads it with `chunk_size` tokens a chunk: a legacy file's values
-    /// and call counts times the chunk size, a GGUF file's sums and counts as they are.
+    /// and call counts times the chunk size, a GGUF file's sums and counts as they are. Each
+    /// value is added to a zero, as llama-imatrix accumulates it: a stored -0 comes out +0.
     pub fn from_file(m: &Imatrix, chunk_size: i32) -> Collected {
         let mut stats = BTreeMap::new();
         let mut max_count = 0i64;
         for (name, e) in &m.entries {
             let (values, counts) = if m.legacy {
-                let v = e.sums.iter().map(|s| s * chunk_size as f32).collect();
+                let v = e.sums.iter().map(|s| 0.0 + s * chunk_size as f32).collect();
                 (
                     v,
                     vec![e.counts.first().copied().unwrap_or(0) * i64::from(chunk_size)],
                 )
             } else {
-                (e.sums.clone(), e.counts.clone())
+                (e.sums.iter().map(|s| 0.0 + s).collect(), e.counts.clone())
             };
             max_count = max_count.max(counts.iter().copied().max().unwrap_or(0));
             stats.insert(name.clone(), (values, counts));
@@ -348,10 +356,12 @@ impl Collected {
     }
 
     /// The GGUF format: `general.type`, the datasets, chunk count and size, then per entry
-    /// (in name order) `NAME.in_sum2` [values / matrices, matrices] and `NAME.counts`
-    /// [1, matrices], as F32. Refused where a tensor name would reach ggml's limit of 64 bytes
-    /// (a legacy file's entry name can be any length; ggml cuts such a name short, and its
-    /// reader refuses the file).
+    /// (in name order) `NAME.in_sum2` `[values / matrices, matrices]` and `NAME.counts`
+    /// `[1, matrices]`, as F32, each shape without its trailing dimensions of 1 (llama-imatrix
+    /// makes 2-D tensors, and ggml writes a tensor's dimensions up to its last one above 1:
+    /// `[n]` and `[1]` for a dense model's entry). Refused where a tensor name would reach ggml's
+    /// limit of 64 bytes (a legacy file's entry name can be any length; ggml cuts such a name
+    /// short, and its reader refuses the file).
     pub fn to_gguf(&self) -> crate::Result<Vec<u8>> {
         const LONGEST_SUFFIX: usize = ".in_sum2".len();
         if let Some(name) = (self.stats.keys()).find(|n| n.len() + LONGEST_SUFFIX >= GGML_MAX_NAME)
@@ -383,13 +393,13 @@ impl Collected {
                 .tensor(
                     format!("{name}.in_sum2"),
                     GgmlType::F32,
-                    &[nval / nmat, nmat],
+                    ggml_dims(&[nval / nmat, nmat]),
                     f32s(&mut values.iter().copied()),
                 )?
                 .tensor(
                     format!("{name}.counts"),
                     GgmlType::F32,
-                    &[1, nmat],
+                    ggml_dims(&[1, nmat]),
                     f32s(&mut counts.iter().map(|&c| c as f32)),
                 )?;
         }
@@ -454,6 +464,17 @@ mod tests {
         assert_eq!(legacy[9..13], i32::MAX.to_le_bytes());
         c.stats.insert("w".into(), (vec![1.0; 4], vec![1025]));
         assert_eq!(c.to_legacy()[9..13], 3i32.to_le_bytes());
+    }
+
+    /// The shapes llama-imatrix's files hold (tests/imatrix.rs compares whole files with
+    /// llama-imatrix's): a dense entry's sums and count lose their trailing 1, an entry of
+    /// experts keeps both dimensions.
+    #[test]
+    fn shapes_are_written_as_ggml_writes_them() {
+        assert_eq!(ggml_dims(&[640, 1]), &[640]);
+        assert_eq!(ggml_dims(&[1, 1]), &[1]);
+        assert_eq!(ggml_dims(&[1, 4]), &[1, 4]);
+        assert_eq!(ggml_dims(&[8, 4]), &[8, 4]);
     }
 
     /// An entry name that would make a tensor name of 64 bytes or more is refused by the GGUF

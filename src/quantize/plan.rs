@@ -2,166 +2,14 @@
 //! metadata it writes, computed from the headers alone (no tensor data is read).
 
 use super::arch::Hparams;
-use super::preset::{default_type, Preset};
+use super::cnum::stoi;
+use super::options::{Options, TensorType};
+use super::preset::default_type;
 use super::QuantizeError;
 use crate::keys::FileType;
 use crate::quant::GgmlType;
 use crate::schema::{GgufString, Header, KeyValue, Value};
 use std::collections::BTreeMap;
-use std::fmt;
-
-/// `--tensor-type NAME=TYPE`: tensors whose name the pattern matches get the type (the first
-/// matching pattern wins). The pattern is matched by `matches` (a regular expression search,
-/// as llama-quantize's `std::regex_search`, in the command line; any predicate here).
-pub struct TensorType {
-    /// The pattern as given (lower-cased, as llama-quantize lower-cases it).
-    pub pattern: String,
-    /// The type it asks for.
-    pub ty: GgmlType,
-    /// Whether a tensor name matches.
-    pub matches: Box<dyn Fn(&str) -> bool + Send + Sync>,
-}
-
-impl fmt::Debug for TensorType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}={}", self.pattern, self.ty)
-    }
-}
-
-/// `--override-kv KEY=TYPE:VALUE`: a key set in the output (and read so by the loader).
-#[derive(Clone, Debug, PartialEq)]
-pub enum KvOverride {
-    /// `int:` (written as a UINT32 of its absolute value, as llama-quantize writes it).
-    Int(i64),
-    /// `float:` (written as a FLOAT32).
-    Float(f64),
-    /// `bool:`.
-    Bool(bool),
-    /// `str:` (at most 127 bytes).
-    Str(String),
-}
-
-impl KvOverride {
-    /// Parses `KEY=TYPE:VALUE` as llama.cpp's `string_parse_kv_override` does: the key is
-    /// under 128 bytes, `int:` takes C's `atol`, `float:` `atof`, `bool:` only `true` and
-    /// `false`, `str:` at most 127 bytes.
-    pub fn parse(text: &str) -> Result<(String, KvOverride), String> {
-        let (key, rest) = text
-            .split_once('=')
-            .filter(|(k, _)| k.len() < 128)
-            .ok_or_else(|| format!("malformed KV override '{text}'"))?;
-        let value = if let Some(v) = rest.strip_prefix("int:") {
-            KvOverride::Int(c_atol(v))
-        } else if let Some(v) = rest.strip_prefix("float:") {
-            KvOverride::Float(c_atof(v))
-        } else if let Some(v) = rest.strip_prefix("bool:") {
-            match v {
-                "true" => KvOverride::Bool(true),
-                "false" => KvOverride::Bool(false),
-                _ => return Err(format!("invalid boolean value for KV override '{text}'")),
-            }
-        } else if let Some(v) = rest.strip_prefix("str:") {
-            if v.len() > 127 {
-                return Err(format!(
-                    "malformed KV override '{text}', value cannot exceed 127 chars"
-                ));
-            }
-            KvOverride::Str(v.to_owned())
-        } else {
-            return Err(format!("invalid type for KV override '{text}'"));
-        };
-        Ok((key.to_owned(), value))
-    }
-
-    /// The value written to the output.
-    pub fn value(&self) -> Value {
-        match self {
-            // llama.cpp writes an int override as UINT32 (llama.cpp PR 14182), of |v|.
-            KvOverride::Int(v) => Value::Uint32(v.unsigned_abs() as u32),
-            KvOverride::Float(v) => Value::Float32(*v as f32),
-            KvOverride::Bool(b) => Value::Bool((*b).into()),
-            KvOverride::Str(s) => Value::String(s.as_str().into()),
-        }
-    }
-}
-
-/// C's `atol`: blanks, a sign, digits, the rest ignored; 0 where there are none (wrapping on
-/// overflow, as glibc's does not but the result is unspecified anyway).
-fn c_atol(s: &str) -> i64 {
-    let s = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    let (neg, digits) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let mut v: i64 = 0;
-    for b in digits.bytes().take_while(u8::is_ascii_digit) {
-        v = v.saturating_mul(10).saturating_add(i64::from(b - b'0'));
-    }
-    if neg {
-        -v
-    } else {
-        v
-    }
-}
-
-/// C's `atof` for the forms people write (decimal, exponent, inf, nan): the longest prefix
-/// that parses; 0 where none does.
-fn c_atof(s: &str) -> f64 {
-    let s = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    (1..=s.len())
-        .rev()
-        .filter(|&n| s.is_char_boundary(n))
-        .find_map(|n| s[..n].parse::<f64>().ok())
-        .unwrap_or(0.0)
-}
-
-/// What to quantize to, and llama-quantize's options that change the plan.
-#[derive(Debug)]
-pub struct Options {
-    /// The preset.
-    pub preset: &'static Preset,
-    /// `--pure`: the preset's type for every quantized tensor, no mixture.
-    pub pure: bool,
-    /// `--leave-output-tensor`: `output.weight` is not quantized.
-    pub leave_output_tensor: bool,
-    /// `--output-tensor-type`.
-    pub output_tensor_type: Option<GgmlType>,
-    /// `--token-embedding-type`.
-    pub token_embedding_type: Option<GgmlType>,
-    /// `--tensor-type` and `--tensor-type-file`, in the order given.
-    pub tensor_types: Vec<TensorType>,
-    /// Whether an importance matrix is given (some choices depend on it).
-    pub has_imatrix: bool,
-    /// `--prune-layers`: layers removed, the rest renumbered.
-    pub prune_layers: Vec<u32>,
-    /// `--override-kv`, in the order given.
-    pub kv_overrides: Vec<(String, KvOverride)>,
-    /// `--keep-split`: one output per input shard.
-    pub keep_split: bool,
-    /// Take an architecture llama.cpp does not know, with the generic rules (names and shapes
-    /// only; not what llama-quantize does, which refuses).
-    pub any_architecture: bool,
-}
-
-impl Options {
-    /// The preset with every option at llama-quantize's default.
-    pub fn new(preset: &'static Preset) -> Options {
-        Options {
-            preset,
-            pure: false,
-            leave_output_tensor: false,
-            output_tensor_type: None,
-            token_embedding_type: None,
-            tensor_types: Vec::new(),
-            has_imatrix: false,
-            prune_layers: Vec::new(),
-            kv_overrides: Vec::new(),
-            keep_split: false,
-            any_architecture: false,
-        }
-    }
-}
 
 /// One tensor of the output, in output order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -997,10 +845,7 @@ impl Plan {
             if !prune.is_empty() {
                 if let Some((at, len)) = find_block(w.name) {
                     let digits = std::str::from_utf8(&w.name[at..at + len]).expect("ASCII");
-                    let blk: u64 = digits
-                        .parse()
-                        .ok()
-                        .filter(|&b| b <= i32::MAX as u64)
+                    let blk = (stoi(digits).and_then(|b| u64::try_from(b).ok()))
                         .ok_or_else(|| QuantizeError::Plan(format!("stoi: {digits}")))?;
                     let to = *mapped.entry(blk).or_insert_with(|| {
                         if prune.iter().any(|&p| u64::from(p) == blk) {
@@ -1141,22 +986,5 @@ mod tests {
         );
         assert_eq!(category(b"output.weight"), Category::Output);
         assert_eq!(category(b"output_norm.weight"), Category::Other);
-    }
-
-    #[test]
-    fn kv_overrides_parse_as_llama_cpp() {
-        assert_eq!(
-            KvOverride::parse("a.b=int:-12x"),
-            Ok(("a.b".into(), KvOverride::Int(-12)))
-        );
-        assert_eq!(KvOverride::Int(-12).value(), Value::Uint32(12));
-        assert_eq!(
-            KvOverride::parse("k=float:1.5e3zz"),
-            Ok(("k".into(), KvOverride::Float(1500.0)))
-        );
-        assert!(KvOverride::parse("k=bool:yes").is_err());
-        assert!(KvOverride::parse("k=text:x").is_err());
-        assert!(KvOverride::parse("nokey").is_err());
-        assert!(KvOverride::parse(&format!("k=str:{}", "x".repeat(128))).is_err());
     }
 }

@@ -1,5 +1,6 @@
 //! The quantization presets llama-quantize accepts: names, numeric ids, help text.
 
+use super::cnum::stoi;
 use crate::keys::FileType;
 use crate::quant::GgmlType;
 
@@ -126,31 +127,6 @@ pub fn default_type(ft: FileType) -> Option<GgmlType> {
         MOSTLY_IQ3_S | MOSTLY_IQ3_M => G::IQ3_S,
         MOSTLY_NVFP4 | GUESSED => return None,
     })
-}
-
-/// C's `std::stoi`, as llama-quantize reads the numbers on its command line (a preset's id,
-/// layer ids, the thread count): blanks, an optional sign, at least one digit; the rest
-/// ignored; `None` where it throws (no digits, out of `int`'s range).
-pub fn stoi(text: &str) -> Option<i64> {
-    let s = text.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
-    let (negative, digits) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let end = digits.bytes().take_while(u8::is_ascii_digit).count();
-    if end == 0 {
-        return None;
-    }
-    let mut value: i64 = 0;
-    for b in digits[..end].bytes() {
-        value = value.checked_mul(10)?.checked_add(i64::from(b - b'0'))?;
-        if value > i64::from(i32::MAX) + 1 {
-            return None;
-        }
-    }
-    let value = if negative { -value } else { value };
-    i32::try_from(value).ok().map(i64::from)
 }
 
 #[cfg(test)]

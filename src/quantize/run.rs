@@ -1,7 +1,8 @@
 //! The driver: the plan carried out, tensor by tensor from the memory map through the
 //! streaming writer, rows quantized on every thread asked for.
 
-use super::plan::{Options, Plan, PlannedTensor};
+use super::options::Options;
+use super::plan::{Plan, PlannedTensor};
 use super::QuantizeError;
 use crate::error::TensorError;
 use crate::error::{Error, Result};

@@ -17,6 +17,7 @@
 
 mod estimate;
 
+pub use crate::error::RemoteError;
 use crate::file::Gguf;
 use crate::Error;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -83,35 +84,6 @@ pub struct Stats {
     pub requests: u32,
     /// Body bytes received.
     pub bytes: u64,
-}
-
-/// Why a remote read failed (beside the file's own decode errors).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RemoteError {
-    /// The server answered with an error status.
-    #[error("HTTP {status}{hint}")]
-    Status {
-        /// The status code.
-        status: u16,
-        /// What it probably means for a model file.
-        hint: &'static str,
-    },
-    /// The connection failed or timed out (after the retries, if any were allowed).
-    #[error("{0}")]
-    Transport(String),
-    /// The server's answer does not make sense for the range asked.
-    #[error("{0}")]
-    Protocol(String),
-    /// The header goes past [`Options::max_header`].
-    #[error("the header goes past {limit} bytes, the limit on a remote header")]
-    TooLarge {
-        /// The limit.
-        limit: u64,
-    },
-    /// Not a URL this reader can fetch.
-    #[error("not an http(s) URL: {0}")]
-    BadUrl(String),
 }
 
 /// A remote file's header and the bytes it takes.

@@ -4,6 +4,7 @@
 //! trailing bytes) kept as it is. Memory stays bounded whatever the size: the data goes
 //! through one buffer.
 
+pub use crate::error::EndianError;
 use crate::error::{Error, Result, TensorError};
 use crate::file::Gguf;
 use crate::fsutil::{
@@ -24,31 +25,6 @@ const BUFFER: usize = 4 << 20;
 struct Stretch {
     range: Range<u64>,
     blocks_of: Option<GgmlType>,
-}
-
-/// Why a file cannot be converted to the other byte order without loss.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum EndianError {
-    /// The version has no files in that byte order.
-    #[error("version {version} files are not written {}-endian (versions: {})", to.name(), version::describe(*to))]
-    NoSuchVersion {
-        /// The file's version.
-        version: u32,
-        /// The byte order asked for.
-        to: ByteOrder,
-    },
-    /// A tensor's data overlaps another's: its bytes would be swapped twice.
-    #[error("tensor[{index}] ({name}): its data overlaps another tensor's, which would be swapped twice")]
-    Overlap {
-        /// The tensor's index.
-        index: usize,
-        /// Its name.
-        name: String,
-    },
-    /// In place, the header would not keep its length (a bigger header moves the data).
-    #[error("the header would change length in the other byte order")]
-    HeaderLength,
 }
 
 /// The header in `to`, and the data section cut into stretches; refuses what cannot be

@@ -19,10 +19,11 @@
 //! padding as its length, or `"hex"` when it holds non-zero bytes.
 
 use crate::dump::{bool_from_json, metadata_json, text_from_json, text_json};
+pub use crate::error::LosslessError;
 use crate::error::{Error, Result, TensorError};
 use crate::file::Gguf;
 use crate::fsutil::{write_atomic_file, Mode, Progress};
-use crate::quant::{type_name, GgmlType};
+use crate::quant::GgmlType;
 use crate::write::{Builder, Source};
 use ggufrw_schema::{
     Array, ArrayValues, ByteOrder, GatedFields, GgufString, Header, KeyValue, Magic, Number,
@@ -30,7 +31,7 @@ use ggufrw_schema::{
 };
 use serde_json::{json, Value as Json};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
 
 /// The version of the shape written and read.
@@ -137,39 +138,6 @@ pub fn to_json<B: AsRef<[u8]>>(file: &Gguf<B>) -> Json {
 
 fn bad(what: impl std::fmt::Display) -> Error {
     LosslessError::Malformed(what.to_string()).into()
-}
-
-/// Why lossless JSON and a data file do not make a file.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum LosslessError {
-    /// The JSON does not describe a header: what is wrong, where.
-    #[error("{0}")]
-    Malformed(String),
-    /// A tensor the JSON names is not in the data file.
-    #[error("tensor {name}: {from} has no tensor of that name to take its data from")]
-    NoSuchTensor {
-        /// The tensor.
-        name: String,
-        /// The data file.
-        from: PathBuf,
-    },
-    /// A tensor's type or shape is not the data file's.
-    #[error("tensor {name}: {} {here:?} here, {} {there:?} in {}: its data cannot be taken", type_name(*here_type), type_name(*there_type), from.display())]
-    Mismatch {
-        /// The tensor.
-        name: String,
-        /// Its type id in the JSON.
-        here_type: u32,
-        /// Its shape in the JSON.
-        here: Vec<u64>,
-        /// Its type id in the data file.
-        there_type: u32,
-        /// Its shape in the data file.
-        there: Vec<u64>,
-        /// The data file.
-        from: PathBuf,
-    },
 }
 
 /// A float from lossless JSON.

@@ -5,6 +5,7 @@
 //! keeps the model's `general.alignment` (its data is laid out with it), its version and its
 //! byte order.
 
+pub use crate::error::SplitError;
 use crate::error::{Error, Result};
 use crate::file::Gguf;
 use crate::fsutil::{Mode, Progress};
@@ -162,41 +163,6 @@ fn inconsistent(shard: &Path, key: &str, why: String) -> Error {
         why,
     })
     .in_file(shard)
-}
-
-/// Why a split or a merge cannot be made as asked.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SplitError {
-    /// A shard must hold at least one tensor.
-    #[error("at most 0 tensors per shard: a shard holds one at least")]
-    NoTensorsPerShard,
-    /// More shards than `split.count` (a UINT16) can count.
-    #[error("{0} shards: split.count is a UINT16")]
-    TooManyShards(usize),
-    /// More tensors than `split.tensors.count` (an INT32) can count.
-    #[error("{0} tensors: split.tensors.count is an INT32")]
-    TooManyTensors(usize),
-    /// The file named as the first shard is not named as one.
-    #[error("is not a first shard: its name must end in -00001-of-NNNNN.gguf")]
-    NotFirstShard,
-    /// A shard with tensors ends before its data section: cut short (ggml, gguf-split and
-    /// llama.cpp's loader refuse it; merged, its tensors would be laid out as if it were whole).
-    #[error(
-        "the file ends {missing} bytes before the data section its tensors are in (cut short?)"
-    )]
-    CutShort {
-        /// Bytes missing up to the data section.
-        missing: u64,
-    },
-    /// A shard disagrees with the set: the field, and how.
-    #[error("{field}: {why}")]
-    Inconsistent {
-        /// The key or header field.
-        field: String,
-        /// How it disagrees.
-        why: String,
-    },
 }
 
 /// The value of a split key as an integer, or why not.

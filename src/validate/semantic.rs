@@ -13,9 +13,9 @@
 //! | `general.file_type` unknown, or its main tensor type absent | warning |
 //! | `split.no` ≥ `split.count`, one without the other, more tensors than `split.tensors.count` | error |
 
+use super::Severity;
 use crate::keys::{describe, standard_key, FileType, Required, TokenType, STANDARD_KEYS};
 use crate::quant::GgmlType;
-use crate::validate::Severity;
 use ggufrw_schema::{ArrayValues, Header, Layout, Value};
 use std::collections::HashMap;
 
