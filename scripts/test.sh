@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 GGUFRW_PYTHON="$(scripts/peers.sh --with-model)"
 export GGUFRW_PYTHON
-# Where every peer is prepared, a test that finds one missing fails rather than skipping.
+# Where every peer (and tool) is prepared, a test that finds one missing fails rather than
+# skipping.
 require_peers=1
 # ggml is built from the pinned sources, which needs a C++ compiler and CMake: without them the
 # ggml comparisons say SKIPPED.
@@ -26,15 +27,13 @@ else
     echo "test.sh: @huggingface/gguf could not be installed (Node.js >= 20 and npm); tests/peer_hf_gguf.rs will skip" >&2
     require_peers=
 fi
-if [ -n "${require_peers}" ]; then
-    export GGUFRW_REQUIRE_PEERS=1
-fi
 # llama.cpp's tools link libllama: minutes to build the first time. Where they cannot be built
 # their compatibility tests say SKIPPED.
 if GGUFRW_LLAMA_TOOLS="$(scripts/ggml.sh --tools)"; then
     export GGUFRW_LLAMA_TOOLS
 else
     echo "test.sh: llama-gguf-split, llama-gguf-hash and llama-quantize could not be built; tests/llama_tools.rs, quantize.rs and quantize_plan.rs will skip" >&2
+    require_peers=
 fi
 # The reference converter (torch and transformers, ~4.9 GB the first time) for the
 # convert-hf comparison; where it cannot be installed, tests/convert_hf.rs says SKIPPED.
@@ -44,6 +43,10 @@ if convert_ref="$(scripts/convert-ref.sh)"; then
     export GGUFRW_CONVERT_REF GGUFRW_LLAMA_CPP
 else
     echo "test.sh: the reference converter could not be installed; tests/convert_hf.rs will skip" >&2
+    require_peers=
+fi
+if [ -n "${require_peers}" ]; then
+    export GGUFRW_REQUIRE_PEERS=1
 fi
 cargo test --workspace "$@"
 # Arguments select Rust tests; the Python tests run when none are given.

@@ -13,13 +13,14 @@ use std::process::Command;
 fn reference() -> Option<(PathBuf, PathBuf)> {
     let py = std::env::var_os("GGUFRW_CONVERT_REF").filter(|v| !v.is_empty());
     let tree = std::env::var_os("GGUFRW_LLAMA_CPP").filter(|v| !v.is_empty());
-    match (py, tree) {
-        (Some(py), Some(tree)) => Some((PathBuf::from(py), PathBuf::from(tree))),
-        _ => {
-            eprintln!("SKIPPED: GGUFRW_CONVERT_REF or GGUFRW_LLAMA_CPP is not set (scripts/test.sh sets them from scripts/convert-ref.sh, which installs torch and transformers, ~4.9 GB, the first time)");
-            None
-        }
-    }
+    crate::common::peer_or_skip(match (py, tree) {
+        (Some(py), Some(tree)) => Ok((PathBuf::from(py), PathBuf::from(tree))),
+        _ => Err(
+            "GGUFRW_CONVERT_REF or GGUFRW_LLAMA_CPP is not set (scripts/convert-ref.sh \
+                  installs torch and transformers, ~4.9 GB, the first time)"
+                .to_owned(),
+        ),
+    })
 }
 
 /// The first difference between two GGUF files, named: a header field, a key, a tensor's
@@ -242,11 +243,9 @@ fn the_generated_tables_are_the_pinned_trees() {
 /// each `auto` case quantized by llama-quantize (built from the same tree by
 /// `scripts/ggml.sh --tools`; without it this part says SKIPPED).
 fn quantize_after_conversion(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<String>) {
-    let Some(tools) = std::env::var_os("GGUFRW_LLAMA_TOOLS").filter(|v| !v.is_empty()) else {
-        eprintln!("SKIPPED: convert-hf --quantize: GGUFRW_LLAMA_TOOLS is not set (scripts/ggml.sh --tools builds llama-quantize)");
+    let Some(quantize) = crate::common::llama_tool("llama-quantize") else {
         return;
     };
-    let quantize = Path::new(&tools).join("llama-quantize");
     let mut compared = 0;
     for case in cases {
         let name = case["case"].as_str().unwrap();

@@ -9,14 +9,10 @@ use common::gemma;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The tools' directory (where llama-gguf-hash is; llama-gguf-split is built with it).
 fn tools() -> Option<PathBuf> {
-    match std::env::var_os("GGUFRW_LLAMA_TOOLS") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => {
-            eprintln!("SKIPPED: GGUFRW_LLAMA_TOOLS is not set (scripts/ggml.sh --tools builds llama-gguf-split and llama-gguf-hash)");
-            None
-        }
-    }
+    let hash = common::llama_tool("llama-gguf-hash")?;
+    hash.parent().map(Path::to_path_buf)
 }
 
 fn run(program: &Path, args: &[&str], dir: &Path) -> Output {

@@ -14,23 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub(crate) fn llama_quantize() -> Option<PathBuf> {
-    match std::env::var_os("GGUFRW_LLAMA_TOOLS") {
-        Some(dir) if !dir.is_empty() => {
-            let p = PathBuf::from(dir).join("llama-quantize");
-            if p.exists() {
-                return Some(p);
-            }
-            eprintln!(
-                "SKIPPED: {} is missing (scripts/ggml.sh --tools builds it)",
-                p.display()
-            );
-            None
-        }
-        _ => {
-            eprintln!("SKIPPED: GGUFRW_LLAMA_TOOLS is not set (scripts/ggml.sh --tools builds llama-quantize)");
-            None
-        }
-    }
+    common::llama_tool("llama-quantize")
 }
 
 fn run(program: &Path, args: &[String], dir: &Path) -> Output {

@@ -13,14 +13,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+/// The tools' directory (where llama-quant-types is).
 fn tools_dir() -> Option<PathBuf> {
-    match std::env::var_os("GGUFRW_LLAMA_TOOLS") {
-        Some(dir) if !dir.is_empty() => Some(PathBuf::from(dir)),
-        _ => {
-            eprintln!("SKIPPED: GGUFRW_LLAMA_TOOLS is not set (scripts/ggml.sh --tools builds llama-quant-types)");
-            None
-        }
-    }
+    let adapter = crate::common::llama_tool("llama-quant-types")?;
+    adapter.parent().map(|d| d.to_path_buf())
 }
 
 fn adapter() -> Option<PathBuf> {

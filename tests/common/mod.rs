@@ -19,6 +19,27 @@ pub fn peer_or_skip<T>(found: Result<T, String>) -> Option<T> {
     }
 }
 
+/// llama.cpp's tool `name`, in the directory `GGUFRW_LLAMA_TOOLS` names (scripts/ggml.sh
+/// --tools builds them), or `None` after saying SKIPPED.
+pub fn llama_tool(name: &str) -> Option<std::path::PathBuf> {
+    let dir = peer_or_skip(
+        (std::env::var_os("GGUFRW_LLAMA_TOOLS").filter(|d| !d.is_empty()))
+            .map(std::path::PathBuf::from)
+            .ok_or_else(|| {
+                format!("GGUFRW_LLAMA_TOOLS is not set (scripts/ggml.sh --tools builds {name})")
+            }),
+    )?;
+    let path = dir.join(name);
+    peer_or_skip(if path.exists() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "{} is missing (scripts/ggml.sh --tools builds it)",
+            path.display()
+        ))
+    })
+}
+
 /// gguf-py's Python (`GGUFRW_PYTHON`), or `None` after saying SKIPPED.
 pub fn python() -> Option<std::path::PathBuf> {
     peer_or_skip(ggufrw_conform::peer::python_from_env())
