@@ -5,13 +5,14 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ggufrw::validate::{validate, Profile};
-use ggufrw::{Builder, GgmlType, Gguf, Value};
+use ggufrw::{Builder, Gguf, Value};
+use ggufrw_conform::fixtures::with_tiny_tensors;
 use std::hint::black_box;
 
 fn vocabulary_header() -> Vec<u8> {
     let tokens: Vec<String> = (0..256_000).map(|i| format!("tok{i:04}")).collect();
     let merges: Vec<String> = (0..250_000).map(|i| format!("a{i} b{i}")).collect();
-    let mut b = Builder::new()
+    let b = Builder::new()
         .metadata("general.architecture", "llama")
         .metadata("tokenizer.ggml.model", "gpt2")
         .metadata("tokenizer.ggml.tokens", Value::from(tokens))
@@ -21,17 +22,7 @@ fn vocabulary_header() -> Vec<u8> {
             Value::from(vec![1i32; 256_000]),
         )
         .metadata("tokenizer.ggml.merges", Value::from(merges));
-    for i in 0..1000 {
-        b = b
-            .tensor(
-                format!("blk.{i}.weight"),
-                GgmlType::F32,
-                &[4],
-                vec![0u8; 16],
-            )
-            .unwrap();
-    }
-    b.build().unwrap().to_bytes().unwrap()
+    with_tiny_tensors(b, 1000)
 }
 
 /// A million uint8 keys `k.0`, `k.1`…, no tensors.

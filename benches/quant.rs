@@ -16,6 +16,7 @@
 
 use ggufrw::{quant, ByteOrder, GgmlType};
 use ggufrw_conform::peer::{ggml_from_env, Peer};
+use ggufrw_conform::strategy::pattern;
 use serde_json::json;
 use std::hint::black_box;
 use std::time::Instant;
@@ -29,15 +30,7 @@ fn median(v: &[f64]) -> f64 {
 
 /// Pseudo-random blocks, their half scales finite and small so that no path is the NaN path.
 fn blocks(ty: GgmlType, bytes: usize) -> Vec<u8> {
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut out: Vec<u8> = (0..bytes)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let mut out = pattern(0x9e37_79b9_7f4a_7c15, bytes);
     let size = ty.type_size() as usize;
     out.truncate(out.len() / size * size);
     for block in out.chunks_exact_mut(size) {

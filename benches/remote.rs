@@ -11,21 +11,10 @@
 mod server;
 
 use ggufrw::remote::{self, Options};
-use ggufrw::{Builder, GgmlType};
+use ggufrw::Builder;
+use ggufrw_conform::fixtures::{many_tensors, with_tiny_tensors};
 use std::process::Command;
 use std::time::Instant;
-
-fn many_tensors() -> Vec<u8> {
-    let mut b = Builder::new().metadata("general.architecture", "llama");
-    for i in 0..21u32 {
-        b = b.metadata(format!("llama.extra_{i}"), i);
-    }
-    for i in 0..20_000 {
-        let name = format!("blk.{}.t{}.weight", i / 10, i % 10);
-        b = b.tensor(&name, GgmlType::F32, &[2], vec![0u8; 8]).unwrap();
-    }
-    b.build().unwrap().to_bytes().unwrap()
-}
 
 fn vocabulary() -> Vec<u8> {
     let mut b = Builder::new().metadata("general.architecture", "llama");
@@ -43,17 +32,7 @@ fn vocabulary() -> Vec<u8> {
         )
         .metadata("tokenizer.ggml.token_type", vec![1i32; 256_000])
         .metadata("tokenizer.ggml.merges", merges);
-    for i in 0..1000 {
-        b = b
-            .tensor(
-                format!("blk.{i}.weight"),
-                GgmlType::F32,
-                &[4],
-                vec![0u8; 16],
-            )
-            .unwrap();
-    }
-    b.build().unwrap().to_bytes().unwrap()
+    with_tiny_tensors(b, 1000)
 }
 
 fn gemma() -> Option<Vec<u8>> {

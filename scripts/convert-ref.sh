@@ -42,16 +42,8 @@ PINS=(
     "safetensors==0.8.0"
 )
 
-die() { echo "convert-ref.sh: $*" >&2; exit 1; }
-
-for arg in "$@"; do
-    case "$arg" in
-        -h|--help)
-            sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
-            exit 0 ;;
-        *) die "unknown argument: $arg (usage: scripts/convert-ref.sh)" ;;
-    esac
-done
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
+parse_args "scripts/convert-ref.sh" 26 -- "$@"
 
 here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)"
 venv="${GGUFRW_CONVERT_REF_VENV:-${HOME:?HOME is not set}/.cache/ggufrw/convert-ref-torch-2.11.0}"
@@ -74,27 +66,11 @@ EOF
 }
 
 if ! have_pins; then
-    parent="$(dirname -- "$venv")"
-    mkdir -p -- "$parent" || die "cannot create $parent"
-    if command -v flock >/dev/null 2>&1; then
-        exec 9>"$venv.lock" || die "cannot open lock file $venv.lock"
-        flock 9 || die "cannot lock $venv.lock"
-    fi
+    take_lock "$venv" || true
     # re-check: another run may have finished the job while we waited
     if ! have_pins; then
-        if [ ! -x "$py" ] || ! "$py" -c 'import sys' >/dev/null 2>&1; then
-            command -v "$base_python" >/dev/null 2>&1 || die "$base_python not found"
-            if [ -f "$venv/pyvenv.cfg" ]; then
-                echo "convert-ref.sh: $venv is a broken venv; recreating it" >&2
-                rm -rf -- "$venv" || die "cannot remove broken venv $venv"
-            elif [ -e "$venv" ] && [ -n "$(ls -A -- "$venv" 2>/dev/null)" ]; then
-                die "$venv exists, is not empty and is not a venv; remove it or set GGUFRW_CONVERT_REF_VENV"
-            fi
-            "$base_python" -m venv "$venv" \
-                || die "'$base_python -m venv $venv' failed (on Debian/Ubuntu: apt-get install python3-venv)"
-        fi
-        [ -x "$py" ] || die "venv python $py missing after venv creation"
-        echo "convert-ref.sh: installing ${PINS[*]} into $venv (about 4.9 GB; takes minutes)" >&2
+        ensure_venv "$venv" "$base_python" GGUFRW_CONVERT_REF_VENV
+        note "installing ${PINS[*]} into $venv (about 4.9 GB; takes minutes)"
         "$py" -m pip install --quiet --disable-pip-version-check --no-input "${PINS[@]}" \
             || die "pip install ${PINS[*]} into $venv failed"
         have_pins || die "after the install, $py still lacks one of ${PINS[*]} (or cannot import torch, transformers, sentencepiece, yaml)"

@@ -62,21 +62,10 @@ TOOLS_FLAGS=(-DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_EXAMPLES=ON)
 # `ggufrw imatrix convert` (tests/imatrix.rs)
 TOOLS_TARGETS=(llama-gguf-split llama-gguf-hash llama-quantize llama-imatrix)
 
-die() { echo "ggml.sh: $*" >&2; exit 1; }
-note() { echo "ggml.sh: $*" >&2; }
-
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 with_tools=0
 print_lib=0
-for arg in "$@"; do
-    case "$arg" in
-        --tools) with_tools=1 ;;
-        --lib) print_lib=1 ;;
-        -h|--help)
-            sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//' >&2
-            exit 0 ;;
-        *) die "unknown argument: $arg (usage: scripts/ggml.sh [--tools | --lib])" ;;
-    esac
-done
+parse_args "scripts/ggml.sh [--tools | --lib]" 33 --tools=with_tools --lib=print_lib -- "$@"
 
 here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)"
 adapter_src="$here/../conform/peers/ggml_peer.cpp"
@@ -278,9 +267,7 @@ build_tools() {
 
 if ! ready; then
     mkdir -p -- "$dir" || die "cannot create $dir"
-    if command -v flock >/dev/null 2>&1; then
-        exec 9>"$dir.lock" || die "cannot open lock file $dir.lock"
-        flock 9 || die "cannot lock $dir.lock"
+    if take_lock "$dir"; then
         # leftovers of an interrupted run (all work happens under this lock)
         rm -rf -- "$dir"/sdist.tmp-* "$dir"/src.tmp-* "$dir"/bin/*.tmp-* 2>/dev/null || true
     fi

@@ -29,16 +29,8 @@ HF_GGUF_INTEGRITY="sha512-+S4ysHzzNN77rU0gBcuuGN+x1TYNP4M7EgOEZ2rKaTz8dZ8o2N92qa
 HF_TASKS_VERSION="0.21.54"
 HF_TASKS_INTEGRITY="sha512-OVFpVlLV6SSjG67Vdo98+qLvs/5yki0Ni1EWzbLrlBfZ+N6t4kM6aAeJLkFhikYYOZQyVNcWUN8UtPTs3Km05g=="
 
-die() { echo "peers-node.sh: $*" >&2; exit 1; }
-
-for arg in "$@"; do
-    case "$arg" in
-        -h|--help)
-            sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
-            exit 0 ;;
-        *) die "unknown argument: $arg (usage: scripts/peers-node.sh)" ;;
-    esac
-done
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
+parse_args "scripts/peers-node.sh" 26 -- "$@"
 
 dir="${GGUFRW_PEERS_NODE_DIR:-${HOME:?HOME is not set}/.cache/ggufrw/peers-hf-gguf-${HF_GGUF_VERSION}}"
 case "$dir" in /*) ;; *) dir="$PWD/$dir" ;; esac
@@ -118,16 +110,13 @@ if ! ready; then
     command -v -- "$npm_bin" >/dev/null 2>&1 \
         || die "npm not found ('$npm_bin'); install it (Debian: apt-get install npm) or set NPM"
     mkdir -p -- "$dir" || die "cannot create $dir"
-    if command -v flock >/dev/null 2>&1; then
-        exec 9>"$dir.lock" || die "cannot open lock file $dir.lock"
-        flock 9 || die "cannot lock $dir.lock"
-    fi
+    take_lock "$dir" || true
     # re-check: another run may have finished the job while we waited
     read -r node_major have_gguf have_tasks <<<"$(probe)"
     if ! ready; then
         rm -f -- "$dir/.stamp"
         write_pins
-        echo "peers-node.sh: npm install @huggingface/gguf@$HF_GGUF_VERSION into $dir" >&2
+        note "npm install @huggingface/gguf@$HF_GGUF_VERSION into $dir"
         (cd -- "$dir" && "$npm_bin" install --no-audit --no-fund --ignore-scripts) \
             || die "npm install in $dir failed"
         # npm must have kept the pinned lock (it refuses tarballs whose hash differs)

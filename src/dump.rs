@@ -274,13 +274,9 @@ pub fn dump_text_with<B: AsRef<[u8]>>(file: &Gguf<B>, options: DumpOptions) -> S
     let shown = options.arrays.unwrap_or(SHOWN_ELEMENTS);
     let header = file.header();
     let layout = file.layout();
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "GGUF v{} {}-endian{}, alignment {}, {} metadata pairs, {} tensors, data at 0x{:x}",
-        header.version,
-        header.byte_order.name(),
-        gated_text(header),
+    let mut out = format!(
+        "{}, alignment {}, {} metadata pairs, {} tensors, data at 0x{:x}\n",
+        format_text(header),
         layout.alignment,
         header.metadata.len(),
         header.tensor_infos.len(),
@@ -421,11 +417,18 @@ fn tensor_group(name: &[u8]) -> &[u8] {
     }
 }
 
-/// The version-gated fields the header has, as `, NAME VALUE` each (nothing in versions 1–3).
-fn gated_text(header: &ggufrw_schema::Header) -> String {
-    (header.gated.values().iter())
-        .map(|(field, value)| format!(", {} {value}", field.name))
-        .collect()
+/// `GGUF vN ORDER-endian` and the version-gated fields the header has, as `, NAME VALUE` each
+/// (none in versions 1–3).
+fn format_text(header: &ggufrw_schema::Header) -> String {
+    let mut text = format!(
+        "GGUF v{} {}-endian",
+        header.version,
+        header.byte_order.name()
+    );
+    for (field, value) in header.gated.values().iter() {
+        text.push_str(&format!(", {} {value}", field.name));
+    }
+    text
 }
 
 /// The header as markdown, in the manner of gguf-dump's `--markdown`: a table of the metadata
@@ -435,13 +438,9 @@ pub fn dump_markdown<B: AsRef<[u8]>>(file: &Gguf<B>, options: DumpOptions) -> St
     let shown = options.arrays.unwrap_or(SHOWN_ELEMENTS);
     let header = file.header();
     let layout = file.layout();
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# GGUF v{} {}-endian{}: {} metadata pairs, {} tensors\n",
-        header.version,
-        header.byte_order.name(),
-        gated_text(header),
+    let mut out = format!(
+        "# {}: {} metadata pairs, {} tensors\n\n",
+        format_text(header),
         header.metadata.len(),
         header.tensor_infos.len()
     );

@@ -108,13 +108,7 @@ pub(crate) fn dequantize_tensor(
     out: Option<&mut [f32]>,
     threads: usize,
 ) -> Result<Vec<f32>> {
-    let fail = |source: TensorError| Error::Tensor {
-        index,
-        name: name.to_string(),
-        source,
-    };
-    let ty =
-        GgmlType::from_id(ggml_type).ok_or_else(|| fail(TensorError::UnknownType(ggml_type)))?;
+    let (ty, fail) = crate::file::known_type(index, name, ggml_type)?;
     let run = |out: &mut [f32]| {
         crate::quant::dequantize_threads(ty, data, byte_order, out, threads)
             .map_err(|e| fail(e.into()))
@@ -133,38 +127,26 @@ impl<B: AsRef<[u8]>> Gguf<B> {
     /// The values of tensor `index`, of any type ggml dequantizes (and Q8_1, the integer types
     /// and F64), as f32: bit-exact with ggml's `to_float`, from either byte order.
     pub fn dequantize(&self, index: usize) -> Result<Vec<f32>> {
-        let data = self.tensor_data(index)?;
-        let info = &self.header().tensor_infos[index];
-        let byte_order = self.header().byte_order;
-        dequantize_tensor(
-            data,
-            info.ggml_type,
-            byte_order,
-            (index, info.name.text_ref()),
-            None,
-            1,
-        )
+        self.dequantize_with(index, None, 1)
     }
 
     /// [`Gguf::dequantize`] into `out`, which must hold exactly the tensor's element count.
     pub fn dequantize_into(&self, index: usize, out: &mut [f32]) -> Result<()> {
-        let data = self.tensor_data(index)?;
-        let info = &self.header().tensor_infos[index];
-        let byte_order = self.header().byte_order;
-        dequantize_tensor(
-            data,
-            info.ggml_type,
-            byte_order,
-            (index, info.name.text_ref()),
-            Some(out),
-            1,
-        )
-        .map(drop)
+        self.dequantize_with(index, Some(out), 1).map(drop)
     }
 
     /// [`Gguf::dequantize`] on up to `threads` threads (0: every processor), each taking a run
     /// of whole blocks: the same values for every count.
     pub fn dequantize_threads(&self, index: usize, threads: usize) -> Result<Vec<f32>> {
+        self.dequantize_with(index, None, threads)
+    }
+
+    fn dequantize_with(
+        &self,
+        index: usize,
+        out: Option<&mut [f32]>,
+        threads: usize,
+    ) -> Result<Vec<f32>> {
         let data = self.tensor_data(index)?;
         let info = &self.header().tensor_infos[index];
         let name = (index, info.name.text_ref());
@@ -173,7 +155,7 @@ impl<B: AsRef<[u8]>> Gguf<B> {
             info.ggml_type,
             self.header().byte_order,
             name,
-            None,
+            out,
             threads,
         )
     }

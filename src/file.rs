@@ -64,14 +64,24 @@ pub(crate) fn size_of(
     ggml_type: u32,
     dimensions: &[u64],
 ) -> Result<u64> {
-    let fail = |source: TensorError| Error::Tensor {
+    let (ty, fail) = known_type(index, name, ggml_type)?;
+    ty.byte_size(dimensions).map_err(|e| fail(e.into()))
+}
+
+/// Tensor `index`'s type, known to ggufrw, and how to name the tensor in an error about it.
+pub(crate) fn known_type(
+    index: usize,
+    name: TextRef<'_>,
+    ggml_type: u32,
+) -> Result<(GgmlType, impl Fn(TensorError) -> Error + '_)> {
+    let fail = move |source: TensorError| Error::Tensor {
         index,
         name: name.to_string(),
         source,
     };
     let ty =
         GgmlType::from_id(ggml_type).ok_or_else(|| fail(TensorError::UnknownType(ggml_type)))?;
-    ty.byte_size(dimensions).map_err(|e| fail(e.into()))
+    Ok((ty, fail))
 }
 
 /// The bytes from `data_offset` on (none if the file ends before it).

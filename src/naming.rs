@@ -46,6 +46,8 @@
 //! other parts (a fine-tune without a size label, a version without its `v`) parses into
 //! different parts.
 
+// Reachable for the differential tests against Python (tests/naming.rs), not part of the API.
+#[doc(hidden)]
 pub mod python;
 
 use crate::params;

@@ -200,38 +200,31 @@ impl<'a> GgufView<'a> {
 
     /// The values of tensor `index` as f32, dequantized as [`crate::Gguf::dequantize`] does.
     pub fn dequantize(&self, index: usize) -> Result<Vec<f32>> {
-        let data = self.tensor_data(index)?;
-        let info = &self.header.tensor_infos[index];
-        let name = self.str(&info.name.string);
-        let order = self.byte_order();
-        crate::elements::dequantize_tensor(data, info.ggml_type, order, (index, name), None, 1)
+        self.dequantize_with(index, None, 1)
     }
 
     /// [`GgufView::dequantize`] on up to `threads` threads (0: every processor): the same
     /// values for every count.
     pub fn dequantize_threads(&self, index: usize, threads: usize) -> Result<Vec<f32>> {
-        let data = self.tensor_data(index)?;
-        let info = &self.header.tensor_infos[index];
-        let name = self.str(&info.name.string);
-        let order = self.byte_order();
-        crate::elements::dequantize_tensor(
-            data,
-            info.ggml_type,
-            order,
-            (index, name),
-            None,
-            threads,
-        )
+        self.dequantize_with(index, None, threads)
     }
 
     /// [`GgufView::dequantize`] into `out`, which must hold exactly the tensor's element count.
     pub fn dequantize_into(&self, index: usize, out: &mut [f32]) -> Result<()> {
+        self.dequantize_with(index, Some(out), 1).map(drop)
+    }
+
+    fn dequantize_with(
+        &self,
+        index: usize,
+        out: Option<&mut [f32]>,
+        threads: usize,
+    ) -> Result<Vec<f32>> {
         let data = self.tensor_data(index)?;
         let info = &self.header.tensor_infos[index];
         let name = self.str(&info.name.string);
         let order = self.byte_order();
-        crate::elements::dequantize_tensor(data, info.ggml_type, order, (index, name), Some(out), 1)
-            .map(drop)
+        crate::elements::dequantize_tensor(data, info.ggml_type, order, (index, name), out, threads)
     }
 
     /// The owned model of the same header, for editing and writing.

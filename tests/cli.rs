@@ -2,16 +2,9 @@
 
 use crate::common;
 
-use common::{small_file, ty, Raw};
+use common::{ggufrw, small_file, ty, Raw};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn ggufrw(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
 
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);

@@ -7,13 +7,14 @@
 //! output file's bytes must agree. `GGUFRW_CONVERT_SET=full` runs the whole matrix (the
 //! default is the fast subset). Where the reference is not installed, the test says SKIPPED.
 
+use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn reference() -> Option<(PathBuf, PathBuf)> {
     let py = std::env::var_os("GGUFRW_CONVERT_REF").filter(|v| !v.is_empty());
     let tree = std::env::var_os("GGUFRW_LLAMA_CPP").filter(|v| !v.is_empty());
-    crate::common::peer_or_skip(match (py, tree) {
+    common::peer_or_skip(match (py, tree) {
         (Some(py), Some(tree)) => Ok((PathBuf::from(py), PathBuf::from(tree))),
         _ => Err(
             "GGUFRW_CONVERT_REF or GGUFRW_LLAMA_CPP is not set (scripts/convert-ref.sh \
@@ -95,21 +96,16 @@ fn convert_hf_matches_the_reference_on_every_case() {
     let set = std::env::var("GGUFRW_CONVERT_SET").unwrap_or_else(|_| "fast".into());
     let work = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/convert_hf/reference.py");
-    let out = Command::new(&py)
-        .arg(&script)
-        .args([
-            "--llama-cpp".as_ref(),
-            tree.as_os_str(),
-            "--work".as_ref(),
-            work.path().as_os_str(),
-        ])
-        .args(["--set", &set])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "reference.py failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::succeed(
+        Command::new(&py)
+            .arg(&script)
+            .args([
+                "--llama-cpp".as_ref(),
+                tree.as_os_str(),
+                "--work".as_ref(),
+                work.path().as_os_str(),
+            ])
+            .args(["--set", &set]),
     );
     let cases: serde_json::Value =
         serde_json::from_slice(&std::fs::read(work.path().join("cases.json")).unwrap()).unwrap();
@@ -222,15 +218,10 @@ fn the_generated_tables_are_the_pinned_trees() {
         return;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new(py)
-        .arg(root.join("scripts/gen_hf_tables.py"))
-        .arg(tree)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::succeed(
+        Command::new(py)
+            .arg(root.join("scripts/gen_hf_tables.py"))
+            .arg(tree),
     );
     let committed = std::fs::read(root.join("hf/src/tables.rs")).unwrap();
     assert!(
@@ -243,7 +234,7 @@ fn the_generated_tables_are_the_pinned_trees() {
 /// each `auto` case quantized by llama-quantize (built from the same tree by
 /// `scripts/ggml.sh --tools`; without it this part says SKIPPED).
 fn quantize_after_conversion(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<String>) {
-    let Some(quantize) = crate::common::llama_tool("llama-quantize") else {
+    let Some(quantize) = common::llama_tool("llama-quantize") else {
         return;
     };
     let mut compared = 0;

@@ -11,10 +11,11 @@
 
 use crate::common;
 use crate::quantize::{compare, llama_quantize};
+use common::run;
 
 use ggufrw::{Builder, GgmlType};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
 use std::sync::OnceLock;
 
 /// llama-imatrix beside llama-quantize, or `None` after saying SKIPPED (a failure where
@@ -29,14 +30,6 @@ fn llama_imatrix() -> Option<PathBuf> {
             p.display()
         ))
     })
-}
-
-fn run(program: &Path, args: &[&str], dir: &Path) -> Output {
-    Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}", program.display()))
 }
 
 /// `program ARGS` in `dir`, which must succeed: what it printed on stdout and stderr.

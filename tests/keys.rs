@@ -19,15 +19,7 @@ fn gguf_py_keys() -> Option<BTreeSet<String>> {
         \x20   if isinstance(cls, type):\n\
         \x20       for a, v in vars(cls).items():\n\
         \x20           if not a.startswith('_') and isinstance(v, str): print(v)\n";
-    let out = std::process::Command::new(python)
-        .args(["-c", script])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = common::succeed(std::process::Command::new(python).args(["-c", script]));
     Some(
         String::from_utf8(out.stdout)
             .unwrap()
@@ -242,6 +234,24 @@ fn has(findings: &[Finding], severity: Severity, text: &str) -> bool {
         .any(|f| f.severity == severity && f.message.contains(text))
 }
 
+/// `b` with a tensor `w` of `ty`, `elements` long, its `bytes` zero: built.
+fn with_w(b: Builder, ty: GgmlType, elements: u64, bytes: usize) -> Gguf<Vec<u8>> {
+    b.tensor("w", ty, &[elements], vec![0u8; bytes])
+        .unwrap()
+        .build()
+        .unwrap()
+}
+
+/// Each of `expected` is among `findings` (a finding of that severity containing that text).
+fn expect_all(findings: &[Finding], expected: &[(Severity, &str)]) {
+    for (severity, text) in expected {
+        assert!(
+            has(findings, *severity, text),
+            "no {severity:?} finding says {text:?}: {findings:?}"
+        );
+    }
+}
+
 #[test]
 fn semantic_findings() {
     assert!(
@@ -250,25 +260,16 @@ fn semantic_findings() {
         meaning(&vocab_file())
     );
 
-    let f = Builder::new()
-        .tensor("w", GgmlType::Q8_0, &[32], vec![0u8; 34])
-        .unwrap()
-        .build()
-        .unwrap();
-    let found = meaning(&f);
-    assert!(
-        has(
-            &found,
-            Severity::Warning,
-            "general.architecture is required"
-        ),
-        "{found:?}"
+    expect_all(
+        &meaning(&with_w(Builder::new(), GgmlType::Q8_0, 32, 34)),
+        &[
+            (Severity::Warning, "general.architecture is required"),
+            (
+                Severity::Warning,
+                "general.quantization_version is required (a tensor is quantized)",
+            ),
+        ],
     );
-    assert!(has(
-        &found,
-        Severity::Warning,
-        "general.quantization_version is required (a tensor is quantized)"
-    ));
 
     let tokens: Vec<String> = vec!["a".into()];
     let f = Builder::new()
@@ -282,41 +283,32 @@ fn semantic_findings() {
         .metadata("general.file_type", 15u32)
         .metadata("split.no", 3u16)
         .metadata("split.count", 2u16)
-        .metadata("Bad-Key", 0u8)
-        .tensor("w", GgmlType::F32, &[1], vec![0u8; 4])
-        .unwrap()
-        .build()
-        .unwrap();
+        .metadata("Bad-Key", 0u8);
+    let f = with_w(f, GgmlType::F32, 1, 4);
     let found = meaning(&f);
-    assert!(
-        has(
-            &found,
-            Severity::Error,
-            "\"llama.block_count\" holds float32, the standard type is uint32"
-        ),
-        "{found:?}"
+    expect_all(
+        &found,
+        &[
+            (
+                Severity::Error,
+                "\"llama.block_count\" holds float32, the standard type is uint32",
+            ),
+            (
+                Severity::Error,
+                "tokenizer.ggml.scores has 2 entries for 1 tokens",
+            ),
+            (
+                Severity::Error,
+                "tokenizer.ggml.bos_token_id = 1 is outside the 1-token vocabulary",
+            ),
+            (
+                Severity::Warning,
+                "general.file_type is MOSTLY_Q4_K_M but no tensor is q4_K",
+            ),
+            (Severity::Error, "split.no 3 is not below split.count 2"),
+        ],
     );
-    assert!(has(
-        &found,
-        Severity::Error,
-        "tokenizer.ggml.scores has 2 entries for 1 tokens"
-    ));
-    assert!(has(
-        &found,
-        Severity::Error,
-        "tokenizer.ggml.bos_token_id = 1 is outside the 1-token vocabulary"
-    ));
     assert!(!has(&found, Severity::Error, "eos_token_id"));
-    assert!(has(
-        &found,
-        Severity::Warning,
-        "general.file_type is MOSTLY_Q4_K_M but no tensor is q4_K"
-    ));
-    assert!(has(
-        &found,
-        Severity::Error,
-        "split.no 3 is not below split.count 2"
-    ));
     let syntax = validate(&f, Profile::Ggml)
         .into_iter()
         .any(|f| f.message.contains("\"Bad-Key\" is not lower-case"));

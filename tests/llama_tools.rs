@@ -5,22 +5,14 @@
 
 use crate::common;
 
-use common::gemma;
+use common::{gemma, run};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// The tools' directory (where llama-gguf-hash is; llama-gguf-split is built with it).
 fn tools() -> Option<PathBuf> {
     let hash = common::llama_tool("llama-gguf-hash")?;
     hash.parent().map(Path::to_path_buf)
-}
-
-fn run(program: &Path, args: &[&str], dir: &Path) -> Output {
-    Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}", program.display()))
 }
 
 fn ours(args: &[&str], dir: &Path) -> Output {
@@ -65,11 +57,7 @@ fn hash_lines_are_llama_gguf_hashs() {
             let mut args = flags.clone();
             args.push(&file);
             let theirs = run(&hash, &args, dir.path());
-            assert!(
-                theirs.status.success(),
-                "{}",
-                String::from_utf8_lossy(&theirs.stderr)
-            );
+            common::assert_ok(&theirs, "the llama.cpp tool");
             let mut mine = vec!["hash"];
             mine.extend(&args);
             let ours_out = ours(&mine, dir.path());
@@ -126,11 +114,7 @@ fn split_and_merge_are_llama_gguf_splits() {
             let mut args = theirs_flags.clone();
             args.extend([file.as_str(), "t/part"]);
             let theirs = run(&split, &args, dir.path());
-            assert!(
-                theirs.status.success(),
-                "{}",
-                String::from_utf8_lossy(&theirs.stderr)
-            );
+            common::assert_ok(&theirs, "the llama.cpp tool");
             let mut mine = vec!["split", file.as_str(), "o/part"];
             mine.extend(&ours_flags);
             let out = ours(&mine, dir.path());
@@ -174,11 +158,7 @@ fn split_and_merge_are_llama_gguf_splits() {
                 &["--merge", &format!("o/{first}"), "merged.gguf"],
                 dir.path(),
             );
-            assert!(
-                theirs.status.success(),
-                "{}",
-                String::from_utf8_lossy(&theirs.stderr)
-            );
+            common::assert_ok(&theirs, "the llama.cpp tool");
             let d = ours(&["diff", "--data", &file, "merged.gguf"], dir.path());
             let text = String::from_utf8_lossy(&d.stdout);
             assert!(text.lines().all(|l| l.contains("key split.")), "{text}");

@@ -4,19 +4,12 @@
 
 use crate::common;
 
-use common::small_file;
+use common::{ggufrw, small_file};
 use ggufrw::{Builder, GgmlType};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-
-fn ggufrw(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
 
 /// Runs `ggufrw ARGS` under `umask`.
 fn ggufrw_with_umask(umask: &str, args: &[&str]) -> Output {
@@ -304,11 +297,7 @@ fn in_place_writes_take_the_files_lock() {
     drop(lock);
     for args in [&edit[..], &swap[..]] {
         let out = ggufrw(args);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::assert_ok(&out, &format!("{args:?}"));
     }
     assert_ne!(std::fs::read(&path).unwrap(), before);
 }
@@ -366,11 +355,7 @@ fn every_writing_command_leaves_nothing_on_a_full_disk() {
     // Shards to merge, made without the limit.
     let parts = dir.path().join("parts");
     let made = ggufrw(&["split", s(&input), s(&parts), "--max-tensors", "1"]);
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
+    common::assert_ok(&made, "split");
     let first = dir.path().join("parts-00001-of-00002.gguf");
     let second = dir.path().join("parts-00002-of-00002.gguf");
     let out = dir.path().join("out.gguf");

@@ -140,15 +140,7 @@ fn extract_writes_what_numpy_reads() {
         );
         let script = "import numpy, sys, json; a = numpy.load(sys.argv[1]); \
                       print(json.dumps({'shape': list(a.shape), 'values': a.astype('float64').ravel().tolist()}))";
-        let read = Command::new(&python)
-            .args(["-c", script, s(&out)])
-            .output()
-            .unwrap();
-        assert!(
-            read.status.success(),
-            "{}",
-            String::from_utf8_lossy(&read.stderr)
-        );
+        let read = common::succeed(Command::new(&python).args(["-c", script, s(&out)]));
         let j: serde_json::Value = serde_json::from_slice(&read.stdout).unwrap();
         let shape: Vec<u64> = file
             .tensor(tensor)

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::peers::{ggml, run_plan};
+use common::peers::{expect_plan, ggml};
 use ggufrw_conform::ggml::{check_profile, check_type_table, profile_files, verdict, Exception};
 use ggufrw_conform::spec_refusals;
 use ggufrw_conform::strategy::combinations;
@@ -37,17 +37,15 @@ fn ggml_and_ggufrw_read_what_the_other_writes() {
     let Some(peer) = ggml() else {
         return;
     };
-    let done = run_plan(peer, "peer_ggml", 1000);
-    let checks: Vec<_> = (done.iter())
-        .map(|(c, v, o, _)| format!("{c} v{v} {o}"))
-        .collect();
-    assert_eq!(
-        checks,
-        [
+    expect_plan(
+        peer,
+        "peer_ggml",
+        1000,
+        &[
             "peer writes v3 little",
             "peer reads v2 little",
-            "peer reads v3 little"
-        ]
+            "peer reads v3 little",
+        ],
     );
 }
 

@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::peers::{gguf_py, run_plan};
+use common::peers::{expect_plan, gguf_py};
 use ggufrw_conform::peer::Peer;
 
 /// gguf-py writes (v3, both byte orders); ggufrw reads the same content, re-encodes
@@ -15,20 +15,18 @@ fn gguf_py_and_ggufrw_read_what_the_other_writes() {
     let Some(peer) = gguf_py() else {
         return;
     };
-    let done = run_plan(peer, "peer_gguf_py", 1000);
-    let checks: Vec<_> = (done.iter())
-        .map(|(c, v, o, _)| format!("{c} v{v} {o}"))
-        .collect();
-    assert_eq!(
-        checks,
-        [
+    let done = expect_plan(
+        peer,
+        "peer_gguf_py",
+        1000,
+        &[
             "peer writes v3 little",
             "peer writes v3 big",
             "peer reads v2 little",
             "peer reads v2 big",
             "peer reads v3 little",
-            "peer reads v3 big"
-        ]
+            "peer reads v3 big",
+        ],
     );
     assert!(done.iter().all(|(.., n)| *n >= 1000));
 }

@@ -10,50 +10,24 @@ use common::peers::{ggml, gguf_py};
 use ggufrw::quant::{self, QuantError};
 use ggufrw::{ByteOrder, GgmlType};
 use ggufrw_conform::peer::Peer;
+use ggufrw_quant::strategy::blocks;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 use std::cell::{Cell, RefCell};
 use strum::IntoEnumIterator;
 
-/// Half-float bit patterns that break arithmetic: NaNs (quiet, signalling, negative), the
-/// infinities, zeros, the smallest subnormal, the largest normal.
-const SPECIAL_HALVES: [u16; 10] = [
-    0x7e00, 0x7c01, 0xfe00, 0x7c00, 0xfc00, 0x0000, 0x8000, 0x0001, 0x7bff, 0x3c00,
-];
+/// A peer's types: (type, dequantizes, quantizes).
+type Types = Vec<(GgmlType, bool, bool)>;
 
-/// Random blocks of `ty`: random bytes, each 2-byte number of the block (its scales, in the
-/// declaration's swap plan) often replaced by a special half.
-fn blocks(ty: GgmlType) -> impl Strategy<Value = Vec<u8>> {
-    let size = ty.type_size() as usize;
-    let units: Vec<usize> = (quant::swap_plan(ty).units.iter())
-        .filter(|(_, width)| *width == 2)
-        .map(|(offset, _)| *offset)
-        .collect();
-    (1usize..=8)
-        .prop_flat_map(move |n| {
-            (
-                proptest::collection::vec(any::<u8>(), n * size),
-                proptest::collection::vec(
-                    proptest::option::weighted(0.3, 0..SPECIAL_HALVES.len()),
-                    n * 16,
-                ),
-            )
-        })
-        .prop_map(move |(mut bytes, specials)| {
-            let mut specials = specials.into_iter();
-            for block in bytes.chunks_exact_mut(size) {
-                for &offset in &units {
-                    if let Some(Some(k)) = specials.next() {
-                        block[offset..offset + 2].copy_from_slice(&SPECIAL_HALVES[k].to_le_bytes());
-                    }
-                }
-            }
-            bytes
-        })
+/// The peer, shared by the property's closures, and its types ([`ggml_types`]).
+fn with_types(peer: Option<Peer>) -> Option<(RefCell<Peer>, Types)> {
+    let mut peer = peer?;
+    let types = ggml_types(&mut peer);
+    Some((RefCell::new(peer), types))
 }
 
 /// The types ggml dequantizes (its `types` table), with the flags it gives.
-fn ggml_types(peer: &mut Peer) -> Vec<(GgmlType, bool, bool)> {
+fn ggml_types(peer: &mut Peer) -> Types {
     let answer = peer
         .ask(&serde_json::json!({"op": "types"}))
         .unwrap()
@@ -105,13 +79,10 @@ fn ours(ty: GgmlType, bytes: &[u8]) -> Result<Vec<f32>, TestCaseError> {
 
 #[test]
 fn dequantization_is_ggmls_bit_for_bit() {
-    let Some(peer) = ggml() else {
+    let Some((peer, types)) = with_types(ggml()) else {
         return;
     };
-    let peer = RefCell::new(peer);
-    let types = ggml_types(&mut peer.borrow_mut());
-    let mut covered = Vec::new();
-    let mut failures = Vec::new();
+    let (mut covered, mut failures) = (Vec::new(), Vec::new());
     for (ty, ggml_dequantizes, _) in types {
         let ours_has = quant::dequantize(ty, &[], ByteOrder::Little, &mut []).is_ok();
         if !ggml_dequantizes {
@@ -129,7 +100,7 @@ fn dequantization_is_ggmls_bit_for_bit() {
                 "/../proptest-regressions/quant_dequantize.txt"
             ),
         );
-        let result = runner.run(&blocks(ty), |bytes| {
+        let result = runner.run(&blocks(ty, 8), |bytes| {
             let mine = ours(ty, &bytes)?;
             let theirs = peer
                 .borrow_mut()
@@ -187,14 +158,10 @@ fn rows(n_per_row: usize) -> impl Strategy<Value = Vec<f32>> {
 
 #[test]
 fn quantization_is_ggmls_byte_for_byte() {
-    let Some(peer) = ggml() else {
+    let Some((peer, types)) = with_types(ggml()) else {
         return;
     };
-    let peer = RefCell::new(peer);
-    let types = ggml_types(&mut peer.borrow_mut());
-    let mut covered = Vec::new();
-    let mut refused = Vec::new();
-    let mut failures = Vec::new();
+    let (mut covered, mut refused, mut failures) = (Vec::new(), Vec::new(), Vec::new());
     for (ty, _, ggml_quantizes) in types {
         // Q8_1 and Q8_K: ggml_quantize_chunk has no case for them; their references do.
         let reference = matches!(ty, GgmlType::Q8_1 | GgmlType::Q8_K);
@@ -225,34 +192,60 @@ fn quantization_is_ggmls_byte_for_byte() {
                 quant::quantize(ty, &x, n_per_row)
             }
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let theirs = match peer.borrow_mut().quantize(ty, &x, n_per_row, reference) {
-                Ok(Ok(theirs)) => theirs,
-                // ggml's IQ searches abort (`GGML_ASSERT(grid_index >= 0)`) where every
-                // distance overflows (values near 1e29): no answer to compare with. ggufrw
-                // answers (the first candidate, documented in `lattice.rs`), and what it
-                // answers must be blocks that dequantize.
-                Ok(Err(r)) if r.aborted => {
-                    aborted.set(aborted.get() + 1);
-                    let mut y = vec![0f32; x.len()];
-                    quant::dequantize(ty, &mine, ByteOrder::Little, &mut y)
-                        .map_err(|e| TestCaseError::fail(e.to_string()))?;
-                    return Ok(());
-                }
-                Ok(Err(r)) => return Err(TestCaseError::fail(r.to_string())),
-                Err(e) => panic!("the ggml peer: {e}"),
-            };
-            prop_assert!(mine == theirs, "{} differs from ggml", ty);
-            Ok(())
+            let theirs = peer.borrow_mut().quantize(ty, &x, n_per_row, reference);
+            same_as_ggml(ty, &mine, theirs, &aborted)
         });
-        match result {
-            Err(e) => failures.push(format!("{ty}: {e}")),
-            Ok(()) => covered.push((ty, aborted.get())),
-        }
+        tally(ty, result, &aborted, &mut covered, &mut failures);
     }
     eprintln!("quantized byte for byte (type, cases where ggml aborted): {covered:?}");
     eprintln!("refused: {refused:?}");
-    // Aborts are the exception: a run where ggml answered on nothing compared nothing.
-    for (ty, aborted) in &covered {
+    judge(&covered, &failures);
+}
+
+/// Ours against ggml's answer for the same rows. ggml's IQ searches abort
+/// (`GGML_ASSERT(grid_index >= 0)`) where every distance overflows (values near 1e29): no answer
+/// to compare with. ggufrw answers (the first candidate, documented in `lattice.rs`), and what it
+/// answers must be blocks that dequantize; `aborted` counts those cases.
+fn same_as_ggml(
+    ty: GgmlType,
+    mine: &[u8],
+    theirs: Result<Result<Vec<u8>, ggufrw_conform::peer::Refusal>, String>,
+    aborted: &Cell<u32>,
+) -> Result<(), TestCaseError> {
+    let theirs = match theirs {
+        Ok(Ok(theirs)) => theirs,
+        Ok(Err(r)) if r.aborted => {
+            aborted.set(aborted.get() + 1);
+            let n = mine.len() / ty.type_size() as usize * ty.block_size() as usize;
+            let mut y = vec![0f32; n];
+            quant::dequantize(ty, mine, ByteOrder::Little, &mut y)
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            return Ok(());
+        }
+        Ok(Err(r)) => return Err(TestCaseError::fail(r.to_string())),
+        Err(e) => panic!("the ggml peer: {e}"),
+    };
+    prop_assert!(mine == theirs.as_slice(), "{} differs from ggml", ty);
+    Ok(())
+}
+
+/// One type's run, as covered (with its count of ggml aborts) or failed.
+fn tally(
+    ty: GgmlType,
+    result: Result<(), proptest::test_runner::TestError<impl std::fmt::Debug>>,
+    aborted: &Cell<u32>,
+    covered: &mut Vec<(GgmlType, u32)>,
+    failures: &mut Vec<String>,
+) {
+    match result {
+        Err(e) => failures.push(format!("{ty}: {e}")),
+        Ok(()) => covered.push((ty, aborted.get())),
+    }
+}
+
+/// Aborts are the exception: a run where ggml answered on nothing compared nothing.
+fn judge(covered: &[(GgmlType, u32)], failures: &[String]) {
+    for (ty, aborted) in covered {
         assert!(*aborted < 24, "{ty}: ggml aborted on {aborted} of 48 rows");
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -336,38 +329,14 @@ fn weighted_quantization_is_ggmls_byte_for_byte() {
         let result = runner.run(&(rows(n_per_row), weights(n_per_row)), |(x, w)| {
             let mine = quant::quantize_weighted(ty, &x, n_per_row, Some(&w))
                 .map_err(|e| TestCaseError::fail(e.to_string()))?;
-            let theirs =
-                match peer
-                    .borrow_mut()
-                    .quantize_weighted(ty, &x, n_per_row, false, Some(&w))
-                {
-                    Ok(Ok(theirs)) => theirs,
-                    // As without weights: where ggml's IQ search aborts there is nothing to
-                    // compare; ours must still be blocks that dequantize.
-                    Ok(Err(r)) if r.aborted => {
-                        aborted.set(aborted.get() + 1);
-                        let mut y = vec![0f32; x.len()];
-                        quant::dequantize(ty, &mine, ByteOrder::Little, &mut y)
-                            .map_err(|e| TestCaseError::fail(e.to_string()))?;
-                        return Ok(());
-                    }
-                    Ok(Err(r)) => return Err(TestCaseError::fail(r.to_string())),
-                    Err(e) => panic!("the ggml peer: {e}"),
-                };
-            prop_assert!(mine == theirs, "{} with an imatrix differs from ggml", ty);
-            Ok(())
+            let theirs = (peer.borrow_mut()).quantize_weighted(ty, &x, n_per_row, false, Some(&w));
+            same_as_ggml(ty, &mine, theirs, &aborted)
         });
-        match result {
-            Err(e) => failures.push(format!("{ty}: {e}")),
-            Ok(()) => covered.push((ty, aborted.get())),
-        }
+        tally(ty, result, &aborted, &mut covered, &mut failures);
     }
     eprintln!("quantized with an imatrix byte for byte (type, ggml aborts): {covered:?}");
     eprintln!("not yet: {not_yet:?}");
-    for (ty, aborted) in &covered {
-        assert!(*aborted < 24, "{ty}: ggml aborted on {aborted} of 48 rows");
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    judge(&covered, &failures);
     if only.is_none() {
         let mut listed = NOT_YET_WEIGHTED.to_vec();
         listed.sort_by_key(|t| t.id());
@@ -392,13 +361,10 @@ fn types_that_need_an_importance_matrix_are_refused_with_the_reason() {
 /// numpy widens a signalling NaN as it is, ggml's float multiply makes it quiet).
 #[test]
 fn dequantization_agrees_with_gguf_py() {
-    let Some(peer) = gguf_py() else {
+    let Some((peer, types)) = with_types(gguf_py()) else {
         return;
     };
-    let peer = RefCell::new(peer);
-    let types = ggml_types(&mut peer.borrow_mut());
-    let mut covered = Vec::new();
-    let mut failures = Vec::new();
+    let (mut covered, mut failures) = (Vec::new(), Vec::new());
     for (ty, dequantizes, _) in types {
         if !dequantizes || ty == GgmlType::F32 {
             continue;
@@ -410,7 +376,7 @@ fn dequantization_agrees_with_gguf_py() {
                 "/../proptest-regressions/quant_gguf_py.txt"
             ),
         );
-        let result = runner.run(&blocks(ty), |bytes| {
+        let result = runner.run(&blocks(ty, 8), |bytes| {
             let n = bytes.len() / ty.type_size() as usize * ty.block_size() as usize;
             let mut mine = vec![0f32; n];
             quant::dequantize(ty, &bytes, ByteOrder::Little, &mut mine)

@@ -34,11 +34,7 @@ fn ggufrw(dir: &Path, args: &[&str]) -> Output {
 /// `ggufrw ARGS` in `dir`, which must succeed: what it printed.
 fn ggufrw_ok(dir: &Path, args: &[&str]) -> String {
     let out = ggufrw(dir, args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::assert_ok(&out, &format!("{args:?}"));
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -747,11 +743,7 @@ fn split_models_as_llama_quantize_does() {
         dir.path(),
         &["split", "--max-tensors", "20", "dense.gguf", "shard"],
     );
-    assert!(
-        split.status.success(),
-        "{}",
-        String::from_utf8_lossy(&split.stderr)
-    );
+    common::assert_ok(&split, "split");
     let first = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

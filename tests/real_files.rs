@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::{gemma, sha256, GEMMA_SHA256};
+use common::{gemma, ggufrw, sha256, GEMMA_SHA256};
 use ggufrw::dump::{dump_json, metadata_json};
 use ggufrw::validate::{validate, Profile, Severity};
 use ggufrw::{read_header, ByteOrder, Gguf};
@@ -12,13 +12,6 @@ use ggufrw_conform::peer::{as_readers_report, json_difference, Peer};
 use serde_json::json;
 use std::path::Path;
 use std::process::{Command, Stdio};
-
-fn ggufrw(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 #[test]
 fn real_gemma_model() {

@@ -9,6 +9,7 @@ pub(crate) mod server;
 
 use ggufrw::remote::{self, Options, RemoteError};
 use ggufrw::{Builder, Error, GgmlType, Gguf};
+use ggufrw_conform::fixtures::many_tensors;
 use ggufrw_conform::strategy::any_file;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
@@ -30,19 +31,6 @@ fn options() -> Options {
 fn server() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
     SERVER.get_or_init(Server::start)
-}
-
-/// A file whose header is 20,000 tensor infos, as `benches/speed.py` has one.
-fn many_tensors() -> Vec<u8> {
-    let mut b = Builder::new().metadata("general.architecture", "llama");
-    for i in 0..21u32 {
-        b = b.metadata(format!("llama.extra_{i}"), i);
-    }
-    for i in 0..20_000 {
-        let name = format!("blk.{}.t{}.weight", i / 10, i % 10);
-        b = b.tensor(&name, GgmlType::F32, &[2], vec![0u8; 8]).unwrap();
-    }
-    b.build().unwrap().to_bytes().unwrap()
 }
 
 /// A small valid file with tensors.
@@ -459,16 +447,11 @@ fn split_models_are_read_shard_by_shard() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("m.gguf");
     std::fs::write(&input, small()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-        .args(["split", "--max-tensors", "1", "--no-tensor-first-split"])
-        .arg(&input)
-        .arg(dir.path().join("m"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::succeed(
+        Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+            .args(["split", "--max-tensors", "1", "--no-tensor-first-split"])
+            .arg(&input)
+            .arg(dir.path().join("m")),
     );
     for i in 1..=2 {
         let name = format!("m-{i:05}-of-00002.gguf");

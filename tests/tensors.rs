@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use common::structural;
+use common::{ggufrw, structural};
 
 use ggufrw::dump::dump_json;
 use ggufrw::edit::{edit_file, edit_in_place, Edit};
@@ -410,13 +410,6 @@ fn edits_that_cannot_be_made_are_refused() {
         assert!(err.contains("several tensors have that name"), "{err}");
         assert!(!out.exists());
     }
-}
-
-fn ggufrw(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 #[test]

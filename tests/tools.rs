@@ -332,20 +332,20 @@ fn split_then_merge_gives_the_file_back() {
 }
 
 /// Merge checks every shard and names the shard and key when one is off.
-#[test]
-fn merge_names_the_shard_and_key_that_do_not_fit() {
-    let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("in.gguf");
+/// A model of two F32 tensors, `a` (four zero bytes a value) and `b` (`b`'s bytes), split one
+/// tensor a shard into `dir/m-*`.
+fn two_shards(dir: &std::path::Path, b: Vec<u8>) -> Vec<split::Shard> {
+    let input = dir.join("in.gguf");
     ggufrw::Builder::new()
         .metadata("general.architecture", "llama")
         .tensor("a", ggufrw::GgmlType::F32, &[4], vec![0u8; 16])
         .unwrap()
-        .tensor("b", ggufrw::GgmlType::F32, &[4], vec![1u8; 16])
+        .tensor("b", ggufrw::GgmlType::F32, &[b.len() as u64 / 4], b)
         .unwrap()
         .write_file(&input)
         .unwrap();
-    let prefix = dir.path().join("m");
-    let shards = split::split(
+    let prefix = dir.join("m");
+    split::split(
         &input,
         &prefix,
         split::SplitBy::Tensors(1),
@@ -353,7 +353,13 @@ fn merge_names_the_shard_and_key_that_do_not_fit() {
         false,
         &(),
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn merge_names_the_shard_and_key_that_do_not_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let shards = two_shards(dir.path(), vec![1u8; 16]);
     let second = &shards[1].path;
     edit_file(
         second,
@@ -387,25 +393,7 @@ fn merge_names_the_shard_and_key_that_do_not_fit() {
 #[test]
 fn merge_refuses_a_shard_cut_before_its_data() {
     let dir = tempfile::tempdir().unwrap();
-    let input = dir.path().join("in.gguf");
-    ggufrw::Builder::new()
-        .metadata("general.architecture", "llama")
-        .tensor("a", ggufrw::GgmlType::F32, &[4], vec![0u8; 16])
-        .unwrap()
-        .tensor("b", ggufrw::GgmlType::F32, &[0], Vec::new())
-        .unwrap()
-        .write_file(&input)
-        .unwrap();
-    let prefix = dir.path().join("m");
-    let shards = split::split(
-        &input,
-        &prefix,
-        split::SplitBy::Tensors(1),
-        false,
-        false,
-        &(),
-    )
-    .unwrap();
+    let shards = two_shards(dir.path(), Vec::new());
     let second = &shards[1].path;
     let whole = Gguf::open(second).unwrap();
     let end = whole.layout().tensor_infos_end;

@@ -2,6 +2,7 @@
 //! `convert_hf_to_gguf.py` with the same options.
 
 use super::{print_out, Bar, FAILED, USAGE_OR_IO};
+use ggufrw::quantize::CommandLine;
 use ggufrw_hf::{convert_quantized, convert_with, Error, Options, OutType};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -166,13 +167,14 @@ fn convert_and_quantize(
     }
     options.outtype = OutType::parse(via).expect("clap checked the value");
     options.name_type = Some(preset.to_owned());
-    let (qopts, mut run) = match super::quantize::options_for(quantize_options, preset) {
-        Ok(parsed) => parsed,
-        Err(e) => {
-            eprintln!("ggufrw convert-hf --quantize: {e}");
-            return ExitCode::from(USAGE_OR_IO);
-        }
-    };
+    let (qopts, mut run) =
+        match CommandLine::options_for(quantize_options, preset, &super::quantize::regex_search) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                eprintln!("ggufrw convert-hf --quantize: {e}");
+                return ExitCode::from(USAGE_OR_IO);
+            }
+        };
     run.threads = options.threads;
     if options.dry_run {
         return match convert_with(model, &options, &()) {

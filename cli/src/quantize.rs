@@ -4,10 +4,10 @@
 //! (optional). As llama-quantize, usage errors and failures both exit 1.
 
 use super::{load, Bar};
-use ggufrw::quantize::{self, KvOverride, Options, Plan, Preset, Run, TensorType, PRESETS};
+use ggufrw::quantize::{self, CommandLine, Options, Plan, PRESETS};
 use ggufrw::GgmlType;
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 /// What llama-quantize exits with on every error.
@@ -91,158 +91,10 @@ fn bad(message: &str) -> ExitCode {
     ExitCode::from(FAILED)
 }
 
-/// A ggml type name as llama-quantize's `parse_ggml_type` takes it (any case).
-fn ggml_type(name: &str) -> Result<GgmlType, String> {
-    name.parse::<GgmlType>()
-        .map_err(|_| format!("invalid ggml_type '{name}'"))
-}
-
-/// `NAME=TYPE`, the name lower-cased and compiled as a regular expression.
-fn tensor_type(text: &str) -> Result<TensorType, String> {
-    let (name, ty) = text
-        .split_once('=')
-        .ok_or_else(|| format!("malformed tensor type '{text}'"))?;
-    if name.is_empty() {
-        return Err("missing tensor name".into());
-    }
-    if ty.is_empty() {
-        return Err("missing quantization type".into());
-    }
-    let pattern = name.to_ascii_lowercase();
-    let ty = ggml_type(ty).map_err(|_| format!("invalid quantization type '{ty}'"))?;
-    let re =
-        regex::Regex::new(&pattern).map_err(|e| format!("tensor type pattern '{pattern}': {e}"))?;
-    Ok(TensorType {
-        pattern,
-        ty,
-        matches: Box::new(move |n| re.is_match(n)),
-    })
-}
-
-fn prune_layers(text: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    for id in text.split(',') {
-        match quantize::stoi(id) {
-            Some(v) if v >= 0 => out.push(v as u32),
-            _ => return Err(format!("invalid layer id '{id}'")),
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
-}
-
-struct Parsed {
-    opts: Options,
-    run: Run,
-    dry_run: bool,
-    input: PathBuf,
-    output: Option<PathBuf>,
-}
-
-fn parse(args: &[String]) -> Result<Parsed, String> {
-    let mut i = 0;
-    let mut opts = Options::new(Preset::parse("Q8_0").expect("a preset"));
-    let mut run = Run::default();
-    let mut dry_run = false;
-    let mut imatrix = None;
-    let (mut include, mut exclude) = (Vec::<String>::new(), Vec::<String>::new());
-    let value = |i: &mut usize| -> Result<String, String> {
-        *i += 1;
-        args.get(*i)
-            .cloned()
-            .ok_or_else(|| format!("{} needs a value", args[*i - 1]))
-    };
-    while i < args.len() && args[i].starts_with("--") {
-        match args[i].as_str() {
-            "--leave-output-tensor" => opts.leave_output_tensor = true,
-            "--output-tensor-type" => opts.output_tensor_type = Some(ggml_type(&value(&mut i)?)?),
-            "--token-embedding-type" => {
-                opts.token_embedding_type = Some(ggml_type(&value(&mut i)?)?)
-            }
-            "--tensor-type" => opts.tensor_types.push(tensor_type(&value(&mut i)?)?),
-            "--tensor-type-file" => {
-                let path = value(&mut i)?;
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("failed to open file '{path}': {e}"))?;
-                for pair in text.split_whitespace() {
-                    opts.tensor_types.push(tensor_type(pair)?);
-                }
-            }
-            "--prune-layers" => opts.prune_layers = prune_layers(&value(&mut i)?)?,
-            "--override-kv" => opts.kv_overrides.push(KvOverride::parse(&value(&mut i)?)?),
-            "--dry-run" => dry_run = true,
-            "--allow-requantize" => run.allow_requantize = true,
-            "--pure" => opts.pure = true,
-            "--imatrix" => imatrix = Some(PathBuf::from(value(&mut i)?)),
-            "--include-weights" => include.push(value(&mut i)?),
-            "--exclude-weights" => exclude.push(value(&mut i)?),
-            "--keep-split" => opts.keep_split = true,
-            "--any-architecture" => opts.any_architecture = true,
-            "--max-buffer-size" => {
-                let v = value(&mut i)?;
-                if quantize::stoi(&v).is_none_or(|m| m <= 0) {
-                    return Err(format!("invalid --max-buffer-size '{v}'"));
-                }
-            }
-            other => return Err(format!("unknown option {other}")),
-        }
-        i += 1;
-    }
-    let rest = &args[i..];
-    if rest.len() < 2 {
-        return Err("bad arguments".into());
-    }
-    if !include.is_empty() && !exclude.is_empty() {
-        return Err("--include-weights and --exclude-weights cannot be used together".into());
-    }
-    if let Some(path) = &imatrix {
-        let m = quantize::imatrix::Imatrix::load(path).map_err(|e| e.to_string())?;
-        let w = quantize::imatrix::select(&m, &include, &exclude).map_err(|e| e.to_string())?;
-        // An imatrix left empty by the filters is no imatrix at all (and adds no keys).
-        if !w.is_empty() {
-            let arg = path.to_string_lossy();
-            opts.kv_overrides
-                .extend(quantize::imatrix::keys(&arg, &m, w.len()));
-            opts.has_imatrix = true;
-            run.imatrix = w;
-        }
-    }
-    let input = PathBuf::from(&rest[0]);
-    let (output, preset, more) = match Preset::parse(&rest[1]) {
-        Some(p) => {
-            // `INPUT TYPE`: the output is ggml-model-TYPE.gguf beside the input.
-            let dir = rest[0].rfind(['/', '\\']).map_or("", |at| &rest[0][..=at]);
-            let mut name = format!("{dir}ggml-model-{}", p.name);
-            if !opts.keep_split {
-                name.push_str(".gguf");
-            }
-            ((!dry_run).then(|| PathBuf::from(name)), p, &rest[2..])
-        }
-        None => {
-            let mut out = rest[1].clone();
-            if opts.keep_split && out.contains(".gguf") {
-                out.truncate(out.len().saturating_sub(5));
-            }
-            let Some(ty) = rest.get(2) else {
-                return Err("missing ftype".into());
-            };
-            let p = Preset::parse(ty).ok_or_else(|| format!("invalid ftype '{ty}'"))?;
-            (Some(PathBuf::from(out)), p, &rest[3..])
-        }
-    };
-    opts.preset = preset;
-    if let Some(n) = more.first() {
-        let n = quantize::stoi(n).ok_or_else(|| format!("invalid nthread '{n}'"))?;
-        run.threads = usize::try_from(n).unwrap_or(0);
-    }
-    Ok(Parsed {
-        opts,
-        run,
-        dry_run,
-        input,
-        output,
-    })
+/// `--tensor-type` patterns searched as llama-quantize's `std::regex_search` searches them.
+pub fn regex_search(pattern: &str) -> Result<quantize::Matcher, String> {
+    let re = regex::Regex::new(pattern).map_err(|e| e.to_string())?;
+    Ok(Box::new(move |name| re.is_match(name)))
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -313,21 +165,6 @@ pub fn run(args: Args) -> ExitCode {
     run_strings(strings)
 }
 
-/// The plan's options and the run's from llama-quantize's options (those before its file
-/// names) and a preset, for a model that is not a file (`convert-hf --quantize`).
-pub fn options_for(options: &[String], preset: &str) -> Result<(Options, Run), String> {
-    if options
-        .iter()
-        .any(|o| o == "--dry-run" || o == "--keep-split")
-    {
-        return Err("--dry-run and --keep-split are convert-hf's own or not taken here".into());
-    }
-    let mut args = options.to_vec();
-    args.extend(["-".into(), "-".into(), preset.to_owned()]);
-    let p = parse(&args)?;
-    Ok((p.opts, p.run))
-}
-
 fn run_strings(strings: Vec<String>) -> ExitCode {
     if strings.iter().any(|a| a == "--help" || a == "-h") {
         print!("{}", usage());
@@ -339,12 +176,12 @@ fn run_strings(strings: Vec<String>) -> ExitCode {
             _ => bad("--recipe-from takes one file and nothing else"),
         };
     }
-    let p = match parse(&strings) {
+    let p = match CommandLine::parse(&strings, &regex_search) {
         Ok(p) => p,
         Err(e) => return bad(&e),
     };
     if p.dry_run {
-        return dry_run(&p.input, &p.opts);
+        return dry_run(&p.input, &p.options);
     }
     let output = p.output.expect("an output unless --dry-run");
     if ggufrw::fsutil::same_file(&p.input, &output) {
@@ -358,9 +195,9 @@ fn run_strings(strings: Vec<String>) -> ExitCode {
         "quantizing '{}' to '{}' as {}",
         p.input.display(),
         output.display(),
-        p.opts.preset.name
+        p.options.preset.name
     );
-    match quantize::quantize(&p.input, &output, &p.opts, &p.run, &Bar::new()) {
+    match quantize::quantize(&p.input, &output, &p.options, &p.run, &Bar::new()) {
         Ok(report) => {
             let text = describe(&report.plan, false);
             for o in &report.outputs {

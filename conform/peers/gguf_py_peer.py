@@ -417,18 +417,10 @@ def to_line(obj: dict) -> str:
 
 
 def serve() -> int:
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            req = json.loads(line)
-        except Exception as e:  # noqa: BLE001
-            out = to_line({"ok": False, "error": f"bad JSON request: {type(e).__name__}: {e}"})
-        else:
-            out = to_line(handle(req))
-        sys.stdout.write(out + "\n")
-        sys.stdout.flush()
-    return 0
+    return gguf_py_read.serve_json_lines(
+        lambda req: to_line(handle(req)),
+        lambda e: to_line({"ok": False, "error": f"bad JSON request: {type(e).__name__}: {e}"}),
+    )
 
 
 def main(argv: list[str]) -> int:

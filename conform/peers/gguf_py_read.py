@@ -35,7 +35,7 @@ import contextlib
 import json
 import math
 import sys
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import gguf
 from gguf import GGUFReader, GGUFValueType, GGMLQuantizationType, GGUFEndian
@@ -198,21 +198,36 @@ def dump_line(path: str) -> tuple[bool, str]:
         return False, to_line(error_json(e))
 
 
-def serve() -> int:
+def serve_json_lines(answer: Callable[[Any], str], bad_json: Callable[[Exception], str]) -> int:
+    """The --serve loop of the gguf-py adapters: one JSON request per stdin line, answered by
+    `answer` (or, for a line that is not JSON, by `bad_json`) with one line on stdout.
+
+    Blank lines are skipped and stdout is flushed after each answer, since the caller waits
+    for it before sending the next request; ends at EOF.
+    """
     for line in sys.stdin:
         if not line.strip():
             continue
         try:
             req = json.loads(line)
-            if not isinstance(req, dict) or not isinstance(req.get("path"), str):
-                raise ValueError('request must be a JSON object {"path": "<file>"}')
         except Exception as e:  # noqa: BLE001 - never die on a bad request
-            out = to_line(error_json(e))
+            out = bad_json(e)
         else:
-            _, out = dump_line(req["path"])
+            out = answer(req)
         sys.stdout.write(out + "\n")
         sys.stdout.flush()
     return 0
+
+
+def answer_line(req: Any) -> str:
+    """The --serve answer to one parsed request."""
+    if not isinstance(req, dict) or not isinstance(req.get("path"), str):
+        return to_line(error_json(ValueError('request must be a JSON object {"path": "<file>"}')))
+    return dump_line(req["path"])[1]
+
+
+def serve() -> int:
+    return serve_json_lines(answer_line, lambda e: to_line(error_json(e)))
 
 
 def main(argv: list[str]) -> int:

@@ -434,21 +434,24 @@ def verify(path: Path, desc: dict, expected: dict) -> None:
                 raise AssertionError(f"tensor {t['name']!r}: bytes in the file differ from data_hex")
 
 
+def error_line(e: Exception) -> str:
+    """The --serve answer to a request that failed with `e`."""
+    return json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}"}, ensure_ascii=False)
+
+
+def answer_line(req: Any) -> str:
+    """The --serve answer to one parsed request."""
+    try:
+        if not isinstance(req, dict) or "desc" not in req or not isinstance(req.get("out"), str):
+            raise ValueError('request must be a JSON object {"desc": {...}, "out": "<path>"}')
+        write(req["desc"], req["out"])
+    except Exception as e:  # noqa: BLE001 - never die on a bad request
+        return error_line(e)
+    return json.dumps({"ok": True}, ensure_ascii=False)
+
+
 def serve() -> int:
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        try:
-            req = json.loads(line)
-            if not isinstance(req, dict) or "desc" not in req or not isinstance(req.get("out"), str):
-                raise ValueError('request must be a JSON object {"desc": {...}, "out": "<path>"}')
-            write(req["desc"], req["out"])
-            resp: dict[str, Any] = {"ok": True}
-        except Exception as e:  # noqa: BLE001 - never die on a bad request
-            resp = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-        sys.stdout.write(json.dumps(resp, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
-    return 0
+    return gguf_py_read.serve_json_lines(answer_line, error_line)
 
 
 def main(argv: list[str]) -> int:

@@ -4,6 +4,7 @@
 //! the bytes ggml reads and the spec refuses (each reported at its byte), and that the
 //! zero-copy view of it holds the same header.
 
+pub mod fixtures;
 pub mod ggml;
 pub mod peer;
 pub mod strategy;

@@ -462,8 +462,9 @@ fn tensor_shape(
         .boxed()
 }
 
-/// Bytes `0..len` of a cheap pseudo-random stream.
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
+/// Bytes `0..len` of a cheap pseudo-random stream (xorshift): the same bytes for the same seed
+/// on every run, for data that needs no shrinking (tensor data, benchmark blocks, fuzz seeds).
+pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
     let mut x = seed | 1;
     (0..len)
         .map(|_| {

@@ -9,14 +9,10 @@ use ggufrw::schema::{
     ValueOf, ValueTypeVisitor, Width,
 };
 use ggufrw::{ArrayValues, Gguf, Value};
-use ggufrw_fuzz::{check_decode_error, decode_allocation_bound, no_leak, peak_of, Tracking};
-use libfuzzer_sys::fuzz_target;
+use ggufrw_fuzz::{check_decode_error, decode_allocation_bound, peak_of};
 use std::io::Cursor;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 fn run(data: &[u8]) {
     let len = data.len();

@@ -6,13 +6,8 @@
 
 use ggufrw::edit::{edit_file, edit_in_place, Edit};
 use ggufrw::{Gguf, Value, ALIGNMENT_KEY};
-use ggufrw_fuzz::{no_leak, Tracking};
-use libfuzzer_sys::fuzz_target;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 fn run(data: &[u8]) {
     let Ok(file) = Gguf::from_bytes(data) else {

@@ -5,22 +5,14 @@
 
 use ggufrw::quant;
 use ggufrw::ByteOrder;
-use ggufrw_fuzz::{ggml, no_leak, pick_type, Tracking};
-use libfuzzer_sys::fuzz_target;
+use ggufrw_fuzz::{ggml, typed_blocks};
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 fn run(data: &[u8]) {
-    let Some((&pick, rest)) = data.split_first() else {
+    let Some((ty, whole, n)) = typed_blocks(data) else {
         return;
     };
-    let ty = pick_type(pick);
-    let (size, block) = (ty.type_size() as usize, ty.block_size() as usize);
-    let whole = &rest[..rest.len() / size * size];
-    let n = whole.len() / size * block;
     let mut mine = vec![0f32; n];
     let mut theirs = vec![0f32; n];
     let ours_ok = quant::dequantize(ty, whole, ByteOrder::Little, &mut mine).is_ok();
@@ -31,7 +23,7 @@ fn run(data: &[u8]) {
     if let Some(i) = (0..n).find(|&i| mine[i].to_bits() != theirs[i].to_bits()) {
         panic!(
             "{ty:?} block {}: element {i} is {:#010x} ({}) here, {:#010x} ({}) in ggml",
-            i / block,
+            i / ty.block_size() as usize,
             mine[i].to_bits(),
             mine[i],
             theirs[i].to_bits(),

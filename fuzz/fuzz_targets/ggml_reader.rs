@@ -12,13 +12,8 @@ use ggufrw::validate::{validate, Profile};
 use ggufrw::Gguf;
 use ggufrw_conform::ggml::verdict;
 use ggufrw_fuzz::ggml::{data_size, ours, read};
-use ggufrw_fuzz::{no_leak, Tracking};
-use libfuzzer_sys::fuzz_target;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 /// Where two descriptions first differ, line by line.
 fn first_difference(ours: &str, ggml: &str) -> String {

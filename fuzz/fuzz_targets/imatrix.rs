@@ -5,14 +5,10 @@
 #![no_main]
 
 use ggufrw::quantize::imatrix::{Collected, Imatrix};
-use ggufrw_fuzz::{no_leak, peak_of, Tracking};
-use libfuzzer_sys::fuzz_target;
+use ggufrw_fuzz::peak_of;
 use std::path::Path;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 fn load(dir: &Path, name: &str, bytes: &[u8]) -> Result<Imatrix, ggufrw::quantize::QuantizeError> {
     let path = dir.join(name);

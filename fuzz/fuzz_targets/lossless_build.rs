@@ -7,16 +7,11 @@
 
 use ggufrw::tools::lossless::{build, header_from_json, to_json};
 use ggufrw::{Builder, GgmlType, Gguf, Header};
-use ggufrw_fuzz::{no_leak, Tracking};
-use libfuzzer_sys::fuzz_target;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 /// Headers longer than this are written to a counting sink instead of memory: an alignment
 /// of 2^31 asks for that much padding, which `encode` would hold.

@@ -8,13 +8,8 @@
 use ggufrw::shards::shard_path;
 use ggufrw::tools::split::merge;
 use ggufrw::Gguf;
-use ggufrw_fuzz::{no_leak, Tracking};
-use libfuzzer_sys::fuzz_target;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 /// The shards the input holds.
 fn shards(data: &[u8]) -> Option<Vec<&[u8]>> {

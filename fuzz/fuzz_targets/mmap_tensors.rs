@@ -5,14 +5,10 @@
 #![no_main]
 
 use ggufrw::{read_header, read_tensor_data, Gguf};
-use ggufrw_fuzz::{no_leak, same_header, Tracking};
-use libfuzzer_sys::fuzz_target;
+use ggufrw_fuzz::same_header;
 use std::io::Cursor;
 use std::path::PathBuf;
 use std::sync::OnceLock;
-
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
 
 /// One scratch file per fuzzing process, rewritten for every input.
 fn scratch() -> &'static PathBuf {
@@ -22,7 +18,7 @@ fn scratch() -> &'static PathBuf {
     })
 }
 
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 fn run(data: &[u8]) {
     let path = scratch();

@@ -7,22 +7,16 @@
 
 use ggufrw::quant;
 use ggufrw::ByteOrder;
-use ggufrw_fuzz::{no_leak, pick_type, Tracking};
-use libfuzzer_sys::fuzz_target;
+use ggufrw_fuzz::typed_blocks;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 fn run(data: &[u8]) {
-    let Some((&pick, rest)) = data.split_first() else {
+    let Some((ty, whole, elements)) = typed_blocks(data) else {
         return;
     };
-    let ty = pick_type(pick);
-    let (size, block) = (ty.type_size() as usize, ty.block_size() as usize);
-    let whole = &rest[..rest.len() / size * size];
-    let elements = whole.len() / size * block;
+    // Everything after the type byte, an incomplete last block included.
+    let rest = &data[1..];
 
     let mut twice = whole.to_vec();
     quant::swap_in_place(ty, &mut twice).expect("whole blocks swap");

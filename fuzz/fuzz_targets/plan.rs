@@ -9,13 +9,8 @@
 
 use ggufrw::quantize::{self, Options, Plan, Run, PRESETS};
 use ggufrw::{GgmlType, Gguf, Header};
-use ggufrw_fuzz::{no_leak, Tracking};
-use libfuzzer_sys::fuzz_target;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 fn run(data: &[u8]) {
     let [preset, flags, file @ ..] = data else {

@@ -10,13 +10,9 @@
 
 use ggufrw::quant;
 use ggufrw::ByteOrder;
-use ggufrw_fuzz::{no_leak, pick_type, Tracking};
-use libfuzzer_sys::fuzz_target;
+use ggufrw_fuzz::pick_type;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 fn run(data: &[u8]) {
     let [pick, shape, rest @ ..] = data else {

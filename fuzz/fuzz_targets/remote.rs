@@ -10,17 +10,12 @@
 
 use ggufrw::remote::{self, Options};
 use ggufrw::{Error, Gguf};
-use ggufrw_fuzz::{no_leak, Tracking};
-use libfuzzer_sys::fuzz_target;
 use std::io::{Cursor, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 /// How the server answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,13 +3,9 @@
 #![no_main]
 
 use ggufrw::Gguf;
-use ggufrw_fuzz::{no_leak, same_header, Tracking};
-use libfuzzer_sys::fuzz_target;
+use ggufrw_fuzz::same_header;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 fn run(data: &[u8]) {
     let Ok(file) = Gguf::from_bytes(data) else {

@@ -4,15 +4,10 @@
 //! folder holding the file converts or fails with an error, never a panic.
 #![no_main]
 
-use ggufrw_fuzz::{no_leak, Tracking};
 use ggufrw_hf::safetensors::parse_header;
-use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 fn run(data: &[u8]) {
     let Ok(entries) = parse_header(Path::new("model.safetensors"), data, 0) else {

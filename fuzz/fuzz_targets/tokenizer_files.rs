@@ -4,14 +4,9 @@
 //! the size asked for.
 #![no_main]
 
-use ggufrw_fuzz::{no_leak, Tracking};
-use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 fn run(data: &[u8]) {
     let Some((&selector, rest)) = data.split_first() else { return };

@@ -5,13 +5,8 @@
 
 use ggufrw::validate::{validate, validate_header, Profile};
 use ggufrw::{Gguf, Layout};
-use ggufrw_fuzz::{no_leak, Tracking};
-use libfuzzer_sys::fuzz_target;
 
-#[global_allocator]
-static ALLOC: Tracking = Tracking;
-
-fuzz_target!(|data: &[u8]| no_leak(data, run));
+ggufrw_fuzz::target!(run);
 
 fn run(data: &[u8]) {
     let Ok(file) = Gguf::from_bytes(data) else {

@@ -119,6 +119,28 @@ pub fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
     (out, PEAK.load(Relaxed).saturating_sub(base))
 }
 
+/// A fuzz target: `$body` runs on each input under the [`Tracking`] allocator and must leave
+/// nothing allocated ([`no_leak`]).
+#[macro_export]
+macro_rules! target {
+    ($body:path) => {
+        #[global_allocator]
+        static ALLOC: $crate::Tracking = $crate::Tracking;
+
+        ::libfuzzer_sys::fuzz_target!(|data: &[u8]| $crate::no_leak(data, $body));
+    };
+}
+
+/// The type an input's first byte picks ([`pick_type`]), the rest's whole blocks of it (an
+/// incomplete last block left out) and their element count; `None` for an empty input.
+pub fn typed_blocks(data: &[u8]) -> Option<(ggufrw::GgmlType, &[u8], usize)> {
+    let (&pick, rest) = data.split_first()?;
+    let ty = pick_type(pick);
+    let size = ty.type_size() as usize;
+    let whole = &rest[..rest.len() / size * size];
+    Some((ty, whole, whole.len() / size * ty.block_size() as usize))
+}
+
 /// Runs `body(data)` and panics if it leaves bytes allocated. A first run may initialise
 /// something lazily (a `OnceLock`, a thread-local), so a leak only counts if a second run of
 /// the same input leaks again.

@@ -7,26 +7,14 @@ use ggufrw::quantize::imatrix::Collected;
 use ggufrw::quantize::PRESETS;
 use ggufrw::tools::split::{split, SplitBy};
 use ggufrw::{Builder, Gguf};
+use ggufrw_conform::strategy::pattern;
 
 /// A named seed.
 pub type Seed = (String, Vec<u8>);
 
-/// xorshift: the same bytes every run.
-fn bytes(seed: u64, n: usize) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 /// Floats in [-1, 1) with a few odd ones (zero, a huge value, a tiny one).
 fn floats(seed: u64, n: usize) -> Vec<f32> {
-    let raw = bytes(seed, n * 3);
+    let raw = pattern(seed, n * 3);
     (0..n)
         .map(|i| match i % 97 {
             13 => 0.0,
@@ -47,7 +35,7 @@ pub fn payload() -> Vec<Seed> {
         .map(|(i, &ty)| {
             let n = 2 * ty.block_size() as usize;
             let blocks = quant::quantize(ty, &floats(i as u64, n), n)
-                .unwrap_or_else(|_| bytes(i as u64, 2 * ty.type_size() as usize));
+                .unwrap_or_else(|_| pattern(i as u64, 2 * ty.type_size() as usize));
             let mut seed = vec![i as u8];
             seed.extend(blocks);
             (format!("{}", ty.name()), seed)

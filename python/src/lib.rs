@@ -7,6 +7,7 @@
 
 use ggufrw::edit::{edit_file, edit_in_place, Edit};
 use ggufrw::quant::{self, BlockVisitor, Codec, QuantError};
+use ggufrw::quantize::CommandLine;
 use ggufrw::schema::{Array, ArrayValues, StrList, Width};
 use ggufrw::tools::hash::{hash_file, HashKind};
 use ggufrw::tools::split::{self, SplitBy};
@@ -989,13 +990,14 @@ fn hf_err(py: Python<'_>, e: ggufrw_hf::Error) -> PyErr {
 #[pyfunction]
 #[pyo3(signature = (model_dir, outfile = None, outtype = "f16", vocab_only = false, bigendian = false,
     model_name = None, metadata = None, split_max_tensors = 0, split_max_size = 0,
-    no_tensor_first_split = false, dry_run = false, tokenizer_pre = None, threads = 0))]
+    no_tensor_first_split = false, dry_run = false, tokenizer_pre = None, threads = 0,
+    quantize = None, via = "auto", quantize_options = Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn convert_hf(
     py: Python<'_>,
     model_dir: PathBuf,
     outfile: Option<PathBuf>,
-    outtype: &str,
+    outtype: Option<&str>,
     vocab_only: bool,
     bigendian: bool,
     model_name: Option<String>,
@@ -1006,13 +1008,26 @@ fn convert_hf(
     dry_run: bool,
     tokenizer_pre: Option<String>,
     threads: usize,
+    quantize: Option<String>,
+    via: &str,
+    quantize_options: Vec<String>,
 ) -> PyResult<(Vec<String>, u64)> {
-    let outtype = ggufrw_hf::OutType::parse(outtype).ok_or_else(|| {
+    // With a preset, the conversion is to `via` and the file's type is the preset's.
+    let converted = match (&quantize, outtype) {
+        (Some(_), Some(_)) => {
+            return Err(PyValueError::new_err(
+                "outtype is the quantized file's own with quantize; via sets the type converted to first",
+            ))
+        }
+        (Some(_), None) => via,
+        (None, outtype) => outtype.unwrap_or("f16"),
+    };
+    let outtype = ggufrw_hf::OutType::parse(converted).ok_or_else(|| {
         PyValueError::new_err(format!(
-            "outtype {outtype:?} is not one of f32, f16, bf16, q8_0, tq1_0, tq2_0, auto"
+            "type {converted:?} is not one of f32, f16, bf16, q8_0, tq1_0, tq2_0, auto"
         ))
     })?;
-    let options = ggufrw_hf::Options {
+    let mut options = ggufrw_hf::Options {
         outfile,
         outtype,
         vocab_only,
@@ -1027,9 +1042,28 @@ fn convert_hf(
         threads,
         ..ggufrw_hf::Options::default()
     };
-    let report = py
-        .detach(|| ggufrw_hf::convert(&model_dir, &options))
-        .map_err(|e| hf_err(py, e))?;
+    let report = match quantize {
+        None => py.detach(|| ggufrw_hf::convert(&model_dir, &options)),
+        Some(preset) => {
+            let (plan_options, mut run) =
+                CommandLine::options_for(&quantize_options, &preset, &|pattern| {
+                    let re = regex::Regex::new(pattern).map_err(|e| e.to_string())?;
+                    Ok(Box::new(move |name: &str| re.is_match(name)))
+                })
+                .map_err(PyValueError::new_err)?;
+            run.threads = threads;
+            options.name_type = Some(preset);
+            py.detach(|| {
+                if options.dry_run {
+                    ggufrw_hf::convert(&model_dir, &options)
+                } else {
+                    (ggufrw_hf::convert_quantized(&model_dir, &options, &plan_options, &run, &()))
+                        .map(|(conversion, _)| conversion)
+                }
+            })
+        }
+    }
+    .map_err(|e| hf_err(py, e))?;
     Ok((
         report
             .outputs

@@ -10,18 +10,8 @@ macro_rules! ggml_types {
     ($($variant:ident = $id:literal, $name:literal, $block:ident;)*) => {
         /// A ggml tensor type. Canonical names are mixed case (`q4_K`, `iq2_xxs`, `bf16`) and
         /// parse case-insensitively. Ids 4, 5, 31–33 and 36–38 are retired and have no variant.
-        #[derive(
-            Clone,
-            Copy,
-            Debug,
-            PartialEq,
-            Eq,
-            Hash,
-            strum::FromRepr,
-            strum::EnumString,
-            strum::IntoStaticStr,
-            strum::EnumIter,
-        )]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[derive(strum::FromRepr, strum::EnumString, strum::IntoStaticStr, strum::EnumIter)]
         #[strum(ascii_case_insensitive)]
         #[repr(u32)]
         #[allow(non_camel_case_types, missing_docs)]

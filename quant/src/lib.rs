@@ -26,6 +26,8 @@ mod threads;
 mod validate;
 
 mod ggml_type;
+#[cfg(any(test, feature = "strategy"))]
+pub mod strategy;
 pub use ggml_type::{type_name, GgmlType, SizeError, RETIRED_TYPES};
 use ggufrw_schema::blocks::{self, Block, SwapPlan};
 use ggufrw_schema::ByteOrder;
@@ -198,16 +200,16 @@ pub fn dequantize(
     byte_order: ByteOrder,
     out: &mut [f32],
 ) -> Result<(), QuantError> {
-    struct Run<'a> {
+    struct Dequantizing<'a> {
         ty: GgmlType,
         bytes: &'a [u8],
         byte_order: ByteOrder,
         out: &'a mut [f32],
     }
-    impl BlockVisitor for Run<'_> {
+    impl BlockVisitor for Dequantizing<'_> {
         type Out = Result<(), QuantError>;
         fn visit<B: Codec>(self) -> Self::Out {
-            let Run {
+            let Dequantizing {
                 ty,
                 bytes,
                 byte_order,
@@ -252,7 +254,7 @@ pub fn dequantize(
             Ok(())
         }
     }
-    ty.visit(Run {
+    ty.visit(Dequantizing {
         ty,
         bytes,
         byte_order,
@@ -352,17 +354,17 @@ fn quantize_rows(
     mode: Mode<'_>,
     out: &mut [u8],
 ) -> Result<(), QuantError> {
-    struct Run<'a> {
+    struct Quantizing<'a> {
         ty: GgmlType,
         x: &'a [f32],
         n_per_row: usize,
         mode: Mode<'a>,
         out: &'a mut [u8],
     }
-    impl BlockVisitor for Run<'_> {
+    impl BlockVisitor for Quantizing<'_> {
         type Out = Result<(), QuantError>;
         fn visit<B: Codec>(self) -> Self::Out {
-            let Run {
+            let Quantizing {
                 ty,
                 x,
                 n_per_row,
@@ -397,7 +399,7 @@ fn quantize_rows(
             Ok(())
         }
     }
-    ty.visit(Run {
+    ty.visit(Quantizing {
         ty,
         x,
         n_per_row,
@@ -410,14 +412,14 @@ fn quantize_rows(
 /// read by binrw in one order, written in the other): what [`swap_plan`] is derived from.
 #[cfg(test)]
 fn swap_declared(ty: GgmlType, bytes: &[u8]) -> Option<Vec<u8>> {
-    struct Run<'a>(&'a [u8]);
-    impl BlockVisitor for Run<'_> {
+    struct SwapDeclared<'a>(&'a [u8]);
+    impl BlockVisitor for SwapDeclared<'_> {
         type Out = Option<Vec<u8>>;
         fn visit<B: Codec>(self) -> Self::Out {
             blocks::swap_declared::<B>(self.0, binrw::Endian::Little)
         }
     }
-    ty.visit(Run(bytes))
+    ty.visit(SwapDeclared(bytes))
 }
 
 /// Dequantization through the declaration only: each block read by binrw from `byte_order`,
@@ -428,11 +430,11 @@ fn dequantize_declared(
     bytes: &[u8],
     byte_order: ByteOrder,
 ) -> Result<Vec<f32>, QuantError> {
-    struct Run<'a>(GgmlType, &'a [u8], ByteOrder);
-    impl BlockVisitor for Run<'_> {
+    struct DequantizeDeclared<'a>(GgmlType, &'a [u8], ByteOrder);
+    impl BlockVisitor for DequantizeDeclared<'_> {
         type Out = Result<Vec<f32>, QuantError>;
         fn visit<B: Codec>(self) -> Self::Out {
-            let Run(ty, bytes, order) = self;
+            let DequantizeDeclared(ty, bytes, order) = self;
             let blocks = blocks::read_declared::<B>(bytes, order.endian()).ok_or(
                 QuantError::NotWholeBlocks {
                     ty,
@@ -447,7 +449,7 @@ fn dequantize_declared(
             Ok(out)
         }
     }
-    ty.visit(Run(ty, bytes, byte_order))
+    ty.visit(DequantizeDeclared(ty, bytes, byte_order))
 }
 
 #[cfg(test)]
@@ -456,39 +458,6 @@ mod tests {
     use proptest::prelude::*;
     use proptest::test_runner::{Config, TestCaseError, TestRunner};
     use strum::IntoEnumIterator;
-
-    /// Half-float bit patterns that break arithmetic: NaNs, infinities, zeros, a subnormal.
-    const SPECIAL_HALVES: [u16; 7] = [0x7e00, 0x7c01, 0xfe00, 0x7c00, 0x0000, 0x8000, 0x0001];
-
-    /// Random blocks of `ty`, their 2-byte numbers (scales) often replaced by special halves.
-    fn blocks(ty: GgmlType) -> impl Strategy<Value = Vec<u8>> {
-        let size = ty.type_size() as usize;
-        let halves: Vec<usize> = (swap_plan(ty).units.iter())
-            .filter(|(_, width)| *width == 2)
-            .map(|(offset, _)| *offset)
-            .collect();
-        (1usize..=4)
-            .prop_flat_map(move |n| {
-                (
-                    proptest::collection::vec(any::<u8>(), n * size),
-                    proptest::collection::vec(
-                        proptest::option::weighted(0.3, 0..SPECIAL_HALVES.len()),
-                        n * 16,
-                    ),
-                )
-            })
-            .prop_map(move |(mut bytes, specials)| {
-                let mut specials = specials.into_iter();
-                for block in bytes.chunks_exact_mut(size) {
-                    for &at in &halves {
-                        if let Some(Some(k)) = specials.next() {
-                            block[at..at + 2].copy_from_slice(&SPECIAL_HALVES[k].to_le_bytes());
-                        }
-                    }
-                }
-                bytes
-            })
-    }
 
     fn bits(v: &[f32]) -> Vec<u32> {
         v.iter().map(|f| f.to_bits()).collect()
@@ -503,7 +472,7 @@ mod tests {
                 Config::with_cases(64),
                 proptest::test_runner::TestRng::deterministic_rng(Default::default()),
             );
-            let checked = runner.run(&blocks(ty), |bytes| {
+            let checked = runner.run(&strategy::blocks(ty, 4), |bytes| {
                 let big = swap_declared(ty, &bytes).expect("whole blocks");
                 let mut swapped = bytes.clone();
                 swap_in_place(ty, &mut swapped).unwrap();

@@ -47,7 +47,7 @@ pub(crate) fn c_atof(s: &str) -> f64 {
 /// C++'s `std::stoi`, as llama-quantize reads the numbers on its command line (a preset's id,
 /// layer ids, the thread count): the rest ignored; `None` where it throws (no digits, out of
 /// `int`'s range).
-pub fn stoi(text: &str) -> Option<i64> {
+pub(crate) fn stoi(text: &str) -> Option<i64> {
     let (negative, digits) = c_sign_digits(text);
     if digits.is_empty() {
         return None;

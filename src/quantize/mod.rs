@@ -24,6 +24,7 @@
 
 mod arch;
 mod cnum;
+mod command_line;
 pub mod imatrix;
 mod options;
 mod plan;
@@ -31,8 +32,8 @@ mod preset;
 mod run;
 
 pub use arch::{Hparams, ARCHITECTURES};
-pub use cnum::stoi;
-pub use options::{KvOverride, Options, TensorType};
+pub use command_line::{CommandLine, Pattern};
+pub use options::{KvOverride, Matcher, Options, TensorType};
 pub use plan::{Plan, PlannedTensor};
 pub use preset::{default_type, Preset, PRESETS};
 pub(crate) use run::Rows;

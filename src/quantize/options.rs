@@ -6,6 +6,9 @@ use crate::quant::GgmlType;
 use crate::schema::Value;
 use std::fmt;
 
+/// Whether a tensor name matches a `--tensor-type` pattern.
+pub type Matcher = Box<dyn Fn(&str) -> bool + Send + Sync>;
+
 /// `--tensor-type NAME=TYPE`: tensors whose name the pattern matches get the type (the first
 /// matching pattern wins). The pattern is matched by `matches` (a regular expression search,
 /// as llama-quantize's `std::regex_search`, in the command line; any predicate here).
@@ -15,7 +18,7 @@ pub struct TensorType {
     /// The type it asks for.
     pub ty: GgmlType,
     /// Whether a tensor name matches.
-    pub matches: Box<dyn Fn(&str) -> bool + Send + Sync>,
+    pub matches: Matcher,
 }
 
 impl fmt::Debug for TensorType {

@@ -40,6 +40,46 @@ pub fn llama_tool(name: &str) -> Option<std::path::PathBuf> {
     })
 }
 
+/// `program ARGS` in `dir`: what it did (a program that does not start fails the test).
+pub fn run(
+    program: &std::path::Path,
+    args: &[&str],
+    dir: &std::path::Path,
+) -> std::process::Output {
+    std::process::Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", program.display()))
+}
+
+/// `ggufrw ARGS`, the binary under test: what it did.
+pub fn ggufrw(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Runs `cmd`, which must succeed: its output (a failure shows the command and its stderr).
+pub fn succeed(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd:?} did not start: {e}"));
+    assert_ok(&out, &format!("{cmd:?}"));
+    out
+}
+
+/// `out` is of a process that succeeded (else: `what`, its status and its stderr).
+pub fn assert_ok(out: &std::process::Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// gguf-py's Python (`GGUFRW_PYTHON`), or `None` after saying SKIPPED.
 pub fn python() -> Option<std::path::PathBuf> {
     peer_or_skip(ggufrw_conform::peer::python_from_env())

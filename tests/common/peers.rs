@@ -79,3 +79,19 @@ pub fn run_plan(peer: Peer, regressions: &str, cases: u32) -> Vec<(String, u32, 
     }
     done
 }
+
+/// [`run_plan`], which must have run exactly the checks `expected` (`"CHECK vVERSION ORDER"`):
+/// what it returned.
+pub fn expect_plan(
+    peer: Peer,
+    regressions: &str,
+    cases: u32,
+    expected: &[&str],
+) -> Vec<(String, u32, String, u32)> {
+    let done = run_plan(peer, regressions, cases);
+    let checks: Vec<_> = (done.iter())
+        .map(|(c, v, o, _)| format!("{c} v{v} {o}"))
+        .collect();
+    assert_eq!(checks, expected);
+    done
+}

@@ -373,13 +373,13 @@ class Gpt2(Vocab):
         return added_token(i, token, special=(ty == CONTROL), normalized=True)
 
     def pre_tokenizer(self):
-        return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+        return byte_level(False, True, True)
 
     def post_processor(self, g, ids):
-        return {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}
+        return byte_level(True, False, True)
 
     def decoder(self):
-        return {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+        return byte_level(True, True, True)
 
     def tokenizer_config(self, g, ids, added):
         # The repository's own file holds only model_max_length; the class is named here so
@@ -579,13 +579,13 @@ class Mpt(Vocab):
         return {"type": "NFC"}
 
     def pre_tokenizer(self):
-        return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+        return byte_level(False, True, True)
 
     def post_processor(self, g, ids):
-        return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+        return byte_level(False, True, True)
 
     def decoder(self):
-        return {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True}
+        return byte_level(False, True, True)
 
     def tokenizer_config(self, g, ids, added):
         eos = ids["eos_text"]

@@ -151,10 +151,8 @@ class ReaderField:
 
     @classmethod
     def _deferred(cls, offset: int, name: str, types: list[GGUFValueType], lazy: _Lazy) -> "ReaderField":
-        field = cls.__new__(cls)
-        field.offset = offset
-        field.name = name
-        field.types = types
+        field = cls(offset, name, types=types)
+        # None: built from `lazy` on first access (the properties below)
         field._parts = None
         field._data = None
         field._lazy = lazy

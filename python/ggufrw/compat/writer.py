@@ -105,17 +105,17 @@ _FORMATS: dict[int, str] = {
     GGUFValueType.FLOAT64: "d",
     GGUFValueType.BOOL: "?",
 }
-_INT_RANGES: dict[int, tuple[int, int]] = {
-    GGUFValueType.UINT8: (0, 2**8 - 1),
-    GGUFValueType.INT8: (-(2**7), 2**7 - 1),
-    GGUFValueType.UINT16: (0, 2**16 - 1),
-    GGUFValueType.INT16: (-(2**15), 2**15 - 1),
-    GGUFValueType.UINT32: (0, 2**32 - 1),
-    GGUFValueType.INT32: (-(2**31), 2**31 - 1),
-    GGUFValueType.UINT64: (0, 2**64 - 1),
-    GGUFValueType.INT64: (-(2**63), 2**63 - 1),
-}
 _SIZES: dict[int, int] = {t: struct.calcsize("<" + f) for t, f in _FORMATS.items()}
+
+
+def _int_range(fmt: str) -> tuple[int, int]:
+    """The values the struct integer format `fmt` packs (lower case: signed)."""
+    bits = 8 * struct.calcsize("<" + fmt)
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if fmt.islower() else (0, (1 << bits) - 1)
+
+
+# from the formats, so that a range cannot disagree with what struct packs
+_INT_RANGES: dict[int, tuple[int, int]] = {t: _int_range(f) for t, f in _FORMATS.items() if f in "bBhHiIqQ"}
 # the smallest magnitude that rounds to infinity as a float32
 _F32_OVERFLOW = 2.0**128 - 2.0**103
 
