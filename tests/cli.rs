@@ -5,7 +5,6 @@ use crate::common;
 use common::{ggufrw, small_file, ty, Raw};
 use std::path::{Path, PathBuf};
 
-
 fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, bytes).unwrap();

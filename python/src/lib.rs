@@ -1024,7 +1024,8 @@ fn convert_hf(
     };
     let outtype = ggufrw_hf::OutType::parse(converted).ok_or_else(|| {
         PyValueError::new_err(format!(
-            "type {converted:?} is not one of f32, f16, bf16, q8_0, tq1_0, tq2_0, auto"
+            "{} {converted:?} is not one of f32, f16, bf16, q8_0, tq1_0, tq2_0, auto",
+            if quantize.is_some() { "via" } else { "outtype" }
         ))
     })?;
     let mut options = ggufrw_hf::Options {
