@@ -3,6 +3,7 @@
 
 Usage:
     PY tests/convert_hf/reference.py --llama-cpp ROOT --work DIR [--set fast|full] [--verbose]
+                                     [--gguf gguf-py|ggufrw]
 
 PY is the Python of scripts/convert-ref.sh (torch, transformers, sentencepiece);
 ROOT is the llama.cpp tree it prints (convert_hf_to_gguf.py, conversion/, gguf-py/).
@@ -14,6 +15,9 @@ ROOT is the llama.cpp tree it prints (convert_hf_to_gguf.py, conversion/, gguf-p
 2. Runs the reference converter on every case in this one process (torch is
    imported once): each case runs with its own folder DIR/ref/<case>/ as the
    working directory, and every output path in its arguments is relative to it.
+   With `--gguf ggufrw`, the converter runs on ggufrw.compat instead of the tree's gguf-py
+   (`import gguf` resolved to it, as `python -m ggufrw.compat` does): its cases go to
+   DIR/ref-ggufrw/<case>/ and its results to DIR/cases-ggufrw.json.
 3. Writes DIR/cases.json, a list of
      {"case", "fixture" (absolute path), "args" (after the model folder),
       "status" (0, the SystemExit code, or 1 for an exception),
@@ -451,7 +455,7 @@ class Recorder(logging.Handler):
         (self.errors if record.levelno >= logging.ERROR else self.warnings).append(msg)
 
 
-def load_reference(root: Path):
+def load_reference(root: Path, on: str):
     spec = importlib.util.spec_from_file_location("convert_hf_to_gguf", root / "convert_hf_to_gguf.py")
     if spec is None or spec.loader is None:
         raise SystemExit(f"reference.py: cannot load {root / 'convert_hf_to_gguf.py'}")
@@ -460,7 +464,11 @@ def load_reference(root: Path):
     spec.loader.exec_module(module)
     import gguf
     gguf_file = Path(gguf.__file__).resolve()
-    if root.resolve() / "gguf-py" not in gguf_file.parents:
+    if on == "ggufrw":
+        if gguf.__name__ != "ggufrw.compat" or any("gguf-py" in str(getattr(m, "__file__", "") or "")
+                                                   for m in list(sys.modules.values())):
+            raise SystemExit(f"reference.py: gguf-py was loaded ({gguf_file}), not ggufrw.compat")
+    elif root.resolve() / "gguf-py" not in gguf_file.parents:
         raise SystemExit(f"reference.py: gguf was imported from {gguf_file}, not from {root / 'gguf-py'}")
     return module
 
@@ -518,6 +526,8 @@ def main() -> int:
     ap.add_argument("--work", required=True, type=Path, help="work folder (fixtures/, ref/, cases.json)")
     ap.add_argument("--set", choices=["fast", "full"], default="fast")
     ap.add_argument("--verbose", action="store_true", help="show the reference's INFO log")
+    ap.add_argument("--gguf", choices=["gguf-py", "ggufrw"], default="gguf-py",
+                    help="the gguf package the converter runs on (ggufrw: ggufrw.compat)")
     opts = ap.parse_args()
 
     root = opts.llama_cpp.resolve()
@@ -530,6 +540,11 @@ def main() -> int:
     # the tree's own gguf-py and conversion/ come first, before anything imports gguf
     sys.path[:0] = [str(root), str(root / "gguf-py")]
     os.environ.pop("NO_LOCAL_GGUF", None)
+    if opts.gguf == "ggufrw":
+        # before anything (the fixtures' vocabularies included) imports gguf
+        from ggufrw.compat import install
+
+        install()
     work.mkdir(parents=True, exist_ok=True)
 
     cases = all_cases()
@@ -543,7 +558,7 @@ def main() -> int:
     t1 = time.monotonic()
     fixtures = ensure_fixtures(work, wanted)
     t2 = time.monotonic()
-    module = load_reference(root)
+    module = load_reference(root, opts.gguf)
     t3 = time.monotonic()
 
     # The reference's main() calls logging.basicConfig(level=INFO), a no-op once
@@ -560,7 +575,7 @@ def main() -> int:
     root_logger.addHandler(recorder)
     results = []
     for case in cases:
-        folder = work / "ref" / case.name
+        folder = work / ("ref" if opts.gguf == "gguf-py" else "ref-ggufrw") / case.name
         c0 = time.monotonic()
         result = run_case(module, case, fixtures[case.fixture], folder, recorder)
         results.append(result)
@@ -570,12 +585,12 @@ def main() -> int:
     root_logger.removeHandler(recorder)
     t4 = time.monotonic()
 
-    (work / "cases.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    (work / ("cases.json" if opts.gguf == "gguf-py" else "cases-ggufrw.json")).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     failed = sum(1 for r in results if r["status"] != 0)
     print(f"reference.py: {len(results)} case(s) ({opts.set} set), {failed} non-zero status; "
           f"torch import {t1 - t0:.1f} s, fixtures {t2 - t1:.1f} s, reference import {t3 - t2:.1f} s, "
           f"conversions {t4 - t3:.1f} s; "
-          f"{work / 'cases.json'}", flush=True)
+          f"{work / ('cases.json' if opts.gguf == 'gguf-py' else 'cases-ggufrw.json')}", flush=True)
     return 0
 
 

@@ -21,8 +21,8 @@ Differences from gguf-py 0.19, kept on purpose because gguf-py is wrong there:
   types, Q8_1, ...), not only the ones gguf-py has numpy code for.
 - Files gguf-py misreads are refused: a string running past the end of the file, tensor offsets
   that wrap around, arrays nested past the native decoder's depth limit.
-- The writer reports a tensor whose data size does not match its info with a `ValueError`
-  (gguf-py: an `assert`).
+- The writer refuses a tensor whose data size does not match its shape and type when it is added,
+  naming it, so no partial file is left (gguf-py writes such a file).
 
 Everything else (field parts and data indices, `contents()`, the tensor views, `byte_order`,
 `endianess`, `alignment`, `data_offset`, writes through `parts` in mode `'r+'`, the writer's stages,
@@ -38,45 +38,24 @@ except ImportError as e:  # pragma: no cover - exercised in a subprocess without
         "ggufrw.compat needs numpy, as gguf-py does: pip install numpy (or ggufrw[numpy])"
     ) from e
 
-from . import constants, quants
-from .constants import (
-    GGML_QUANT_SIZES,
-    GGML_QUANT_VERSION,
-    GGUF_DEFAULT_ALIGNMENT,
-    GGUF_MAGIC,
-    GGUF_VERSION,
-    QK_K,
-    READER_SUPPORTED_VERSIONS,
-    GGMLQuantizationType,
-    GGUFEndian,
-    GGUFValueType,
-)
-from .reader import DecodeError, GGUFReader, ReaderField, ReaderTensor
-from .writer import GGUFValue, GGUFWriter, TensorInfo, WriterState
+# As gguf-py's package: every module's public names at the top level.
+from . import constants, quants, tensor_mapping
+from .constants import *  # noqa: F401,F403
+from .reader import *  # noqa: F401,F403
+from .writer import *  # noqa: F401,F403
 from .quants import QuantError, quant_shape_from_byte_shape, quant_shape_to_byte_shape
+from .tensor_mapping import *  # noqa: F401,F403
+from ._install import install
 
 __all__ = [
-    "GGUFReader",
-    "ReaderField",
-    "ReaderTensor",
-    "GGUFWriter",
-    "GGUFValue",
-    "TensorInfo",
-    "WriterState",
-    "GGUFValueType",
-    "GGMLQuantizationType",
-    "GGUFEndian",
-    "GGML_QUANT_SIZES",
-    "GGML_QUANT_VERSION",
-    "GGUF_DEFAULT_ALIGNMENT",
-    "GGUF_MAGIC",
-    "GGUF_VERSION",
-    "QK_K",
-    "READER_SUPPORTED_VERSIONS",
-    "DecodeError",
+    *constants.__all__,
+    *reader.__all__,  # noqa: F405
+    *writer.__all__,  # noqa: F405
+    *tensor_mapping.__all__,
     "QuantError",
     "quant_shape_from_byte_shape",
     "quant_shape_to_byte_shape",
     "quants",
     "constants",
+    "tensor_mapping",
 ]

@@ -25,6 +25,7 @@ Where this reader differs from gguf-py 0.19 on purpose:
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections import OrderedDict
 from typing import Any, Iterator, Literal, NamedTuple, Union
@@ -603,7 +604,12 @@ class GGUFReader:
 
 
 def _decode_error(e: BaseException) -> DecodeError:
-    err = DecodeError(str(e))
+    text = str(e)
+    dims = re.search(r"n_dimensions @ 0x[0-9a-f]+: (\d+) dimensions, at most (\d+)", text)
+    if dims:
+        # gguf-py's words too, which its tests and their callers match
+        text += f" (tensor dimensions count {dims[1]} exceeds GGML_MAX_DIMS ({dims[2]}))"
+    err = DecodeError(text)
     for attr in ("kind", "path", "offset", "file"):
         try:
             setattr(err, attr, getattr(e, attr, None))

@@ -7,19 +7,24 @@ every tensor, the last one included) and the file handling (the output opened by
 `write_header_to_file`, split outputs, `use_temp_file`, `dry_run`) are gguf-py's, so the same calls
 give the same bytes.
 
-The typed setters (`add_context_length`, `add_block_count`, ... every `add_*` gguf-py has for a
-standard key) are made from the table in `setters.py`.
+The typed setters (`add_context_length`, `add_block_count`, ... every `add_*` of the pinned tree's
+gguf-py that writes one key) are made from the rows scripts/gen_compat_tables.py reads from
+gguf-py's own source (`_tables._SETTERS`); the others are written here.
 
 Values are checked as gguf-py's `struct` packing checks them, and the same exceptions are raised
 when they are written: `struct.error` for an integer out of its type's range or a non-integer,
 `OverflowError` for a float32 out of range, `ValueError` for an empty or mixed array.
 
-Difference from gguf-py 0.19 on purpose: a tensor whose data size does not match its info is
-reported with a `ValueError` (gguf-py: an `assert`, gone under `python -O`).
+Difference from gguf-py on purpose: a tensor whose data size does not match its shape and type is
+refused by `add_tensor`/`add_tensor_info` with a `ValueError` naming it, before anything is
+written. gguf-py accepts it and writes a file whose tensor info does not describe its data (as
+convert_llama_ggml_to_gguf.py does with F16 tensors, whose element shape it passes as a byte
+shape). Data written later with `write_tensor_data` is checked against its info the same way.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import operator
 import os
@@ -40,31 +45,28 @@ import numpy as np
 
 from .. import _native  # type: ignore[attr-defined]
 from .constants import (
+    GGML_QUANT_SIZES,
     GGUF_DEFAULT_ALIGNMENT,
     GGUF_VERSION,
     GGMLQuantizationType,
     GGUFEndian,
     GGUFValueType,
+    Keys,
 )
 from .quants import quant_shape_from_byte_shape
-from .setters import setters as _setter_rows
+from ._tables import _SETTERS
 
 __all__ = ["GGUFWriter", "GGUFValue", "TensorInfo", "WriterState", "SHARD_NAME_FORMAT"]
 
-logger = logging.getLogger(__name__)
+# gguf-py's logger name, so that code configuring gguf-py's loggers reaches this one
+logger = logging.getLogger("gguf.gguf_writer")
 
 SHARD_NAME_FORMAT = "{:s}-{:05d}-of-{:05d}.gguf"
 
-KEY_ARCHITECTURE = "general.architecture"
-KEY_ALIGNMENT = "general.alignment"
-KEY_SPLIT_NO = "split.no"
-KEY_SPLIT_COUNT = "split.count"
-KEY_SPLIT_TENSORS_COUNT = "split.tensors.count"
-KEY_CHAT_TEMPLATE = "tokenizer.chat_template"
-KEY_CHAT_TEMPLATE_N = "tokenizer.chat_template.{name}"
-KEY_CHAT_TEMPLATES = "tokenizer.chat_templates"
-KEY_DENSE_FEAT_IN = "{arch}.{dense}_feat_in"
-KEY_DENSE_FEAT_OUT = "{arch}.{dense}_feat_out"
+KEY_ALIGNMENT = Keys.General.ALIGNMENT
+KEY_SPLIT_NO = Keys.Split.LLM_KV_SPLIT_NO
+KEY_SPLIT_COUNT = Keys.Split.LLM_KV_SPLIT_COUNT
+KEY_SPLIT_TENSORS_COUNT = Keys.Split.LLM_KV_SPLIT_TENSORS_COUNT
 
 
 @dataclass
@@ -508,6 +510,15 @@ class GGUFWriter:
             dtype = raw_dtype
             if tensor_dtype == np.uint8:
                 tensor_shape = quant_shape_from_byte_shape(tensor_shape, raw_dtype)
+        # Refused here, before any output exists: gguf-py would write a file whose tensor info
+        # does not describe its data.
+        block, size = GGML_QUANT_SIZES[dtype]
+        elements = prod(tensor_shape)
+        if elements % block != 0 or elements // block * size != tensor_nbytes:
+            raise ValueError(
+                f"tensor {name!r}: shape {tuple(int(d) for d in tensor_shape)} of type {dtype.name} "
+                f"is {elements / block * size:g} bytes, its data is {tensor_nbytes}"
+            )
         if len(self.tensors[-1]) > 0:
             if (self.split_max_tensors != 0 and len(self.tensors[-1]) >= self.split_max_tensors) or (
                 self.split_max_size != 0
@@ -621,39 +632,47 @@ class GGUFWriter:
 
     # the setters that are not one key of one type
 
-    def add_architecture(self) -> None:
-        self.add_string(KEY_ARCHITECTURE, self.arch)
-
     def add_custom_alignment(self, alignment: int) -> None:
         if alignment <= 0 or (alignment & (alignment - 1)) != 0:
             raise ValueError("Invalid alignment: must be a non-zero power of two")
         self.data_alignment = alignment
         self.add_uint32(KEY_ALIGNMENT, alignment)
 
-    def _int_or_array(self, key: str, value: Any) -> None:
-        key = key.format(arch=self.arch)
+    def remove_key(self, key: str) -> None:
+        """Removes `key` from every shard's metadata."""
+        for kv_data in self.kv_data:
+            kv_data.pop(key, None)
+
+    def _add_u64_array(self, key: str, values: Sequence[int]) -> None:
+        self.add_key_value(key, list(values), GGUFValueType.ARRAY, GGUFValueType.UINT64)
+
+    def add_tensor_extra_prec_a4(self, tensor_names: Sequence[str], values: Sequence[bool]) -> None:
+        """The per-tensor `prec_a4` option: two parallel arrays, tensor names and flags."""
+        if len(tensor_names) != len(values):
+            raise ValueError("tensor_extra prec_a4 names and values must have the same length")
+        self.add_array(Keys.General.TENSOR_EXTRA_NAME, list(tensor_names))
+        self.add_array(Keys.General.TENSOR_EXTRA_PREC_A4, list(values))
+
+    def add_indexer_types(self, value: Sequence[bool]) -> None:
+        self.add_array(Keys.Attention.Indexer.TYPES.format(arch=self.arch), value)
+
+    def add_sliding_window_pattern(self, value: int | Sequence[bool]) -> None:
+        key = Keys.Attention.SLIDING_WINDOW_PATTERN.format(arch=self.arch)
         if isinstance(value, int):
             self.add_uint32(key, value)
         else:
             self.add_array(key, value)
 
-    def add_feed_forward_length(self, length: int | Sequence[int]) -> None:
-        self._int_or_array("{arch}.feed_forward_length", length)
-
-    def add_head_count(self, count: int | Sequence[int]) -> None:
-        self._int_or_array("{arch}.attention.head_count", count)
-
-    def add_head_count_kv(self, count: int | Sequence[int]) -> None:
-        self._int_or_array("{arch}.attention.head_count_kv", count)
-
-    def add_sliding_window_pattern(self, value: int | Sequence[bool]) -> None:
-        self._int_or_array("{arch}.attention.sliding_window_pattern", value)
-
     def add_dense_features_dims(self, dense: str, in_f: int, out_f: int) -> None:
-        self.add_uint32(KEY_DENSE_FEAT_IN.format(arch=self.arch, dense=dense), in_f)
-        self.add_uint32(KEY_DENSE_FEAT_OUT.format(arch=self.arch, dense=dense), out_f)
+        self.add_uint32(Keys.LLM.DENSE_FEAT_IN_SIZE.format(arch=self.arch, dense=dense), in_f)
+        self.add_uint32(Keys.LLM.DENSE_FEAT_OUT_SIZE.format(arch=self.arch, dense=dense), out_f)
 
-    def add_chat_template(self, value: str | Sequence[Mapping[str, str]]) -> None:
+    def add_chat_template(self, value: str | Sequence[Mapping[str, str]] | None) -> None:
+        """The chat template, or named templates (`[{"name": ..., "template": ...}]`, the one named
+        "default" becoming the template); None removes it."""
+        if value is None:
+            self.remove_key(Keys.Tokenizer.CHAT_TEMPLATE)
+            return
         if not isinstance(value, str):
             default = None
             names = set()
@@ -666,13 +685,13 @@ class GGUFWriter:
                         default = template
                     else:
                         names.add(name)
-                        self.add_string(KEY_CHAT_TEMPLATE_N.format(name=name), template)
+                        self.add_string(Keys.Tokenizer.CHAT_TEMPLATE_N.format(name=name), template)
             if names:
-                self.add_array(KEY_CHAT_TEMPLATES, list(names))
+                self.add_array(Keys.Tokenizer.CHAT_TEMPLATES, list(names))
             if default is None:
                 return
             value = default
-        self.add_string(KEY_CHAT_TEMPLATE, value)
+        self.add_string(Keys.Tokenizer.CHAT_TEMPLATE, value)
 
     # helpers gguf-py has
 
@@ -717,35 +736,42 @@ def _is_dtype(value: Any) -> bool:
     return True
 
 
-def _setter(kind: str, key: str) -> Callable[..., None]:
-    arch_key = "{arch}" in key
-    if kind.endswith("_id"):
-        adder = "add_" + kind[: -len("_id")]
+def _setter(row: tuple) -> Callable[..., None]:
+    """A typed setter from its generated row (see scripts/gen_compat_tables.py)."""
+    name, params, adder, key, formats, (param, how) = row
+    signature = inspect.Signature(
+        [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in ("self", *params)]
+    )
 
-        def set_by_id(self: GGUFWriter, source_id: int, value: Any) -> None:
-            getattr(self, adder)(key.format(id=source_id), value)
+    def setter(*args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(*args, **kwargs).arguments
+        self = bound["self"]
+        fields = {k: self.arch if source == "arch" else bound[source] for k, source in formats.items()}
+        value = self.arch if param == "arch" else bound[param]
+        if how == "value":
+            value = value.value
+        elif how == "list":
+            value = list(value)
+        name_ = key.format(**fields) if formats else key
+        if adder == "uint32_or_array":
+            if isinstance(value, int):
+                self.add_uint32(name_, value)
+            else:
+                self.add_array(name_, value)
+        else:
+            getattr(self, adder)(name_, value)
 
-        return set_by_id
-    enum = kind.endswith("_enum")
-    adder = "add_" + (kind[: -len("_enum")] if enum else kind)
-
-    def set_value(self: GGUFWriter, value: Any) -> None:
-        name = key.format(arch=self.arch) if arch_key else key
-        getattr(self, adder)(name, value.value if enum else value)
-
-    return set_value
+    setter.__name__ = name
+    setter.__qualname__ = f"GGUFWriter.{name}"
+    setter.__doc__ = f"Sets `{key}`."
+    setter.__signature__ = signature  # type: ignore[attr-defined]
+    return setter
 
 
 def _install_setters() -> None:
-    for kind, name, key in _setter_rows():
-        method = "add_" + name
-        if method in GGUFWriter.__dict__:
-            continue
-        fn = _setter(kind, key)
-        fn.__name__ = method
-        fn.__qualname__ = f"GGUFWriter.{method}"
-        fn.__doc__ = f"Sets `{key}`."
-        setattr(GGUFWriter, method, fn)
+    for row in _SETTERS:
+        if row[0] not in GGUFWriter.__dict__:
+            setattr(GGUFWriter, row[0], _setter(row))
 
 
 _install_setters()
