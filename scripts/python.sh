@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Builds the Python package (python/: the wheel, abi3, with maturin) and installs it into the
 # peers' virtual environment (scripts/peers.sh: gguf-py 0.19 and the Gemma model, which the
-# Python tests compare with), with pytest. With --test, also runs the Python tests.
+# Python tests compare with), with pytest. With --test, also runs the Python tests; then, where
+# the reference converter's environment is prepared (GGUFRW_CONVERT_REF and GGUFRW_LLAMA_CPP, as
+# scripts/test.sh sets them from scripts/convert-ref.sh: torch, transformers, no gguf-py), installs
+# the same wheel there and runs python/tests/intree/ with it: ggufrw.compat against the pinned
+# tree's own gguf-py, its clients and convert_hf_to_gguf.py run on ggufrw alone. Without that
+# environment those tests say SKIPPED (or fail, under GGUFRW_REQUIRE_PEERS).
 #
 # Usage: scripts/python.sh [--test] [pytest arguments...]
 #
@@ -27,6 +32,18 @@ rm -rf target/wheels
     target/wheels/ggufrw-*.whl
 if [ "$run_tests" = 1 ]; then
     # pytest reports on stderr: stdout is kept for the path.
-    GGUFRW_PYTHON="$py" "$py" -m pytest python/tests -q -p no:cacheprovider "$@"
+    GGUFRW_PYTHON="$py" "$py" -m pytest python/tests -q -p no:cacheprovider --ignore=python/tests/intree "$@"
+    if [ -n "${GGUFRW_CONVERT_REF:-}" ] && [ -n "${GGUFRW_LLAMA_CPP:-}" ]; then
+        ref="$GGUFRW_CONVERT_REF"
+        "$ref" -m pip install --quiet --disable-pip-version-check --no-input "pytest>=7"
+        "$ref" -m pip install --quiet --disable-pip-version-check --no-input --force-reinstall --no-deps \
+            target/wheels/ggufrw-*.whl
+        GGUFRW_LLAMA_CPP="$GGUFRW_LLAMA_CPP" "$ref" -m pytest python/tests/intree -q -p no:cacheprovider -rs "$@"
+    elif [ -n "${GGUFRW_REQUIRE_PEERS:-}" ]; then
+        echo "python.sh: GGUFRW_CONVERT_REF/GGUFRW_LLAMA_CPP unset: python/tests/intree cannot run" >&2
+        exit 1
+    else
+        echo "python.sh: SKIPPED python/tests/intree (no reference converter environment: scripts/convert-ref.sh)" >&2
+    fi
 fi
 echo "$py" >&3

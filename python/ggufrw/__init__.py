@@ -693,7 +693,7 @@ def convert_hf(
     model_dir: PathLike,
     outfile: Optional[PathLike] = None,
     *,
-    outtype: str = "f16",
+    outtype: Optional[str] = None,
     vocab_only: bool = False,
     bigendian: bool = False,
     model_name: Optional[str] = None,
@@ -704,11 +704,20 @@ def convert_hf(
     dry_run: bool = False,
     tokenizer_pre: Optional[str] = None,
     threads: int = 0,
+    quantize: Optional[str] = None,
+    via: str = "auto",
+    quantize_options: Sequence[str] = (),
 ) -> Conversion:
     """Converts a Hugging Face checkpoint folder to GGUF byte for byte as llama.cpp's
-    ``convert_hf_to_gguf.py`` does, with its options (``split_max_size`` in bytes), without
-    torch; ``tokenizer_pre`` names a BPE pre-tokenizer the reference does not recognize.
-    ``threads`` converts rows on that many threads (0: every core; the bytes are the same)."""
+    ``convert_hf_to_gguf.py`` does, with its options (``outtype`` f16 by default,
+    ``split_max_size`` in bytes), without torch; ``tokenizer_pre`` names a BPE pre-tokenizer the
+    reference does not recognize. ``threads`` converts rows on that many threads (0: every core;
+    the bytes are the same).
+
+    With ``quantize`` (a llama-quantize preset: ``"Q4_K_M"``, ``"IQ4_XS"``, ...), the checkpoint
+    is converted to ``via`` (the reference's outtype; ``outtype`` is then not given) and quantized
+    in the same pass, byte for byte as ``llama-quantize`` on the reference's output;
+    ``quantize_options`` are llama-quantize's own (``["--leave-output-tensor"]``, ...)."""
     outputs, parameters = _native.convert_hf(
         _os.fspath(model_dir),
         None if outfile is None else _os.fspath(outfile),
@@ -723,5 +732,8 @@ def convert_hf(
         dry_run,
         tokenizer_pre,
         threads,
+        quantize,
+        via,
+        list(quantize_options),
     )
     return Conversion(outputs, parameters)

@@ -81,7 +81,7 @@ def hash(path: str, kinds: list[str], per_tensor: bool = True) -> list[str]: ...
 def convert_hf(
     model_dir: str,
     outfile: Optional[str] = None,
-    outtype: str = "f16",
+    outtype: Optional[str] = "f16",
     vocab_only: bool = False,
     bigendian: bool = False,
     model_name: Optional[str] = None,
@@ -92,5 +92,8 @@ def convert_hf(
     dry_run: bool = False,
     tokenizer_pre: Optional[str] = None,
     threads: int = 0,
+    quantize: Optional[str] = None,
+    via: str = "auto",
+    quantize_options: list[str] = ...,
 ) -> tuple[list[str], int]: ...
 def escape(value: Union[str, bytes]) -> str: ...

@@ -128,3 +128,34 @@ def test_bad_input_names_the_file_and_field_and_leaves_nothing(tmp: pathlib.Path
     assert sorted(p.name for p in tmp.iterdir()) == ["Tiny-Llama"]
     with pytest.raises(ValueError, match="outtype"):
         ggufrw.convert_hf(model, tmp / "out.gguf", outtype="q4_k")
+
+
+def llama_quantize() -> pathlib.Path:
+    import os
+
+    tools = os.environ.get("GGUFRW_LLAMA_TOOLS")
+    if not tools:
+        if os.environ.get("GGUFRW_REQUIRE_PEERS"):
+            pytest.fail("GGUFRW_LLAMA_TOOLS is unset (scripts/ggml.sh --tools)")
+        pytest.skip("GGUFRW_LLAMA_TOOLS is unset: llama-quantize is not built (scripts/ggml.sh --tools)")
+    return pathlib.Path(tools) / "llama-quantize"
+
+
+@pytest.mark.parametrize("preset,via,options", [
+    ("Q4_K_M", "f16", []),
+    ("Q8_0", "bf16", ["--leave-output-tensor"]),
+    ("IQ4_NL", "auto", ["--output-tensor-type", "q6_k", "--token-embedding-type", "q8_0"]),
+])
+def test_quantize_in_one_pass_as_llama_quantize_after_converting(tmp: pathlib.Path, preset, via, options) -> None:
+    tool = llama_quantize()
+    model = _checkpoint(tmp / "Tiny-Llama", hidden=256)
+    ours = ggufrw.convert_hf(model, tmp / "ours.gguf", quantize=preset, via=via, quantize_options=options)
+    assert ours.outputs == [str(tmp / "ours.gguf")]
+    # the two official steps: the conversion to `via`, then llama-quantize with the same options
+    ggufrw.convert_hf(model, tmp / "converted.gguf", outtype=via)
+    subprocess.run([str(tool), *options, str(tmp / "converted.gguf"), str(tmp / "theirs.gguf"), preset],
+                   check=True, capture_output=True)
+    assert (tmp / "ours.gguf").read_bytes() == (tmp / "theirs.gguf").read_bytes()
+    with pytest.raises(ValueError, match="via"):
+        ggufrw.convert_hf(model, tmp / "bad.gguf", quantize=preset, via="q4_k")
+    assert not (tmp / "bad.gguf").exists()

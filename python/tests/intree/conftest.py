@@ -32,6 +32,8 @@ def tree() -> Path:
     """The pinned llama.cpp tree (convert_hf_to_gguf.py, gguf-py/, models/)."""
     found = llama_cpp_tree()
     if found is None:
+        if os.environ.get("GGUFRW_REQUIRE_PEERS"):
+            pytest.fail("the pinned llama.cpp tree is not here (GGUFRW_LLAMA_CPP)")
         pytest.skip("the pinned llama.cpp tree is not here (scripts/ggml.sh fetches it)")
     return found
 
