@@ -1,14 +1,19 @@
-"""gguf-py compatibility: `GGUFReader`, `GGUFWriter`, `quants` and the constants they use, with
-the names, attributes and behaviour of gguf-py 0.19 (PyPI `gguf`), on ggufrw's native decoder,
-encoder and (de)quantizers.
+"""gguf-py compatibility: gguf-py's public API with its names, attributes and behaviour, on
+ggufrw's native decoder, encoder and (de)quantizers.
 
     from ggufrw.compat import GGUFReader, GGUFWriter, GGUFValueType, GGMLQuantizationType
-    from ggufrw.compat import quants
+    from ggufrw.compat import quants, Keys, MODEL_ARCH, TensorNameMap, SpecialVocab, Metadata
 
-Code written for gguf-py's reader and writer runs unchanged; numpy is required, as gguf-py
-requires it. The reader validates the file before making any view (so a malformed file raises
-instead of hanging) and builds each field's `parts`/`data` only when they are first read, so
-opening a file and reading every field's `contents()` is much faster than with gguf-py.
+The reader and writer are gguf-py 0.19's (PyPI `gguf`); the rest (constants, tensor name maps,
+typed setters, vocab classes, `Metadata`, `utility`, lazy tensors, `quants`) is the pinned
+llama.cpp tree's gguf-py, its tables generated from the tree by scripts/gen_compat_tables.py.
+`python -m ggufrw.compat SCRIPT.py [ARGS...]` runs a script written for gguf-py with `import
+gguf` resolved to this package (`install()` does it from code); loggers have gguf-py's names.
+
+Code written for gguf-py runs unchanged; numpy is required, as gguf-py requires it. The reader
+validates the file before making any view (so a malformed file raises instead of hanging) and
+builds each field's `parts`/`data` only when they are first read, so opening a file and reading
+every field's `contents()` is much faster than with gguf-py.
 
 Differences from gguf-py 0.19, kept on purpose because gguf-py is wrong there:
 
@@ -39,12 +44,16 @@ except ImportError as e:  # pragma: no cover - exercised in a subprocess without
     ) from e
 
 # As gguf-py's package: every module's public names at the top level.
-from . import constants, quants, tensor_mapping
+from . import constants, lazy, metadata, quants, tensor_mapping, utility, vocab
 from .constants import *  # noqa: F401,F403
 from .reader import *  # noqa: F401,F403
 from .writer import *  # noqa: F401,F403
-from .quants import QuantError, quant_shape_from_byte_shape, quant_shape_to_byte_shape
+from .lazy import *  # noqa: F401,F403
+from .quants import *  # noqa: F401,F403
 from .tensor_mapping import *  # noqa: F401,F403
+from .vocab import *  # noqa: F401,F403
+from .utility import *  # noqa: F401,F403
+from .metadata import *  # noqa: F401,F403
 from ._install import install
 
 __all__ = [
@@ -52,10 +61,16 @@ __all__ = [
     *reader.__all__,  # noqa: F405
     *writer.__all__,  # noqa: F405
     *tensor_mapping.__all__,
-    "QuantError",
-    "quant_shape_from_byte_shape",
-    "quant_shape_to_byte_shape",
+    *vocab.__all__,
+    *utility.__all__,
+    *metadata.__all__,
+    *lazy.__all__,
+    *quants.__all__,
+    "lazy",
     "quants",
     "constants",
     "tensor_mapping",
+    "vocab",
+    "utility",
+    "metadata",
 ]

