@@ -251,3 +251,30 @@ def test_on_a_real_model(tree, timings, tmp_path, gemma, client):
 def test_gguf_new_metadata_on_a_real_model(tree, timings, tmp_path, gemma):
     both(tree, timings, tmp_path, "gguf_new_metadata (Gemma 3 270M)",
          [tree / SCRIPTS / "gguf_new_metadata.py", gemma, "out.gguf", "--general-name", "Renamed"])
+
+
+QUANT_CLONE = "quant-clone==0.1.3"
+
+
+@pytest.fixture(scope="module")
+def quant_clone() -> Path:
+    """PyPI's quant-clone (it needs gguf-py: the `gguf` it imports is the side's), installed once
+    without its dependencies into a folder of the cache."""
+    target = Path.home() / ".cache" / "ggufrw" / QUANT_CLONE.replace("==", "-")
+    if not (target / "quant_clone" / "main.py").is_file():
+        proc = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--disable-pip-version-check",
+                               "--target", str(target), QUANT_CLONE], capture_output=True, text=True)
+        if proc.returncode != 0:
+            if os.environ.get("GGUFRW_REQUIRE_PEERS"):
+                pytest.fail(f"{QUANT_CLONE} could not be installed: {proc.stderr[-1000:]}")
+            pytest.skip(f"{QUANT_CLONE} could not be installed (no PyPI?)")
+    return target
+
+
+def test_quant_clone_on_a_real_model(tree, timings, tmp_path, gemma, quant_clone, monkeypatch):
+    # its console script is `quant_clone.main:run`; a two-line script calls it
+    script = tmp_path / "quant_clone_cli.py"
+    script.write_text("from quant_clone.main import run\nrun()\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(quant_clone), os.environ.get("PYTHONPATH", "")]))
+    out = both(tree, timings, tmp_path, "quant-clone 0.1.3 (Gemma 3 270M)", [script, gemma])
+    assert "Loading file" in out.stdout
