@@ -25,23 +25,26 @@ MODULES = {
 
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self) -> None:
+        # our modules' own specs, which the import system replaces by the alias spec between
+        # create_module and exec_module
+        self._specs: dict[str, importlib.machinery.ModuleSpec] = {}
+
     def find_spec(self, fullname, path=None, target=None):  # type: ignore[no-untyped-def]
         if fullname in MODULES:
             return importlib.machinery.ModuleSpec(fullname, self, is_package=fullname == "gguf")
         return None
 
     def create_module(self, spec):  # type: ignore[no-untyped-def]
-        return importlib.import_module(MODULES[spec.name])
+        module = importlib.import_module(MODULES[spec.name])
+        self._specs[spec.name] = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        # The import system has just put the alias spec on our module: give it back its own, so
-        # that the module keeps its real name (reload, pickling, tracebacks).
-        module.__spec__ = importlib.machinery.PathFinder.find_spec(module.__name__, _parent_path(module.__name__))
-
-
-def _parent_path(name: str):  # type: ignore[no-untyped-def]
-    parent = name.rpartition(".")[0]
-    return sys.modules[parent].__path__ if parent else None
+        # Give our module back its own spec, so that it keeps its real name (reload, pickling,
+        # tracebacks).
+        alias = module.__spec__.name  # type: ignore[union-attr]
+        module.__spec__ = self._specs.pop(alias)
 
 
 def install() -> None:

@@ -36,6 +36,7 @@ import numpy.typing as npt
 from .._native import File as _NativeFile  # type: ignore[import-not-found]
 from .. import _native  # type: ignore[attr-defined]
 from .constants import (
+    GGML_MAX_DIMS,
     GGML_QUANT_SIZES,
     GGUF_DEFAULT_ALIGNMENT,
     GGUF_MAGIC,
@@ -605,10 +606,10 @@ class GGUFReader:
 
 def _decode_error(e: BaseException) -> DecodeError:
     text = str(e)
-    dims = re.search(r"n_dimensions @ 0x[0-9a-f]+: (\d+) dimensions, at most (\d+)", text)
-    if dims:
+    if getattr(e, "kind", None) == "too_many_dimensions":
         # gguf-py's words too, which its tests and their callers match
-        text += f" (tensor dimensions count {dims[1]} exceeds GGML_MAX_DIMS ({dims[2]}))"
+        count = re.search(r"(\d+) dimensions", text)
+        text += f" (tensor dimensions count {count[1] if count else '?'} exceeds GGML_MAX_DIMS ({GGML_MAX_DIMS}))"
     err = DecodeError(text)
     for attr in ("kind", "path", "offset", "file"):
         try:
