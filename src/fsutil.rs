@@ -49,7 +49,11 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub fn remove_temporary_files() {
     let guard = lock(&CRITICAL);
     for path in lock(&LIVE).drain(..) {
-        let _ = fs::remove_file(path);
+        if path.is_dir() {
+            let _ = fs::remove_dir_all(path);
+        } else {
+            let _ = fs::remove_file(path);
+        }
     }
     // Whoever calls this exits next: no later write may start.
     std::mem::forget(guard);
@@ -112,6 +116,18 @@ impl Temporary {
         forget(&self.path);
         Ok(())
     }
+}
+
+/// Registers a temporary folder this process is filling, so that [`remove_temporary_files`]
+/// removes it (and all in it) too; the caller removes it or renames it into place, then calls
+/// [`forget_temporary`].
+pub fn register_temporary(dir: &Path) {
+    lock(&LIVE).push(dir.to_owned());
+}
+
+/// Ends [`register_temporary`]'s registration.
+pub fn forget_temporary(dir: &Path) {
+    forget(dir);
 }
 
 fn forget(path: &Path) {

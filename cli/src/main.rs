@@ -11,6 +11,7 @@ mod convert_hf;
 mod diff;
 mod dump;
 mod edit;
+mod export_hf;
 mod extract;
 mod hash;
 mod imatrix;
@@ -71,6 +72,9 @@ enum Command {
     /// Convert a Hugging Face checkpoint folder (safetensors) to GGUF, byte for byte as
     /// llama.cpp's convert_hf_to_gguf.py with the same options, without Python.
     ConvertHf(convert_hf::Args),
+    /// A GGUF file back to a Hugging Face folder: safetensors weights with their checkpoint
+    /// names, config.json, generation_config.json and the tokenizer.
+    ExportHf(export_hf::Args),
     /// Quantize a whole model to a preset as llama-quantize does, with its arguments and its
     /// bytes (`ggufrw quantize --help` lists the options and presets).
     Quantize(quantize::Args),
@@ -113,6 +117,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => stats::run(args),
         Command::Convert(args) => convert::run(args),
         Command::ConvertHf(args) => convert_hf::run(args),
+        Command::ExportHf(args) => export_hf::run(args),
         Command::Quantize(args) => quantize::run(args),
         Command::Imatrix(args) => imatrix::run(args),
         Command::Hash(args) => hash::run(args),

@@ -30,6 +30,7 @@
 mod config;
 mod convert;
 mod error;
+pub mod export;
 mod family;
 mod kv;
 pub mod metadata;
@@ -42,6 +43,7 @@ pub mod vocab;
 
 pub use convert::{convert, convert_quantized, convert_with, Options, OutType, Report, TensorPlan};
 pub use error::{Error, Result};
+pub use export::{export_hf, Dtype, ExportOptions, ExportReport};
 
 use std::path::Path;
 
