@@ -313,34 +313,14 @@ impl Family {
                     Some(d) => d,
                     None => hp.int(&["hidden_size"])? / hp.int(&["num_attention_heads"])?.max(1),
                 };
-                let factor = f("factor", 8.0);
-                let low = f("low_freq_factor", 1.0);
-                let high = f("high_freq_factor", 4.0);
-                let old = f("original_max_position_embeddings", 8192.0);
-                let low_wavelen = old / low;
-                let high_wavelen = old / high;
-                let steps = (high - low) as f32;
-                // torch computes in float32 throughout: Python numbers meeting a float32
-                // tensor are cast to float32 (comparisons too).
-                let (factor, low, old) = (factor as f32, low as f32, old as f32);
-                let (low_wavelen, high_wavelen) = (low_wavelen as f32, high_wavelen as f32);
-                let two_pi = (2.0 * std::f64::consts::PI) as f32;
-                let base32 = base as f32;
-                let mut out = Vec::new();
-                for i in (0..dim).step_by(2) {
-                    let exponent = i as f32 / dim as f32;
-                    let freq = 1.0f32 / base32.powf(exponent);
-                    let wavelen = two_pi / freq;
-                    let v = if wavelen < high_wavelen {
-                        1.0
-                    } else if wavelen > low_wavelen {
-                        factor
-                    } else {
-                        let smooth = (old / wavelen - low) / steps;
-                        1.0 / ((1.0 - smooth) / factor + smooth)
-                    };
-                    out.push(v);
-                }
+                let out = llama3_factors(
+                    base,
+                    dim,
+                    f("factor", 8.0),
+                    f("low_freq_factor", 1.0),
+                    f("high_freq_factor", 4.0),
+                    f("original_max_position_embeddings", 8192.0),
+                );
                 Ok(vec![(
                     crate::names::format_name(Tensor::ROPE_FREQS, None, ".weight"),
                     out,
@@ -966,4 +946,41 @@ fn phi3_vocab(dir: &Path, hp: &Hparams, kv: &mut Kv, pre: Option<&str>) -> Resul
     kv.f32s("tokenizer.ggml.scores", v.scores);
     kv.i32s("tokenizer.ggml.token_type", v.types);
     vocab::SpecialVocab::load(dir, Some(n), false)?.add_to(kv)
+}
+
+/// Llama 3's RoPE factors (`rope_freqs.weight`), one per pair of a head's dimensions, as
+/// `LlamaModel.generate_extra_tensors` computes them.
+pub(crate) fn llama3_factors(
+    base: f64,
+    dim: u64,
+    factor: f64,
+    low: f64,
+    high: f64,
+    old: f64,
+) -> Vec<f32> {
+    let low_wavelen = old / low;
+    let high_wavelen = old / high;
+    let steps = (high - low) as f32;
+    // torch computes in float32 throughout: Python numbers meeting a float32 tensor are
+    // cast to float32 (comparisons too).
+    let (factor, low, old) = (factor as f32, low as f32, old as f32);
+    let (low_wavelen, high_wavelen) = (low_wavelen as f32, high_wavelen as f32);
+    let two_pi = (2.0 * std::f64::consts::PI) as f32;
+    let base32 = base as f32;
+    let mut out = Vec::new();
+    for i in (0..dim).step_by(2) {
+        let exponent = i as f32 / dim as f32;
+        let freq = 1.0f32 / base32.powf(exponent);
+        let wavelen = two_pi / freq;
+        let v = if wavelen < high_wavelen {
+            1.0
+        } else if wavelen > low_wavelen {
+            factor
+        } else {
+            let smooth = (old / wavelen - low) / steps;
+            1.0 / ((1.0 - smooth) / factor + smooth)
+        };
+        out.push(v);
+    }
+    out
 }

@@ -7,10 +7,27 @@
 //! Everything is written into a staging folder beside the output and renamed into place at the
 //! end, so that a failure leaves nothing behind.
 
+mod config;
 mod tokenizer;
+mod weights;
 
 use crate::error::{Error, Result};
+use crate::family::Family;
+use ggufrw::view::GgufView;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
+
+/// The families export knows, by `general.architecture`.
+const FAMILIES: [Family; 8] = [
+    Family::Llama,
+    Family::Qwen2,
+    Family::Qwen3,
+    Family::Qwen2Moe,
+    Family::Qwen3Moe,
+    Family::Gemma2,
+    Family::Gemma3,
+    Family::Phi3,
+];
 
 /// The floating-point type the weights are written in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -88,12 +105,132 @@ pub fn export_hf(input: &Path, out: &Path, options: &ExportOptions) -> Result<Ex
     };
     tokenizer::write(&view, input, stage.path(), &mut report.files)?;
     if !options.vocab_only {
-        return Err(Error::Unsupported(
-            "export-hf: only --vocab-only is implemented so far".into(),
-        ));
+        report.tensors = model(&view, input, stage.path(), options, &mut report.files)?;
+        let readme = readme(input, &view)?;
+        std::fs::write(stage.path().join("README.md"), readme)
+            .map_err(|e| Error::io(&stage.path().join("README.md"), e))?;
+        report.files.push("README.md".into());
     }
     stage.finish()?;
     Ok(report)
+}
+
+/// The weights, `config.json` and `generation_config.json`; returns the tensor count.
+fn model(
+    view: &GgufView<'_>,
+    source: &Path,
+    dir: &Path,
+    options: &ExportOptions,
+    files: &mut Vec<PathBuf>,
+) -> Result<usize> {
+    let arch = match view.get("general.architecture") {
+        Some(ggufrw::view::ValueRef::String(s)) => s.as_str().unwrap_or_default().to_owned(),
+        _ => {
+            return Err(Error::field(
+                source,
+                "general.architecture",
+                "missing, or not a string",
+            ))
+        }
+    };
+    let Some(family) = FAMILIES.iter().copied().find(|f| f.arch().name == arch) else {
+        let known: Vec<&str> = FAMILIES.iter().map(|f| f.arch().name).collect();
+        return Err(Error::Unsupported(format!(
+            "{}: general.architecture {arch:?} is not exported (exported: {})",
+            source.display(),
+            known.join(", ")
+        )));
+    };
+    let keys = config::Keys {
+        view,
+        source,
+        arch: arch.clone(),
+    };
+    let blocks = keys.u64("block_count")?;
+    let n_head = keys.u64("attention.head_count")?;
+    let heads = weights::Heads {
+        n_head,
+        n_head_kv: keys.opt_u64("attention.head_count_kv").unwrap_or(n_head),
+    };
+    let dtype = weights::resolve(view, options.dtype);
+    let planned = weights::plan(view, source, family, blocks, &heads)?;
+    let find = |name: &str| view.tensors().position(|t| t.name.as_str() == Ok(name));
+    let values = |name: &str| -> Result<Option<Vec<f32>>> {
+        match find(name) {
+            Some(i) => view.dequantize(i).map(Some).map_err(Error::Output),
+            None => Ok(None),
+        }
+    };
+    let embd = view
+        .tensors()
+        .find(|t| t.name.as_str() == Ok("token_embd.weight"))
+        .ok_or_else(|| Error::field(source, "token_embd.weight", "missing"))?;
+    let shapes = config::Shapes {
+        vocab: embd.dimensions.get(1).copied().unwrap_or(0),
+        has_output: find("output.weight").is_some(),
+        attention_bias: find("blk.0.attn_q.bias").is_some(),
+        rope_freqs: values("rope_freqs.weight")?,
+        rope_long: values("rope_factors_long.weight")?,
+        rope_short: values("rope_factors_short.weight")?,
+    };
+    let cfg = config::config(&keys, family, &shapes, dtype)?;
+    files.extend(weights::write(
+        view,
+        source,
+        dir,
+        &planned,
+        dtype,
+        options.max_shard_size,
+        options.threads,
+    )?);
+    write_json(&dir.join("config.json"), &cfg)?;
+    files.push("config.json".into());
+    write_json(&dir.join("generation_config.json"), &config::generation(&keys))?;
+    files.push("generation_config.json".into());
+    Ok(planned.len())
+}
+
+/// The folder's model card: where it came from.
+fn readme(source: &Path, view: &GgufView<'_>) -> Result<String> {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    hash.update(view.bytes());
+    let digest: String = hash
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let name = match view.get("general.name") {
+        Some(ggufrw::view::ValueRef::String(s)) => s.as_str().unwrap_or_default().to_owned(),
+        _ => String::new(),
+    };
+    let file = source
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(format!(
+        "# {}\n\nExported by `ggufrw export-hf` {} from `{file}` (sha256 `{digest}`).\n",
+        if name.is_empty() { &file } else { &name },
+        env!("CARGO_PKG_VERSION"),
+    ))
+}
+
+/// Writes JSON as transformers does: keys sorted, two-space indent, a final newline.
+pub(crate) fn write_json(path: &Path, value: &Value) -> Result<()> {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&m[k]))).collect())
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&sorted(value)).expect("JSON serializes");
+    text.push('\n');
+    std::fs::write(path, text).map_err(|e| Error::io(path, e))
 }
 
 /// A folder beside the output, renamed over it when complete and removed otherwise.

@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""`ggufrw export-hf`'s weights and config against transformers (tests/export_hf.rs).
+
+Usage:
+    PY tests/export_hf/weights_check.py --llama-cpp ROOT --ggufrw BIN --work DIR [GGUF ...]
+
+PY is the Python of scripts/convert-ref.sh (torch, transformers; no gguf-py installed: the
+tree's own gguf-py is put on sys.path, as transformers' GGUF loader needs it).
+
+1. The convert-hf fixtures (tests/convert_hf/reference.py builds them under DIR/fixtures/)
+   are converted by the tree's convert_hf_to_gguf.py to f32, f16 and q8_0 in this process,
+   and the f32 files quantized by `ggufrw quantize` to Q4_K_M and Q6_K; GGUF arguments (a
+   real model) are added as they are.
+2. Each GGUF is exported with `ggufrw export-hf --dtype f32`, and:
+   - every tensor equals, bit for bit, the one transformers' `from_pretrained(gguf_file=...)`
+     loads (its `load_gguf_checkpoint`: gguf-py's dequantization, its inverse permutations),
+     and the tensor names are the same set;
+   - the exported folder loads with `AutoModelForCausalLM.from_pretrained` and gives the same
+     logits on a prompt as the model transformers builds from the GGUF.
+3. The round trip: for every fixture, its f32 GGUF exported gives back each checkpoint tensor
+   bit for bit (widened to f32).
+Prints one line per check and a summary; exits 1 if any check fails.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def gguf_py_from_tree(root: Path) -> None:
+    """Puts the tree's gguf-py on sys.path with a dist-info, so that transformers finds it."""
+    sys.path.insert(0, str(root / "gguf-py"))
+    text = (root / "gguf-py" / "pyproject.toml").read_text(encoding="utf-8")
+    version = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M).group(1)
+    meta = Path(tempfile.mkdtemp(prefix="ggufrw-gguf-meta-"))
+    info = meta / f"gguf-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: gguf\nVersion: {version}\n")
+    sys.path.insert(0, str(meta))
+
+
+def run(cmd: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def export(binary: str, gguf: Path, out: Path) -> str | None:
+    r = run([binary, "export-hf", str(gguf), "-o", str(out), "--dtype", "f32"])
+    return None if r.returncode == 0 else (r.stderr.strip() or f"exit {r.returncode}")
+
+
+def load_exported(folder: Path) -> dict:
+    from safetensors.torch import load_file
+
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+    else:
+        files = ["model.safetensors"]
+    out = {}
+    for f in files:
+        out.update(load_file(str(folder / f)))
+    return out
+
+
+def same_bits(a, b) -> bool:
+    import torch
+
+    if a.shape != b.shape:
+        return False
+    a = a.to(torch.float32).contiguous()
+    b = b.to(torch.float32).contiguous()
+    return torch.equal(a.view(torch.int32), b.view(torch.int32))
+
+
+def check_against_transformers(gguf: Path, folder: Path) -> list[str]:
+    """Failures of the exported folder against transformers' own loading of the GGUF."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    failures = []
+    theirs = AutoModelForCausalLM.from_pretrained(
+        str(gguf.parent), gguf_file=gguf.name, torch_dtype=torch.float32
+    )
+    ours = load_exported(folder)
+    state = theirs.state_dict()
+    tied = getattr(theirs.config, "tie_word_embeddings", False)
+    names = set(state) - ({"lm_head.weight"} if tied else set())
+    if set(ours) != names:
+        failures.append(
+            f"names: only ours {sorted(set(ours) - names)[:5]}, only transformers' {sorted(names - set(ours))[:5]}"
+        )
+    for name in sorted(names & set(ours)):
+        if not same_bits(ours[name], state[name]):
+            failures.append(f"{name}: values differ (shape {tuple(ours[name].shape)} vs {tuple(state[name].shape)})")
+    mine = AutoModelForCausalLM.from_pretrained(str(folder), torch_dtype=torch.float32)
+    vocab = theirs.config.vocab_size
+    ids = torch.tensor([[(7 * i + 3) % vocab for i in range(12)]])
+    with torch.no_grad():
+        a = theirs(ids).logits
+        b = mine(ids).logits
+    if not torch.equal(a, b):
+        failures.append(f"logits differ: max |diff| {float((a - b).abs().max()):.3g}")
+    return failures
+
+
+def check_round_trip(fixture: Path, folder: Path) -> list[str]:
+    """Failures of the exported f32 folder against the checkpoint it was converted from."""
+    ours = load_exported(folder)
+    original = load_exported(fixture)
+    failures = []
+    for name, t in original.items():
+        if name not in ours:
+            if name == "lm_head.weight":
+                continue
+            failures.append(f"{name}: not exported")
+            continue
+        if not same_bits(ours[name], t):
+            failures.append(f"{name}: values differ")
+    return failures
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--llama-cpp", required=True, type=Path)
+    ap.add_argument("--ggufrw", required=True)
+    ap.add_argument("--work", required=True, type=Path)
+    ap.add_argument("--fixtures", default="all", help="comma-separated fixture names, or all, or none")
+    ap.add_argument("gguf", nargs="*", type=Path, help="more GGUF files (real models)")
+    opts = ap.parse_args()
+    root = opts.llama_cpp.resolve()
+    work = opts.work.resolve()
+    gguf_py_from_tree(root)
+    sys.path[:0] = [str(root), str(HERE.parent / "convert_hf")]
+    import reference  # tests/convert_hf/reference.py: the fixtures and the converter run
+
+    reference.LLAMA_CPP = root
+    wanted = [] if opts.fixtures == "none" else [
+        fx for fx in reference.FIXTURES if opts.fixtures == "all" or fx.name in opts.fixtures.split(",")
+    ]
+    fixtures = reference.ensure_fixtures(work, wanted)
+    module = reference.load_reference(root, "gguf-py") if wanted else None
+    recorder = reference.Recorder()
+    cases: list[tuple[str, Path, Path | None]] = []  # (label, gguf, fixture for the round trip)
+    for fx in wanted:
+        for outtype in ["f32", "f16", "q8_0"]:
+            name = f"{fx.name}__{outtype}"
+            folder = work / "export-ref" / name
+            out = folder / f"{name}.gguf"
+            if not out.is_file():
+                case = reference.Case(name, fx.name, ["--outtype", outtype, "--outfile", out.name])
+                result = reference.run_case(module, case, fixtures[fx.name], folder, recorder)
+                if result["status"] != 0:
+                    print(f"FAIL {name}: the reference converter failed: {result['error']}")
+                    return 1
+            cases.append((name, out, fixtures[fx.name] if outtype == "f32" else None))
+            if outtype == "f32":
+                for preset in ["Q4_K_M", "Q6_K"]:
+                    q = folder.parent / f"{fx.name}__{preset}" / f"{fx.name}__{preset}.gguf"
+                    if not q.is_file():
+                        q.parent.mkdir(parents=True, exist_ok=True)
+                        r = run([opts.ggufrw, "quantize", str(out), str(q), preset])
+                        if r.returncode != 0:
+                            print(f"FAIL {fx.name} {preset}: ggufrw quantize: {r.stderr.strip()}")
+                            return 1
+                    cases.append((f"{fx.name}__{preset}", q, None))
+    for g in opts.gguf:
+        cases.append((g.name, g.resolve(), None))
+
+    failed = 0
+    for label, gguf, fixture in cases:
+        with tempfile.TemporaryDirectory(prefix="ggufrw-export-") as tmp:
+            folder = Path(tmp) / "out"
+            error = export(opts.ggufrw, gguf, folder)
+            if error is not None:
+                print(f"FAIL {label}: export-hf: {error}")
+                failed += 1
+                continue
+            try:
+                problems = check_against_transformers(gguf, folder)
+            except Exception as e:  # transformers refusing the file is a finding, not a crash
+                problems = [f"transformers: {type(e).__name__}: {e}"]
+            if fixture is not None:
+                problems += [f"round trip: {p}" for p in check_round_trip(fixture, folder)]
+            status = "ok  " if not problems else "FAIL"
+            print(f"{status} {label}" + "".join(f"\n     {p}" for p in problems[:8]), flush=True)
+            failed += bool(problems)
+    print(f"weights_check.py: {len(cases)} file(s), {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
