@@ -54,7 +54,10 @@ fn strings<'a>(view: &GgufView<'a>, source: &Path, k: &str) -> Result<Option<Vec
         return Err(Error::field(source, k, "not an array of strings"));
     };
     items
-        .map(|t| t.as_str().map_err(|_| Error::field(source, k, "a string is not UTF-8")))
+        .map(|t| {
+            t.as_str()
+                .map_err(|_| Error::field(source, k, "a string is not UTF-8"))
+        })
         .collect::<Result<Vec<_>>>()
         .map(Some)
 }
@@ -131,9 +134,8 @@ pub(crate) fn write(
             ids.push((name, id));
         }
     };
-    let special = |ids: &[(&str, u32)], name: &str| {
-        ids.iter().find(|(k, _)| *k == name).map(|&(_, id)| id)
-    };
+    let special =
+        |ids: &[(&str, u32)], name: &str| ids.iter().find(|(k, _)| *k == name).map(|&(_, id)| id);
     let arch = view.get("general.architecture").and_then(|v| v.as_str());
     let general_name = view
         .get("general.name")
@@ -149,8 +151,7 @@ pub(crate) fn write(
             } else {
                 pre_name.unwrap_or("")
             };
-            let pre = pre::resolve(name)
-                .map_err(|m| Error::field(source, key("pre"), m))?;
+            let pre = pre::resolve(name).map_err(|m| Error::field(source, key("pre"), m))?;
             let mut add_bos = flag("add_bos_token").unwrap_or(pre.name.add_bos.unwrap_or(false));
             if pre.ty.name == "GEMMA4" {
                 // llama.cpp forces it for Gemma 4 (its workaround of PR 21500).
@@ -249,7 +250,14 @@ pub(crate) fn write(
     let mut decoder = Map::new();
     for t in &added {
         let mut d = Map::new();
-        for f in ["content", "lstrip", "normalized", "rstrip", "single_word", "special"] {
+        for f in [
+            "content",
+            "lstrip",
+            "normalized",
+            "rstrip",
+            "single_word",
+            "special",
+        ] {
             d.insert(f.into(), t[f].clone());
         }
         decoder.insert(t["id"].to_string(), Value::Object(d));
@@ -363,12 +371,7 @@ fn added_tokens(vocab: &Vocab<'_>, lstrip: &[&str], general_name: &str) -> Vec<V
 }
 
 /// A TemplateProcessing adding BOS and EOS as llama.cpp's `add_special` does.
-fn template(
-    vocab: &Vocab<'_>,
-    ids: &[(&str, u32)],
-    add_bos: bool,
-    add_eos: bool,
-) -> Result<Value> {
+fn template(vocab: &Vocab<'_>, ids: &[(&str, u32)], add_bos: bool, add_eos: bool) -> Result<Value> {
     let get = |name: &str, on: bool, k: &str| -> Result<Option<u32>> {
         if !on {
             return Ok(None);
@@ -421,12 +424,7 @@ fn vocab_map(tokens: impl Iterator<Item = (usize, String)>) -> Map<String, Value
     m
 }
 
-fn bpe_json(
-    vocab: &Vocab<'_>,
-    pre: &pre::Pre,
-    added: Vec<Value>,
-    post: Value,
-) -> Result<Value> {
+fn bpe_json(vocab: &Vocab<'_>, pre: &pre::Pre, added: Vec<Value>, post: Value) -> Result<Value> {
     // llama.cpp splits a merge at its first space after the first byte.
     let mut merges = Vec::with_capacity(vocab.merges.len());
     for (i, m) in vocab.merges.iter().enumerate() {
