@@ -77,3 +77,53 @@ pub(super) fn resolve(name: &str) -> Result<Pre, String> {
     }
     Ok(Pre { name: pn, ty })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokenizers::pre_tokenizers::PreTokenizerWrapper;
+    use tokenizers::{OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer};
+
+    /// Every pre-tokenizer written compiles under Oniguruma and splits text; the ones llama.cpp
+    /// splits by code of its own, or reads differently, are refused by name.
+    #[test]
+    fn accepted_ones_compile_and_the_rest_are_refused() {
+        let mut refused = Vec::new();
+        for p in PRE_NAMES {
+            match resolve(p.name) {
+                Ok(pre) => {
+                    let splits: Vec<_> = pre
+                        .ty
+                        .regexes
+                        .iter()
+                        .map(|r| {
+                            serde_json::json!({"type": "Split", "pattern": {"Regex": r},
+                                               "behavior": "Isolated", "invert": false})
+                        })
+                        .collect();
+                    let json = serde_json::json!({"type": "Sequence", "pretokenizers": splits});
+                    let tok: PreTokenizerWrapper =
+                        serde_json::from_value(json).unwrap_or_else(|e| panic!("{}: {e}", p.name));
+                    let mut s = PreTokenizedString::from("Hello world's 1234 ½ 我想 ok\n\n");
+                    tok.pre_tokenize(&mut s).unwrap();
+                    let pieces = s.get_splits(OffsetReferential::Original, OffsetType::Char);
+                    let joined: String = pieces.iter().map(|(t, _, _)| *t).collect();
+                    assert_eq!(joined, "Hello world's 1234 ½ 我想 ok\n\n", "{}", p.name);
+                }
+                Err(e) => {
+                    assert!(e.contains(&format!("'{}'", p.name)), "{e}");
+                    refused.push(p.name);
+                }
+            }
+        }
+        for name in ["kimi-k2", "youtu", "superbpe", "tiny_aya"] {
+            if PRE_NAMES.iter().any(|p| p.name == name) {
+                assert!(refused.contains(&name), "{name} is not refused");
+            }
+        }
+        for name in ["llama-bpe", "qwen2", "gpt-2", "deepseek-llm", "gemma4", ""] {
+            assert!(!refused.contains(&name), "{name} is refused");
+        }
+        assert!(resolve("no-such-pre").is_err());
+    }
+}
