@@ -6,6 +6,7 @@ mod common;
 
 mod cli;
 mod convert_hf;
+mod export_vocab;
 mod coverage;
 mod fixtures;
 mod ggml_bytes;

@@ -1,10 +1,78 @@
-//! The tokenizer files of an exported folder, from a GGUF file's `tokenizer.ggml.*` keys.
+//! The tokenizer files of an exported folder, from a GGUF file's `tokenizer.ggml.*` keys: a
+//! `tokenizer.json` that encodes text to the ids llama.cpp gives (its BPE pre-tokenizers as
+//! `Split` expressions, its SentencePiece merging as BPE merges ranked by score, its WordPiece
+//! with the phantom space taken off again), `tokenizer_config.json` and
+//! `special_tokens_map.json` as transformers' `save_pretrained` writes them.
+
+mod pre;
+mod pre_tables;
 
 use crate::error::{Error, Result};
-use ggufrw::view::GgufView;
+use ggufrw::view::{GgufView, ValueRef};
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// Writes the tokenizer files (`tokenizer.json` or `tokenizer.model`, `tokenizer_config.json`,
+/// Token types of `tokenizer.ggml.token_type` (gguf-py's `TokenType`).
+const NORMAL: i32 = 1;
+const UNKNOWN: i32 = 2;
+const CONTROL: i32 = 3;
+const USER_DEFINED: i32 = 4;
+
+/// SentencePiece's word-boundary mark.
+const SPACE_MARK: &str = "\u{2581}";
+
+/// The vocabulary as llama.cpp loads it.
+struct Vocab<'a> {
+    source: &'a Path,
+    tokens: Vec<&'a str>,
+    types: Vec<i32>,
+    scores: Vec<f32>,
+    merges: Vec<&'a str>,
+}
+
+/// The `*_token_id` keys and the HF names they become.
+const SPECIAL_KEYS: &[(&str, &str)] = &[
+    ("bos", "bos_token_id"),
+    ("eos", "eos_token_id"),
+    ("unk", "unknown_token_id"),
+    ("sep", "seperator_token_id"),
+    ("pad", "padding_token_id"),
+    ("cls", "cls_token_id"),
+    ("mask", "mask_token_id"),
+];
+
+fn key(name: &str) -> String {
+    format!("tokenizer.ggml.{name}")
+}
+
+fn strings<'a>(view: &GgufView<'a>, source: &Path, k: &str) -> Result<Option<Vec<&'a str>>> {
+    let Some(v) = view.get(k) else {
+        return Ok(None);
+    };
+    let Some(items) = v.as_array().and_then(|a| a.strings()) else {
+        return Err(Error::field(source, k, "not an array of strings"));
+    };
+    items
+        .map(|t| {
+            t.as_str()
+                .map_err(|_| Error::field(source, k, "a string is not UTF-8"))
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+fn scalar_bool(v: ValueRef<'_, '_>) -> Option<bool> {
+    v.as_bool()
+}
+
+fn scalar_u32(v: ValueRef<'_, '_>) -> Option<u32> {
+    v.get::<u32>()
+        .or_else(|| v.get::<i32>().and_then(|x| u32::try_from(x).ok()))
+        .or_else(|| v.get::<u64>().and_then(|x| u32::try_from(x).ok()))
+}
+
+/// Writes the tokenizer files (`tokenizer.json`, `tokenizer_config.json`,
 /// `special_tokens_map.json`) into `dir`, appending their names to `files`. `source` names
 /// the GGUF file in errors.
 pub(crate) fn write(
@@ -13,10 +81,547 @@ pub(crate) fn write(
     dir: &Path,
     files: &mut Vec<PathBuf>,
 ) -> Result<()> {
-    let _ = (view, dir, files);
-    Err(Error::field(
+    let model = view
+        .get(&key("model"))
+        .and_then(|v| v.as_str())
+        .ok_or_else(|| Error::field(source, key("model"), "missing"))?;
+    let tokens = strings(view, source, &key("tokens"))?
+        .ok_or_else(|| Error::field(source, key("tokens"), "missing"))?;
+    let n = tokens.len();
+    let types: Vec<i32> = match view.get(&key("token_type")).and_then(|v| v.as_array()) {
+        Some(a) => a
+            .numbers::<i32>()
+            .ok_or_else(|| Error::field(source, key("token_type"), "not an array of i32"))?
+            .collect(),
+        None => vec![NORMAL; n],
+    };
+    let scores: Vec<f32> = match view.get(&key("scores")).and_then(|v| v.as_array()) {
+        Some(a) => match a.numbers::<f32>() {
+            Some(s) => s.collect(),
+            None => a
+                .numbers::<i32>()
+                .ok_or_else(|| Error::field(source, key("scores"), "not f32 or i32"))?
+                .map(|x| x as f32)
+                .collect(),
+        },
+        None => vec![0.0; n],
+    };
+    if types.len() < n || scores.len() < n {
+        return Err(Error::field(
+            source,
+            key("token_type"),
+            "fewer token types or scores than tokens",
+        ));
+    }
+    let merges = strings(view, source, &key("merges"))?.unwrap_or_default();
+    let vocab = Vocab {
         source,
-        "tokenizer.ggml.model",
-        "tokenizer export is not written yet",
-    ))
+        tokens,
+        types,
+        scores,
+        merges,
+    };
+    let flag = |k: &str| view.get(&key(k)).and_then(scalar_bool);
+    let mut ids: Vec<(&str, u32)> = SPECIAL_KEYS
+        .iter()
+        .filter_map(|(name, k)| {
+            let id = view.get(&key(k)).and_then(scalar_u32)?;
+            ((id as usize) < n).then_some((*name, id))
+        })
+        .collect();
+    let set_default = |ids: &mut Vec<(&str, u32)>, name: &'static str, id: u32| {
+        if !ids.iter().any(|(k, _)| *k == name) && (id as usize) < n {
+            ids.push((name, id));
+        }
+    };
+    let special =
+        |ids: &[(&str, u32)], name: &str| ids.iter().find(|(k, _)| *k == name).map(|&(_, id)| id);
+    let arch = view.get("general.architecture").and_then(|v| v.as_str());
+    let general_name = view
+        .get("general.name")
+        .and_then(|v| v.as_str())
+        .unwrap_or("")
+        .to_lowercase();
+    let pre_name = view.get(&key("pre")).and_then(|v| v.as_str());
+
+    let (json, class, add_bos, add_eos) = match model {
+        "gpt2" | "gemma4" => {
+            let name = if model == "gemma4" {
+                "gemma4"
+            } else {
+                pre_name.unwrap_or("")
+            };
+            let pre = pre::resolve(name).map_err(|m| Error::field(source, key("pre"), m))?;
+            let mut add_bos = flag("add_bos_token").unwrap_or(pre.name.add_bos.unwrap_or(false));
+            if pre.ty.name == "GEMMA4" {
+                // llama.cpp forces it for Gemma 4 (its workaround of PR 21500).
+                add_bos = true;
+            }
+            let add_eos = flag("add_eos_token").unwrap_or(false);
+            let lstrip = lstrip_tokens(pre_name.unwrap_or(""), arch, &general_name);
+            let added = added_tokens(&vocab, &lstrip, &general_name);
+            let post = template(&vocab, &ids, add_bos, add_eos)?;
+            (
+                bpe_json(&vocab, &pre, added, post)?,
+                "PreTrainedTokenizerFast",
+                add_bos,
+                add_eos,
+            )
+        }
+        "llama" => {
+            set_default(&mut ids, "bos", 1);
+            set_default(&mut ids, "eos", 2);
+            set_default(&mut ids, "unk", 0);
+            let add_bos = flag("add_bos_token").unwrap_or(true);
+            let add_eos = flag("add_eos_token").unwrap_or(false);
+            let prefix = flag("add_space_prefix").unwrap_or(true);
+            let lstrip = lstrip_tokens(pre_name.unwrap_or(""), arch, &general_name);
+            let added = added_tokens(&vocab, &lstrip, &general_name);
+            let post = template(&vocab, &ids, add_bos, add_eos)?;
+            let unk = special(&ids, "unk").map(|id| vocab.tokens[id as usize]);
+            (
+                spm_json(&vocab, prefix, unk, added, post),
+                "LlamaTokenizerFast",
+                add_bos,
+                add_eos,
+            )
+        }
+        "bert" => {
+            set_default(&mut ids, "bos", 101);
+            set_default(&mut ids, "unk", 100);
+            set_default(&mut ids, "sep", 102);
+            set_default(&mut ids, "pad", 0);
+            set_default(&mut ids, "mask", 103);
+            let add_bos = flag("add_bos_token").unwrap_or(true);
+            let add_sep = flag("add_sep_token").unwrap_or(true);
+            let lowercase = flag("normalizer.lowercase").unwrap_or(true);
+            let strip_accents = flag("normalizer.strip_accents").unwrap_or(lowercase);
+            let lstrip = lstrip_tokens(pre_name.unwrap_or(""), arch, &general_name);
+            let added = added_tokens(&vocab, &lstrip, &general_name);
+            let bos = special(&ids, "bos").filter(|_| add_bos);
+            let sep = special(&ids, "sep").filter(|_| add_sep);
+            let post = template_ids(&vocab, bos, sep);
+            let unk = special(&ids, "unk").map(|id| vocab.tokens[id as usize]);
+            (
+                wpm_json(&vocab, lowercase, strip_accents, unk, added, post),
+                "BertTokenizerFast",
+                add_bos,
+                false,
+            )
+        }
+        other => {
+            return Err(Error::Unsupported(format!(
+                "{}: tokenizer model '{other}' (tokenizer.ggml.model) is not exported: only \
+                 gpt2 (BPE), gemma4, llama (SentencePiece) and bert (WordPiece) are",
+                source.display()
+            )))
+        }
+    };
+
+    let added = json["added_tokens"].as_array().cloned().unwrap_or_default();
+    write_json(dir, "tokenizer.json", &json, files)?;
+
+    // special_tokens_map.json and tokenizer_config.json, as save_pretrained writes them.
+    let token_dict = |id: u32| {
+        let t = added
+            .iter()
+            .find(|t| t["id"] == json!(id))
+            .cloned()
+            .unwrap_or_else(|| {
+                json!({"content": vocab.tokens[id as usize], "lstrip": false,
+                       "normalized": false, "rstrip": false, "single_word": false})
+            });
+        json!({"content": t["content"], "lstrip": t["lstrip"], "normalized": t["normalized"],
+               "rstrip": t["rstrip"], "single_word": t["single_word"]})
+    };
+    let mut map = Map::new();
+    for (name, _) in SPECIAL_KEYS {
+        if let Some(id) = special(&ids, name) {
+            map.insert(format!("{name}_token"), token_dict(id));
+        }
+    }
+    write_json(dir, "special_tokens_map.json", &Value::Object(map), files)?;
+
+    let mut config = Map::new();
+    if model != "bert" {
+        config.insert("add_bos_token".into(), json!(add_bos));
+        config.insert("add_eos_token".into(), json!(add_eos));
+    }
+    let mut decoder = Map::new();
+    for t in &added {
+        let mut d = Map::new();
+        for f in [
+            "content",
+            "lstrip",
+            "normalized",
+            "rstrip",
+            "single_word",
+            "special",
+        ] {
+            d.insert(f.into(), t[f].clone());
+        }
+        decoder.insert(t["id"].to_string(), Value::Object(d));
+    }
+    config.insert("added_tokens_decoder".into(), Value::Object(decoder));
+    for (name, _) in SPECIAL_KEYS {
+        if let Some(id) = special(&ids, name) {
+            config.insert(format!("{name}_token"), json!(vocab.tokens[id as usize]));
+        }
+    }
+    if let Some(t) = chat_templates(view, source)? {
+        config.insert("chat_template".into(), t);
+    }
+    config.insert("clean_up_tokenization_spaces".into(), json!(false));
+    config.insert("extra_special_tokens".into(), json!({}));
+    if model == "bert" {
+        config.insert("do_lower_case".into(), json!(true));
+    }
+    if model == "llama" {
+        config.insert("legacy".into(), json!(true));
+    }
+    let context = arch
+        .and_then(|a| view.get(&format!("{a}.context_length")))
+        .and_then(scalar_u32);
+    config.insert(
+        "model_max_length".into(),
+        match context {
+            Some(c) => json!(c),
+            // transformers' VERY_LARGE_INTEGER, what save_pretrained writes without a limit.
+            None => json!(1000000000000000019884624838656u128 as f64),
+        },
+    );
+    config.insert("tokenizer_class".into(), json!(class));
+    write_json(dir, "tokenizer_config.json", &Value::Object(config), files)?;
+    Ok(())
+}
+
+/// `tokenizer.chat_template`, or with named ones (`tokenizer.chat_templates`) the list
+/// transformers reads.
+fn chat_templates(view: &GgufView<'_>, source: &Path) -> Result<Option<Value>> {
+    let default = view.get("tokenizer.chat_template").and_then(|v| v.as_str());
+    let names = strings(view, source, "tokenizer.chat_templates")?.unwrap_or_default();
+    if names.is_empty() {
+        return Ok(default.map(|t| json!(t)));
+    }
+    let mut list = Vec::new();
+    if let Some(t) = default {
+        list.push(json!({"name": "default", "template": t}));
+    }
+    for name in names {
+        if let Some(t) = view
+            .get(&format!("tokenizer.chat_template.{name}"))
+            .and_then(|v| v.as_str())
+        {
+            list.push(json!({"name": name, "template": t}));
+        }
+    }
+    Ok(Some(Value::Array(list)))
+}
+
+fn write_json(dir: &Path, name: &str, value: &Value, files: &mut Vec<PathBuf>) -> Result<()> {
+    let path = dir.join(name);
+    let mut text = serde_json::to_string_pretty(value).expect("JSON values serialize");
+    text.push('\n');
+    std::fs::write(&path, text).map_err(|e| Error::io(&path, e))?;
+    files.push(PathBuf::from(name));
+    Ok(())
+}
+
+/// Tokens llama.cpp gives LSTRIP by the model's names (llama_vocab::impl::load).
+fn lstrip_tokens(pre: &str, arch: Option<&str>, general_name: &str) -> Vec<&'static str> {
+    let arch = arch.unwrap_or("");
+    if ["jina-v2-de", "jina-v2-es", "jina-v2-code"]
+        .iter()
+        .any(|p| pre.contains(p))
+        || ["nomic-bert-moe", "jina-bert-v3"]
+            .iter()
+            .any(|a| arch.contains(a))
+    {
+        vec!["<mask>"]
+    } else if general_name.contains("modern-bert") {
+        vec!["[MASK]"]
+    } else {
+        Vec::new()
+    }
+}
+
+/// The tokens llama.cpp cuts out of the text before tokenizing (control, unknown and
+/// user-defined), as added tokens matched on the raw text. Control and unknown ones are
+/// special: llama.cpp parses them only when asked to, as transformers skips special tokens.
+fn added_tokens(vocab: &Vocab<'_>, lstrip: &[&str], general_name: &str) -> Vec<Value> {
+    let phi3 = general_name.contains("phi-3") || general_name.contains("phi3");
+    let mut out = Vec::new();
+    for (id, (&text, &ty)) in vocab.tokens.iter().zip(&vocab.types).enumerate() {
+        if !matches!(ty, UNKNOWN | CONTROL | USER_DEFINED) {
+            continue;
+        }
+        // Phi-3: every such token takes the whitespace after it, but these.
+        let rstrip = phi3 && !matches!(text, "<unk>" | "<s>" | "<|endoftext|>");
+        out.push(json!({
+            "id": id,
+            "content": text,
+            "single_word": false,
+            "lstrip": lstrip.contains(&text),
+            "rstrip": rstrip,
+            "normalized": false,
+            "special": ty != USER_DEFINED,
+        }));
+    }
+    out
+}
+
+/// A TemplateProcessing adding BOS and EOS as llama.cpp's `add_special` does.
+fn template(vocab: &Vocab<'_>, ids: &[(&str, u32)], add_bos: bool, add_eos: bool) -> Result<Value> {
+    let get = |name: &str, on: bool, k: &str| -> Result<Option<u32>> {
+        if !on {
+            return Ok(None);
+        }
+        ids.iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, id)| Some(id))
+            .ok_or_else(|| Error::field(vocab.source, key(k), "is added but has no token id"))
+    };
+    let bos = get("bos", add_bos, "add_bos_token")?;
+    let eos = get("eos", add_eos, "add_eos_token")?;
+    Ok(template_ids(vocab, bos, eos))
+}
+
+fn template_ids(vocab: &Vocab<'_>, first: Option<u32>, last: Option<u32>) -> Value {
+    let piece = |id: Option<u32>, type_id: u32| {
+        id.map(|id| json!({"SpecialToken": {"id": vocab.tokens[id as usize], "type_id": type_id}}))
+    };
+    let seq = |s: &str, type_id: u32| json!({"Sequence": {"id": s, "type_id": type_id}});
+    let single: Vec<Value> = [piece(first, 0), Some(seq("A", 0)), piece(last, 0)]
+        .into_iter()
+        .flatten()
+        .collect();
+    let pair: Vec<Value> = [
+        piece(first, 0),
+        Some(seq("A", 0)),
+        piece(last, 0),
+        piece(first, 1),
+        Some(seq("B", 1)),
+        piece(last, 1),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let mut specials = Map::new();
+    for id in [first, last].into_iter().flatten() {
+        let t = vocab.tokens[id as usize];
+        specials.insert(t.into(), json!({"id": t, "ids": [id], "tokens": [t]}));
+    }
+    json!({"type": "TemplateProcessing", "single": single, "pair": pair,
+           "special_tokens": specials})
+}
+
+/// token → id, the last id winning as in llama.cpp's `token_to_id`.
+fn vocab_map(tokens: impl Iterator<Item = (usize, String)>) -> Map<String, Value> {
+    let mut m = Map::new();
+    for (id, t) in tokens {
+        m.insert(t, json!(id));
+    }
+    m
+}
+
+fn bpe_json(vocab: &Vocab<'_>, pre: &pre::Pre, added: Vec<Value>, post: Value) -> Result<Value> {
+    // llama.cpp splits a merge at its first space after the first byte.
+    let mut merges = Vec::with_capacity(vocab.merges.len());
+    for (i, m) in vocab.merges.iter().enumerate() {
+        let pos = m.bytes().skip(1).position(|b| b == b' ').map(|p| p + 1);
+        let Some(pos) = pos else {
+            return Err(Error::field(
+                vocab.source,
+                key("merges"),
+                format!("merge {i} ({m:?}) has no space"),
+            ));
+        };
+        merges.push(json!([&m[..pos], &m[pos + 1..]]));
+    }
+    let mut pretok: Vec<Value> = pre
+        .ty
+        .regexes
+        .iter()
+        .map(|r| {
+            json!({"type": "Split", "pattern": {"Regex": r}, "behavior": "Isolated",
+                   "invert": false})
+        })
+        .collect();
+    let escape = pre.name.escape_whitespaces.unwrap_or(false);
+    let (normalizer, decoder) = if pre.ty.byte_encode {
+        pretok.push(json!({"type": "ByteLevel", "add_prefix_space": false,
+                           "trim_offsets": true, "use_regex": false}));
+        (
+            Value::Null,
+            json!({"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true,
+                   "use_regex": true}),
+        )
+    } else {
+        let normalizer = if escape {
+            json!({"type": "Replace", "pattern": {"String": " "}, "content": SPACE_MARK})
+        } else {
+            Value::Null
+        };
+        (
+            normalizer,
+            json!({"type": "Sequence", "decoders": [
+                {"type": "Replace", "pattern": {"String": SPACE_MARK}, "content": " "},
+                {"type": "ByteFallback"},
+                {"type": "Fuse"},
+            ]}),
+        )
+    };
+    let model = json!({
+        "type": "BPE",
+        "dropout": null,
+        "unk_token": null,
+        "continuing_subword_prefix": null,
+        "end_of_word_suffix": null,
+        "fuse_unk": false,
+        "byte_fallback": !pre.ty.byte_encode,
+        "ignore_merges": pre.name.ignore_merges,
+        "vocab": vocab_map(vocab.tokens.iter().map(|t| t.to_string()).enumerate()),
+        "merges": merges,
+    });
+    Ok(json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": added,
+        "normalizer": normalizer,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": pretok},
+        "post_processor": post,
+        "decoder": decoder,
+        "model": model,
+    }))
+}
+
+/// llama.cpp's SentencePiece merging (the adjacent pair whose joined text is the
+/// highest-scored token first) as BPE: every split of every token into two tokens is a merge,
+/// ranked by the joined token's score, best first, as transformers' SentencePieceExtractor
+/// orders them.
+fn spm_json(
+    vocab: &Vocab<'_>,
+    add_space_prefix: bool,
+    unk: Option<&str>,
+    added: Vec<Value>,
+    post: Value,
+) -> Value {
+    let mut index: HashMap<&str, usize> = HashMap::new();
+    for (id, t) in vocab.tokens.iter().enumerate() {
+        index.insert(t, id);
+    }
+    let mut merges: Vec<(f32, usize, usize, usize)> = Vec::new();
+    for (&t, &id) in &index {
+        for (pos, _) in t.char_indices().skip(1) {
+            let (l, r) = t.split_at(pos);
+            if let (Some(&li), Some(&ri)) = (index.get(l), index.get(r)) {
+                merges.push((vocab.scores[id], id, li, ri));
+            }
+        }
+    }
+    // Best score first; ties by the joined token's id, then its parts' ids.
+    merges.sort_by(|a, b| {
+        b.0.total_cmp(&a.0)
+            .then(a.1.cmp(&b.1))
+            .then(a.2.cmp(&b.2))
+            .then(a.3.cmp(&b.3))
+    });
+    let merges: Vec<Value> = merges
+        .iter()
+        .map(|&(_, _, l, r)| json!([vocab.tokens[l], vocab.tokens[r]]))
+        .collect();
+    let mut normalizers = Vec::new();
+    if add_space_prefix {
+        normalizers.push(json!({"type": "Prepend", "prepend": SPACE_MARK}));
+    }
+    normalizers.push(json!({"type": "Replace", "pattern": {"String": " "}, "content": SPACE_MARK}));
+    let mut decoders = vec![
+        json!({"type": "Replace", "pattern": {"String": SPACE_MARK}, "content": " "}),
+        json!({"type": "ByteFallback"}),
+        json!({"type": "Fuse"}),
+    ];
+    if add_space_prefix {
+        decoders.push(json!({"type": "Strip", "content": " ", "start": 1, "stop": 0}));
+    }
+    json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": added,
+        "normalizer": {"type": "Sequence", "normalizers": normalizers},
+        "pre_tokenizer": null,
+        "post_processor": post,
+        "decoder": {"type": "Sequence", "decoders": decoders},
+        "model": {
+            "type": "BPE",
+            "dropout": null,
+            "unk_token": unk,
+            "continuing_subword_prefix": null,
+            "end_of_word_suffix": null,
+            "fuse_unk": true,
+            "byte_fallback": true,
+            "ignore_merges": false,
+            "vocab": vocab_map(vocab.tokens.iter().map(|t| t.to_string()).enumerate()),
+            "merges": merges,
+        },
+    })
+}
+
+/// WordPiece with the converter's phantom space undone: a word-initial token is stored with
+/// `▁` before it, a continuation without `##`.
+fn wpm_json(
+    vocab: &Vocab<'_>,
+    lowercase: bool,
+    strip_accents: bool,
+    unk: Option<&str>,
+    added: Vec<Value>,
+    post: Value,
+) -> Value {
+    let hf = |i: usize| -> String {
+        let t = vocab.tokens[i];
+        if vocab.types[i] == CONTROL {
+            t.to_owned()
+        } else if let Some(rest) = t.strip_prefix(SPACE_MARK) {
+            rest.to_owned()
+        } else {
+            format!("##{t}")
+        }
+    };
+    let added: Vec<Value> = added
+        .into_iter()
+        .map(|mut t| {
+            let id = t["id"].as_u64().unwrap_or(0) as usize;
+            t["content"] = json!(hf(id));
+            t
+        })
+        .collect();
+    let unk = unk.map(|u| {
+        vocab
+            .tokens
+            .iter()
+            .position(|t| *t == u)
+            .map(hf)
+            .unwrap_or_default()
+    });
+    json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": added,
+        "normalizer": {"type": "BertNormalizer", "clean_text": true,
+                       "handle_chinese_chars": true, "strip_accents": strip_accents,
+                       "lowercase": lowercase},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": post,
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": true},
+        "model": {
+            "type": "WordPiece",
+            "unk_token": unk,
+            "continuing_subword_prefix": "##",
+            // llama.cpp has no length limit on a word.
+            "max_input_chars_per_word": u32::MAX,
+            "vocab": vocab_map((0..vocab.tokens.len()).map(|i| (i, hf(i)))),
+        },
+    })
 }
