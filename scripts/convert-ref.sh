@@ -40,6 +40,8 @@ PINS=(
     "tqdm==4.70.1"
     "requests==2.34.2"
     "safetensors==0.8.0"
+    # transformers' GGUF loader needs it: the export-hf weights check (tests/export_hf/)
+    "accelerate==1.16.0"
 )
 
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"

@@ -85,14 +85,22 @@ fn checkpoint_name(
             None => name == "lm_head" || (name.starts_with("model.") && !name[6..].contains('.')),
         }
     };
-    mapping.hf.iter().find_map(|template| {
+    let mut candidates = mapping.hf.iter().filter_map(|template| {
         let name = match bid {
             Some(b) => template.replace("{bid}", &b.to_string()),
             None => (*template).to_owned(),
         };
         let back = map.get(&name, &[])?;
         (fits(&name) && back.0 == tensor && back.1 == gguf).then_some(name)
-    })
+    });
+    let first = candidates.next()?;
+    // The table lists Persimmon's `q_layernorm` before `q_norm`; every class written here
+    // (Qwen3, Qwen3-MoE, Gemma 3) names them `q_norm`/`k_norm`.
+    if matches!(tensor, Tensor::ATTN_Q_NORM | Tensor::ATTN_K_NORM) && !first.ends_with("_norm") {
+        let mut rest = candidates;
+        return Some(rest.find(|n| n.ends_with("q_norm") || n.ends_with("k_norm")).unwrap_or(first));
+    }
+    Some(first)
 }
 
 /// The tensor and block of a GGUF tensor name without its suffix.
