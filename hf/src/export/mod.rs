@@ -96,17 +96,30 @@ pub struct ExportReport {
 /// Exports the GGUF file `input` (the first file of a split model names them all) to the
 /// folder `out`, which must not exist or be empty.
 pub fn export_hf(input: &Path, out: &Path, options: &ExportOptions) -> Result<ExportReport> {
-    let map = ggufrw::view::map(input).map_err(Error::Output)?;
-    let view = ggufrw::view::GgufView::new(&map).map_err(|e| Error::Output(e.in_file(input)))?;
+    let paths = shard_paths(input)?;
+    let maps = paths
+        .iter()
+        .map(|p| ggufrw::view::map(p).map_err(Error::Output))
+        .collect::<Result<Vec<_>>>()?;
+    let views = maps
+        .iter()
+        .zip(&paths)
+        .map(|(m, p)| GgufView::new(m).map_err(|e| Error::Output(e.in_file(p))))
+        .collect::<Result<Vec<_>>>()?;
     let stage = Staging::new(out)?;
     let mut report = ExportReport {
         dir: out.to_owned(),
         ..ExportReport::default()
     };
-    tokenizer::write(&view, input, stage.path(), &mut report.files)?;
+    // The first shard holds every key; the others only their split.* keys and tensors.
+    tokenizer::write(&views[0], input, stage.path(), &mut report.files)?;
     if !options.vocab_only {
-        report.tensors = model(&view, input, stage.path(), options, &mut report.files)?;
-        let readme = readme(input, &view)?;
+        let shards = Shards {
+            views: &views,
+            paths: &paths,
+        };
+        report.tensors = model(&shards, stage.path(), options, &mut report.files)?;
+        let readme = readme(&shards)?;
         std::fs::write(stage.path().join("README.md"), readme)
             .map_err(|e| Error::io(&stage.path().join("README.md"), e))?;
         report.files.push("README.md".into());
@@ -115,14 +128,79 @@ pub fn export_hf(input: &Path, out: &Path, options: &ExportOptions) -> Result<Ex
     Ok(report)
 }
 
+/// The model's files: one, or the shards of a split model in order.
+pub(crate) struct Shards<'s, 'a> {
+    pub views: &'s [GgufView<'a>],
+    pub paths: &'s [PathBuf],
+}
+
+impl Shards<'_, '_> {
+    /// The shard and index of the tensor called `name`.
+    fn find(&self, name: &str) -> Option<(usize, usize)> {
+        self.views.iter().enumerate().find_map(|(s, v)| {
+            v.tensors()
+                .position(|t| t.name.as_str() == Ok(name))
+                .map(|i| (s, i))
+        })
+    }
+}
+
+/// `input` alone, or with the other shards its `split.count` declares
+/// (`…-00001-of-0000N.gguf`, as gguf-split names them).
+fn shard_paths(input: &Path) -> Result<Vec<PathBuf>> {
+    let map = ggufrw::view::map(input).map_err(Error::Output)?;
+    let view = GgufView::new(&map).map_err(|e| Error::Output(e.in_file(input)))?;
+    // UINT16, as llama.cpp's loader reads them.
+    let key = |k: &str| view.get(k).and_then(|v| v.get::<u16>()).map(u64::from);
+    if let Some(no) = key("split.no").filter(|&n| n > 0) {
+        return Err(Error::field(
+            input,
+            "split.no",
+            format!("shard {} of a split model: give the first shard", no + 1),
+        ));
+    }
+    let count = key("split.count").unwrap_or(1);
+    if count <= 1 {
+        return Ok(vec![input.to_owned()]);
+    }
+    let Some((prefix, n)) = ggufrw::shards::first_shard_prefix(input) else {
+        return Err(Error::field(
+            input,
+            "split.count",
+            format!(
+                "the model has {count} shards, but the file is not named as the first \
+                 (…-00001-of-{count:05}.gguf)"
+            ),
+        ));
+    };
+    if n as u64 != count {
+        return Err(Error::field(
+            input,
+            "split.count",
+            format!("{count}, but the name says {n} shards"),
+        ));
+    }
+    let paths: Vec<PathBuf> = (0..n)
+        .map(|i| ggufrw::shards::shard_path(&prefix, i, n))
+        .collect();
+    if let Some(missing) = paths.iter().find(|p| !p.is_file()) {
+        return Err(Error::field(
+            input,
+            "split.count",
+            format!("shard {} is missing", missing.display()),
+        ));
+    }
+    Ok(paths)
+}
+
 /// The weights, `config.json` and `generation_config.json`; returns the tensor count.
 fn model(
-    view: &GgufView<'_>,
-    source: &Path,
+    shards: &Shards<'_, '_>,
     dir: &Path,
     options: &ExportOptions,
     files: &mut Vec<PathBuf>,
 ) -> Result<usize> {
+    let (view, source) = (&shards.views[0], shards.paths[0].as_path());
     let arch = match view.get("general.architecture") {
         Some(ggufrw::view::ValueRef::String(s)) => s.as_str().unwrap_or_default().to_owned(),
         _ => {
@@ -152,31 +230,35 @@ fn model(
         n_head,
         n_head_kv: keys.opt_u64("attention.head_count_kv").unwrap_or(n_head),
     };
-    let dtype = weights::resolve(view, options.dtype);
-    let planned = weights::plan(view, source, family, blocks, &heads)?;
-    let find = |name: &str| view.tensors().position(|t| t.name.as_str() == Ok(name));
+    let dtype = weights::resolve(shards.views, options.dtype);
+    let planned = weights::plan(shards, family, blocks, &heads)?;
     let values = |name: &str| -> Result<Option<Vec<f32>>> {
-        match find(name) {
-            Some(i) => view.dequantize(i).map(Some).map_err(Error::Output),
+        match shards.find(name) {
+            Some((s, i)) => shards.views[s]
+                .dequantize(i)
+                .map(Some)
+                .map_err(|e| Error::Output(e.in_file(&shards.paths[s]))),
             None => Ok(None),
         }
     };
-    let embd = view
-        .tensors()
-        .find(|t| t.name.as_str() == Ok("token_embd.weight"))
+    let (s, i) = shards
+        .find("token_embd.weight")
         .ok_or_else(|| Error::field(source, "token_embd.weight", "missing"))?;
+    let embd = shards.views[s]
+        .tensors()
+        .nth(i)
+        .expect("found in this file");
     let shapes = config::Shapes {
         vocab: embd.dimensions.get(1).copied().unwrap_or(0),
-        has_output: find("output.weight").is_some(),
-        attention_bias: find("blk.0.attn_q.bias").is_some(),
+        has_output: shards.find("output.weight").is_some(),
+        attention_bias: shards.find("blk.0.attn_q.bias").is_some(),
         rope_freqs: values("rope_freqs.weight")?,
         rope_long: values("rope_factors_long.weight")?,
         rope_short: values("rope_factors_short.weight")?,
     };
     let cfg = config::config(&keys, family, &shapes, dtype)?;
     files.extend(weights::write(
-        view,
-        source,
+        shards,
         dir,
         &planned,
         dtype,
@@ -185,34 +267,40 @@ fn model(
     )?);
     write_json(&dir.join("config.json"), &cfg)?;
     files.push("config.json".into());
-    write_json(&dir.join("generation_config.json"), &config::generation(&keys))?;
+    write_json(
+        &dir.join("generation_config.json"),
+        &config::generation(&keys),
+    )?;
     files.push("generation_config.json".into());
     Ok(planned.len())
 }
 
-/// The folder's model card: where it came from.
-fn readme(source: &Path, view: &GgufView<'_>) -> Result<String> {
+/// The folder's model card: where it came from, each file with its SHA-256.
+fn readme(shards: &Shards<'_, '_>) -> Result<String> {
     use sha2::Digest;
-    let mut hash = sha2::Sha256::new();
-    hash.update(view.bytes());
-    let digest: String = hash
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let name = match view.get("general.name") {
+    let name = match shards.views[0].get("general.name") {
         Some(ggufrw::view::ValueRef::String(s)) => s.as_str().unwrap_or_default().to_owned(),
         _ => String::new(),
     };
-    let file = source
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    Ok(format!(
-        "# {}\n\nExported by `ggufrw export-hf` {} from `{file}` (sha256 `{digest}`).\n",
-        if name.is_empty() { &file } else { &name },
+    let file_name = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let first = file_name(&shards.paths[0]);
+    let mut text = format!(
+        "# {}\n\nExported by `ggufrw export-hf` {} from:\n\n",
+        if name.is_empty() { &first } else { &name },
         env!("CARGO_PKG_VERSION"),
-    ))
+    );
+    for (view, path) in shards.views.iter().zip(shards.paths) {
+        let digest: String = sha2::Sha256::digest(view.bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        text.push_str(&format!("- `{}` (sha256 `{digest}`)\n", file_name(path)));
+    }
+    Ok(text)
 }
 
 /// Writes JSON as transformers does: keys sorted, two-space indent, a final newline.
@@ -222,7 +310,11 @@ pub(crate) fn write_json(path: &Path, value: &Value) -> Result<()> {
             Value::Object(m) => {
                 let mut keys: Vec<&String> = m.keys().collect();
                 keys.sort();
-                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&m[k]))).collect())
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&m[k])))
+                        .collect(),
+                )
             }
             Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
             other => other.clone(),

@@ -3,6 +3,7 @@
 //! `save_pretrained` shards.
 
 use super::Dtype;
+use super::Shards;
 use crate::error::{Error, Result};
 use crate::family::Family;
 use crate::names::NameMap;
@@ -28,7 +29,8 @@ pub(crate) enum Undo {
 pub(crate) struct Planned {
     /// The checkpoint name.
     pub hf: String,
-    /// The GGUF tensor's index and name.
+    /// The GGUF tensor's file (shard), index there and name.
+    pub shard: usize,
     pub index: usize,
     pub gguf: String,
     /// The checkpoint shape (torch order).
@@ -61,7 +63,11 @@ fn checkpoint_name(
     bid: Option<u64>,
 ) -> Option<String> {
     let arch = family.arch();
-    let list: &[Mapping] = if bid.is_some() { arch.block } else { arch.global };
+    let list: &[Mapping] = if bid.is_some() {
+        arch.block
+    } else {
+        arch.global
+    };
     let mapping = list.iter().find(|m| m.tensor == tensor)?;
     let gguf = crate::names::format_name(tensor, bid, "");
     let fused = family == Family::Phi3;
@@ -98,7 +104,10 @@ fn checkpoint_name(
     // (Qwen3, Qwen3-MoE, Gemma 3) names them `q_norm`/`k_norm`.
     if matches!(tensor, Tensor::ATTN_Q_NORM | Tensor::ATTN_K_NORM) && !first.ends_with("_norm") {
         let mut rest = candidates;
-        return Some(rest.find(|n| n.ends_with("q_norm") || n.ends_with("k_norm")).unwrap_or(first));
+        return Some(
+            rest.find(|n| n.ends_with("q_norm") || n.ends_with("k_norm"))
+                .unwrap_or(first),
+        );
     }
     Some(first)
 }
@@ -124,18 +133,23 @@ fn parse_gguf(family: Family, base: &str) -> Option<(Tensor, Option<u64>)> {
 /// The checkpoint tensors of the file, in its tensor order (experts split, computed tensors
 /// left out: they are the config's).
 pub(crate) fn plan(
-    view: &GgufView<'_>,
-    source: &Path,
+    shards: &Shards<'_, '_>,
     family: Family,
     blocks: u64,
     heads: &Heads,
 ) -> Result<Vec<Planned>> {
     let map = NameMap::new(family.arch(), blocks);
     let mut out = Vec::new();
-    for (index, t) in view.tensors().enumerate() {
-        let name = t.name.as_str().map_err(|_| {
-            Error::field(source, format!("tensor {index}"), "name is not UTF-8")
-        })?;
+    let files = shards.views.iter().zip(shards.paths).enumerate();
+    for (shard, index, t, source) in files.flat_map(|(s, (v, p))| {
+        v.tensors()
+            .enumerate()
+            .map(move |(i, t)| (s, i, t, p.as_path()))
+    }) {
+        let name = t
+            .name
+            .as_str()
+            .map_err(|_| Error::field(source, format!("tensor {index}"), "name is not UTF-8"))?;
         let dims: Vec<u64> = t.dimensions.to_vec();
         let (base, suffix) = match name.rsplit_once('.') {
             Some((b, s)) if s == "weight" || s == "bias" => (b, s),
@@ -160,17 +174,21 @@ pub(crate) fn plan(
         let undo = match family {
             Family::Gemma2 | Family::Gemma3 if norm => Undo::Subtract1,
             Family::Llama if hf.ends_with("self_attn.q_proj") => Undo::Unpermute(heads.n_head),
-            Family::Llama if hf.ends_with("self_attn.k_proj") => Undo::Unpermute(
-                if heads.n_head_kv != heads.n_head {
+            Family::Llama if hf.ends_with("self_attn.k_proj") => {
+                Undo::Unpermute(if heads.n_head_kv != heads.n_head {
                     heads.n_head_kv
                 } else {
                     heads.n_head
-                },
-            ),
+                })
+            }
             _ => Undo::None,
         };
         if let Undo::Unpermute(h) = undo {
-            let rows = if suffix == "bias" { dims[0] } else { rows_total };
+            let rows = if suffix == "bias" {
+                dims[0]
+            } else {
+                rows_total
+            };
             if h == 0 || rows % (2 * h) != 0 {
                 return Err(Error::field(
                     source,
@@ -184,12 +202,20 @@ pub(crate) fn plan(
             Tensor::FFN_GATE_EXP | Tensor::FFN_UP_EXP | Tensor::FFN_DOWN_EXP
         ) {
             if dims.len() != 3 {
-                return Err(Error::field(source, name, "expert tensors have 3 dimensions"));
+                return Err(Error::field(
+                    source,
+                    name,
+                    "expert tensors have 3 dimensions",
+                ));
             }
             let per = dims[1];
             for x in 0..dims[2] {
                 out.push(Planned {
-                    hf: format!("{}.{suffix}", hf.replacen(".experts.", &format!(".experts.{x}."), 1)),
+                    hf: format!(
+                        "{}.{suffix}",
+                        hf.replacen(".experts.", &format!(".experts.{x}."), 1)
+                    ),
+                    shard,
                     index,
                     gguf: name.to_owned(),
                     shape: vec![dims[1], dims[0]],
@@ -205,6 +231,7 @@ pub(crate) fn plan(
         }
         out.push(Planned {
             hf: format!("{hf}.{suffix}"),
+            shard,
             index,
             gguf: name.to_owned(),
             shape,
@@ -245,11 +272,15 @@ fn safetensors_dtype(dtype: Dtype) -> &'static str {
 }
 
 /// `auto`: the file's 16-bit float type if it has one (BF16 first), else f32.
-pub(crate) fn resolve(view: &GgufView<'_>, dtype: Dtype) -> Dtype {
+pub(crate) fn resolve(views: &[GgufView<'_>], dtype: Dtype) -> Dtype {
     if dtype != Dtype::Auto {
         return dtype;
     }
-    let has = |ty: GgmlType| view.tensors().any(|t| t.ggml_type == ty as u32);
+    let has = |ty: GgmlType| {
+        views
+            .iter()
+            .any(|v| v.tensors().any(|t| t.ggml_type == ty as u32))
+    };
     if has(GgmlType::BF16) {
         Dtype::Bf16
     } else if has(GgmlType::F16) {
@@ -287,15 +318,14 @@ pub(crate) fn shards(planned: &[Planned], dtype: Dtype, max: u64) -> Vec<Vec<usi
 /// Writes the planned tensors as `model.safetensors`, or shards and an index beyond
 /// `max_shard_size`; returns the file names written.
 pub(crate) fn write(
-    view: &GgufView<'_>,
-    source: &Path,
+    shards: &Shards<'_, '_>,
     dir: &Path,
     planned: &[Planned],
     dtype: Dtype,
     max_shard_size: u64,
     threads: usize,
 ) -> Result<Vec<PathBuf>> {
-    let groups = shards(planned, dtype, max_shard_size);
+    let groups = self::shards(planned, dtype, max_shard_size);
     let n = groups.len();
     let mut files = Vec::new();
     let mut weight_map = Vec::new();
@@ -309,7 +339,7 @@ pub(crate) fn write(
         let mut members: Vec<&Planned> = group.iter().map(|&i| &planned[i]).collect();
         // safetensors stores its tensors sorted by name (one dtype here).
         members.sort_by(|a, b| a.hf.cmp(&b.hf));
-        total += write_shard(view, source, &dir.join(&file), &members, dtype, threads)?;
+        total += write_shard(shards, &dir.join(&file), &members, dtype, threads)?;
         for p in &members {
             weight_map.push((p.hf.clone(), file.clone()));
         }
@@ -338,8 +368,7 @@ pub(crate) fn write(
 const CHUNK_VALUES: u64 = 1 << 22;
 
 fn write_shard(
-    view: &GgufView<'_>,
-    source: &Path,
+    shards: &Shards<'_, '_>,
     path: &Path,
     members: &[&Planned],
     dtype: Dtype,
@@ -347,10 +376,7 @@ fn write_shard(
 ) -> Result<u64> {
     let size = element_size(dtype);
     let mut header = serde_json::Map::new();
-    header.insert(
-        "__metadata__".into(),
-        serde_json::json!({"format": "pt"}),
-    );
+    header.insert("__metadata__".into(), serde_json::json!({"format": "pt"}));
     let mut offset = 0u64;
     for p in members {
         let bytes = p.numel() * size;
@@ -371,12 +397,14 @@ fn write_shard(
     let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
     let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
     let io = |e| Error::io(path, e);
-    out.write_all(&(text.len() as u64).to_le_bytes()).map_err(io)?;
+    out.write_all(&(text.len() as u64).to_le_bytes())
+        .map_err(io)?;
     out.write_all(text.as_bytes()).map_err(io)?;
     let mut values = Vec::new();
     let mut bytes = Vec::new();
     let mut reordered = Vec::new();
     for p in members {
+        let (view, source) = (&shards.views[p.shard], shards.paths[p.shard].as_path());
         let info = view.tensors().nth(p.index).expect("planned from this file");
         let ty = GgmlType::from_id(info.ggml_type).ok_or_else(|| {
             Error::field(source, &p.gguf, format!("unknown type {}", info.ggml_type))
@@ -389,7 +417,10 @@ fn write_shard(
             (_, 1) => (1, 0),
             (Undo::Unpermute(h), _) => {
                 let per_head = (p.rows.1 - p.rows.0) / h;
-                ((CHUNK_VALUES / ne0.max(1) / per_head).max(1) * per_head, per_head)
+                (
+                    (CHUNK_VALUES / ne0.max(1) / per_head).max(1) * per_head,
+                    per_head,
+                )
             }
             _ => ((CHUNK_VALUES / ne0.max(1)).max(1), 0),
         };
@@ -463,7 +494,11 @@ fn encode(
         _ => GgmlType::BF16,
     };
     out.resize(values.len() * 2, 0);
-    let per_row = if values.len() as u64 % ne0.max(1) == 0 { ne0 as usize } else { values.len() };
+    let per_row = if values.len() as u64 % ne0.max(1) == 0 {
+        ne0 as usize
+    } else {
+        values.len()
+    };
     ggufrw::quant::quantize_into_threads(ty, values, per_row, out, threads)
         .map_err(|e| e.to_string())
 }
