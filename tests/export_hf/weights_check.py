@@ -97,19 +97,21 @@ def check_against_transformers(gguf: Path, folder: Path) -> list[str]:
         theirs = AutoModelForCausalLM.from_pretrained(
             str(gguf.parent), gguf_file=gguf.name, torch_dtype=torch.float32
         )
-    except RuntimeError as e:
+    except Exception as e:
         # transformers' GGUF config can build a model its own tensors do not fit (Qwen 3's
-        # head_dim is not read from attention.key_length): load its tensors on our config.
+        # head_dim is not read from attention.key_length) or refuse it (Phi-3's default
+        # pad_token_id past a small vocabulary): load its tensors on our config.
         first = str(e).strip().splitlines()[-1].strip()
-        print(f"     note {gguf.name}: transformers cannot build it from its GGUF config ({first});"
-              " its tensors are loaded on the exported config")
-        theirs = AutoModelForCausalLM.from_pretrained(
-            str(gguf.parent), gguf_file=gguf.name, torch_dtype=torch.float32, config=mine.config
-        )
-    except Exception as e:  # transformers' GGUF loader itself fails: nothing to compare with
-        print(f"     note {gguf.name}: transformers' GGUF loader fails on it"
-              f" ({type(e).__name__}: {e}); only the exported folder's own load is checked")
-        return failures
+        try:
+            theirs = AutoModelForCausalLM.from_pretrained(
+                str(gguf.parent), gguf_file=gguf.name, torch_dtype=torch.float32, config=mine.config
+            )
+        except Exception as e:  # the loader itself fails: nothing to compare with
+            print(f"     note {gguf.name}: transformers' GGUF loader fails on it"
+                  f" ({type(e).__name__}: {e}); only the exported folder's own load is checked")
+            return failures
+        print(f"     note {gguf.name}: transformers cannot build it from its GGUF config"
+              f" ({type(e).__name__}: {first}); its tensors are loaded on the exported config")
     ours = load_exported(folder)
     state = theirs.state_dict()
     tied = getattr(theirs.config, "tie_word_embeddings", False)

@@ -160,8 +160,15 @@ pub(crate) fn config(
         ("tokenizer.ggml.eos_token_id", "eos_token_id"),
         ("tokenizer.ggml.padding_token_id", "pad_token_id"),
     ] {
-        if let Some(id) = k.global_u64(key) {
-            c.insert(field.into(), id.into());
+        match k.global_u64(key) {
+            Some(id) => {
+                c.insert(field.into(), id.into());
+            }
+            // Explicitly none: some classes default to an id past a small vocabulary
+            // (Phi-3's pad_token_id 32000), which they then refuse.
+            None => {
+                c.insert(field.into(), Value::Null);
+            }
         }
     }
     let act = match family {
@@ -240,9 +247,13 @@ pub(crate) fn config(
             }
         }
         Family::Phi3 => {
-            if let Some(w) = k.opt_u64("attention.sliding_window") {
-                c.insert("sliding_window".into(), w.into());
-            }
+            // The converter writes 0 for a model without a window; transformers reads 0 as a
+            // window of nothing.
+            let window = k.opt_u64("attention.sliding_window").filter(|&w| w > 0);
+            c.insert(
+                "sliding_window".into(),
+                window.map_or(Value::Null, Value::from),
+            );
             if let Some(d) = k.opt_u64("rope.dimension_count") {
                 if d != head_dim {
                     c.insert(

@@ -100,16 +100,19 @@ fn checkpoint_name(
         (fits(&name) && back.0 == tensor && back.1 == gguf).then_some(name)
     });
     let first = candidates.next()?;
-    // The table lists Persimmon's `q_layernorm` before `q_norm`; every class written here
-    // (Qwen3, Qwen3-MoE, Gemma 3) names them `q_norm`/`k_norm`.
-    if matches!(tensor, Tensor::ATTN_Q_NORM | Tensor::ATTN_K_NORM) && !first.ends_with("_norm") {
-        let mut rest = candidates;
-        return Some(
-            rest.find(|n| n.ends_with("q_norm") || n.ends_with("k_norm"))
-                .unwrap_or(first),
-        );
+    // The table lists other models' names first (Persimmon's `q_layernorm`, Falcon's
+    // `query_key_value`); the classes written here name these as below.
+    let preferred = match tensor {
+        Tensor::ATTN_Q_NORM => ".q_norm",
+        Tensor::ATTN_K_NORM => ".k_norm",
+        Tensor::ATTN_QKV => ".qkv_proj",
+        _ => return Some(first),
+    };
+    if first.ends_with(preferred) {
+        return Some(first);
     }
-    Some(first)
+    let mut rest = candidates;
+    Some(rest.find(|n| n.ends_with(preferred)).unwrap_or(first))
 }
 
 /// The tensor and block of a GGUF tensor name without its suffix.
