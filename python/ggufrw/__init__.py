@@ -53,6 +53,8 @@ __all__ = [
     "merge",
     "hash",
     "convert_hf",
+    "export_hf",
+    "Export",
     "Conversion",
     "type_info",
     "__version__",
@@ -737,3 +739,31 @@ def convert_hf(
         list(quantize_options),
     )
     return Conversion(outputs, parameters)
+
+
+class Export(NamedTuple):
+    """What :func:`export_hf` wrote."""
+
+    files: list[str]
+    tensors: int
+
+
+def export_hf(
+    model: PathLike,
+    out: PathLike,
+    *,
+    dtype: str = "auto",
+    max_shard_size: int = 5_000_000_000,
+    vocab_only: bool = False,
+    threads: int = 0,
+) -> Export:
+    """Exports a GGUF model (the first file of a split one) to the Hugging Face folder ``out``,
+    which must not exist or be empty, as ``ggufrw export-hf`` does: ``config.json``,
+    ``generation_config.json``, the weights as safetensors in ``dtype`` (``f32``, ``f16``,
+    ``bf16``, or ``auto``: the file's own 16-bit type, else f32), sharded beyond
+    ``max_shard_size`` bytes as ``save_pretrained`` shards, the tokenizer files and a README.
+    Nothing is left behind on failure. ``files`` are relative to ``out``."""
+    files, tensors = _native.export_hf(
+        _os.fspath(model), _os.fspath(out), dtype, max_shard_size, vocab_only, threads
+    )
+    return Export(files, tensors)

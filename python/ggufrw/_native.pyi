@@ -96,4 +96,12 @@ def convert_hf(
     via: str = "auto",
     quantize_options: list[str] = ...,
 ) -> tuple[list[str], int]: ...
+def export_hf(
+    model: str,
+    out: str,
+    dtype: str = "auto",
+    max_shard_size: int = 5_000_000_000,
+    vocab_only: bool = False,
+    threads: int = 0,
+) -> tuple[list[str], int]: ...
 def escape(value: Union[str, bytes]) -> str: ...

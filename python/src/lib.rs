@@ -1075,6 +1075,43 @@ fn convert_hf(
     ))
 }
 
+/// Exports a GGUF model (the first file of a split one) to a Hugging Face folder, as
+/// `ggufrw export-hf` does: the files written, relative to `out`, and the tensor count.
+#[pyfunction]
+#[pyo3(signature = (model, out, dtype = "auto", max_shard_size = 5_000_000_000, vocab_only = false, threads = 0))]
+fn export_hf(
+    py: Python<'_>,
+    model: PathBuf,
+    out: PathBuf,
+    dtype: &str,
+    max_shard_size: u64,
+    vocab_only: bool,
+    threads: usize,
+) -> PyResult<(Vec<String>, usize)> {
+    let dtype = ggufrw_hf::Dtype::parse(dtype).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "dtype {dtype:?} is not one of f32, f16, bf16, auto"
+        ))
+    })?;
+    let options = ggufrw_hf::ExportOptions {
+        dtype,
+        max_shard_size,
+        vocab_only,
+        threads,
+    };
+    let report = py
+        .detach(|| ggufrw_hf::export_hf(&model, &out, &options))
+        .map_err(|e| hf_err(py, e))?;
+    Ok((
+        report
+            .files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        report.tensors,
+    ))
+}
+
 /// The text of a value as ggufrw's own tools print strings (`\xNN` for bytes that are not
 /// UTF-8).
 #[pyfunction]
@@ -1098,6 +1135,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hash, m)?)?;
     m.add_function(wrap_pyfunction!(escape, m)?)?;
     m.add_function(wrap_pyfunction!(convert_hf, m)?)?;
+    m.add_function(wrap_pyfunction!(export_hf, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

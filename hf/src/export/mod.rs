@@ -117,6 +117,7 @@ pub fn export_hf(input: &Path, out: &Path, options: &ExportOptions) -> Result<Ex
         let shards = Shards {
             views: &views,
             paths: &paths,
+            maps: &maps,
         };
         report.tensors = model(&shards, stage.path(), options, &mut report.files)?;
         let readme = readme(&shards)?;
@@ -132,6 +133,8 @@ pub fn export_hf(input: &Path, out: &Path, options: &ExportOptions) -> Result<Ex
 pub(crate) struct Shards<'s, 'a> {
     pub views: &'s [GgufView<'a>],
     pub paths: &'s [PathBuf],
+    /// Their maps, to hand pages back from once read.
+    pub maps: &'s [memmap2::Mmap],
 }
 
 impl Shards<'_, '_> {

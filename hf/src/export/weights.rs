@@ -153,6 +153,10 @@ pub(crate) fn plan(
             .name
             .as_str()
             .map_err(|_| Error::field(source, format!("tensor {index}"), "name is not UTF-8"))?;
+        // Every tensor's data is in the file before anything is written.
+        shards.views[shard]
+            .tensor_data(index)
+            .map_err(|e| Error::Output(e.in_file(source)))?;
         let dims: Vec<u64> = t.dimensions.to_vec();
         let (base, suffix) = match name.rsplit_once('.') {
             Some((b, s)) if s == "weight" || s == "bias" => (b, s),
@@ -412,7 +416,9 @@ fn write_shard(
         let ty = GgmlType::from_id(info.ggml_type).ok_or_else(|| {
             Error::field(source, &p.gguf, format!("unknown type {}", info.ggml_type))
         })?;
-        let data = view.tensor_data(p.index).map_err(Error::Output)?;
+        let data = view
+            .tensor_data(p.index)
+            .map_err(|e| Error::Output(e.in_file(source)))?;
         let ne0 = info.dimensions.first().copied().unwrap_or(1);
         let row_bytes = (ne0 / ty.block_size()) * ty.type_size();
         // A 1-D tensor is one chunk; a permuted matrix is cut at whole heads.
@@ -450,6 +456,8 @@ fn write_shard(
             encode(&values, ne0, dtype, &mut bytes, threads)
                 .map_err(|e| Error::field(source, &p.gguf, e))?;
             out.write_all(&bytes).map_err(io)?;
+            // Pages read once need not stay resident: memory follows a chunk, not the model.
+            ggufrw::view::release(&shards.maps[p.shard], span);
             row = end;
         }
     }
