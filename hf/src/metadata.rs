@@ -68,7 +68,7 @@ enum Sampling {
 }
 
 /// Sampling settings: (generation_config key, GGUF key, is an integer).
-const SAMPLING: [(&str, &str, Option<bool>); 12] = [
+pub(crate) const SAMPLING: [(&str, &str, Option<bool>); 12] = [
     ("sequence", "general.sampling.sequence", None),
     ("top_k", "general.sampling.top_k", Some(true)),
     ("top_p", "general.sampling.top_p", Some(false)),

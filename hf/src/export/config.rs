@@ -142,7 +142,15 @@ pub(crate) fn config(
     c.insert("num_hidden_layers".into(), k.u64("block_count")?.into());
     c.insert("num_attention_heads".into(), heads.into());
     c.insert("num_key_value_heads".into(), kv_heads.into());
-    c.insert("head_dim".into(), head_dim.into());
+    // The converter writes key_length only from a config's head_dim; without one the classes
+    // take hidden/heads (Qwen 3's and Gemma's default differently, so theirs is always written).
+    let own_default = matches!(
+        family,
+        Family::Qwen3 | Family::Qwen3Moe | Family::Gemma2 | Family::Gemma3
+    );
+    if own_default || head_dim != hidden / heads || k.opt_u64("attention.key_length").is_some() {
+        c.insert("head_dim".into(), head_dim.into());
+    }
     if let Some(n) = k.opt_u64("context_length") {
         c.insert("max_position_embeddings".into(), n.into());
     }
@@ -378,6 +386,17 @@ pub(crate) fn generation(k: &Keys<'_, '_>) -> Value {
     ] {
         if let Some(id) = k.global_u64(key) {
             g.insert(field.into(), id.into());
+        }
+    }
+    // general.sampling.*, under the names the converter reads them by.
+    for (field, key, integer) in crate::metadata::SAMPLING {
+        let value = match integer {
+            None => k.view.get(key).and_then(|v| v.as_str()).map(Value::from),
+            Some(true) => k.scalar(key).map(|v| Value::from(v as i64)),
+            Some(false) => k.scalar(key).map(|v| json_f32(v as f32)),
+        };
+        if let Some(v) = value {
+            g.insert(field.into(), v);
         }
     }
     Value::Object(g)

@@ -18,6 +18,8 @@ const NORMAL: i32 = 1;
 const UNKNOWN: i32 = 2;
 const CONTROL: i32 = 3;
 const USER_DEFINED: i32 = 4;
+const UNUSED: i32 = 5;
+const BYTE: i32 = 6;
 
 /// SentencePiece's word-boundary mark.
 const SPACE_MARK: &str = "\u{2581}";
@@ -144,6 +146,9 @@ pub(crate) fn write(
         .to_lowercase();
     let pre_name = view.get(&key("pre")).and_then(|v| v.as_str());
 
+    // SentencePiece's own model file, for the readers that take it rather than tokenizer.json
+    // (convert_hf_to_gguf.py, the slow LlamaTokenizer).
+    let mut spm_model: Option<Vec<u8>> = None;
     let (json, class, add_bos, add_eos) = match model {
         "gpt2" | "gemma4" => {
             let name = if model == "gemma4" {
@@ -179,6 +184,7 @@ pub(crate) fn write(
             let added = added_tokens(&vocab, &lstrip, &general_name);
             let post = template(&vocab, &ids, add_bos, add_eos)?;
             let unk = special(&ids, "unk").map(|id| vocab.tokens[id as usize]);
+            spm_model = Some(sentencepiece_model(&vocab, prefix, &ids));
             (
                 spm_json(&vocab, prefix, unk, added, post),
                 "LlamaTokenizerFast",
@@ -220,6 +226,11 @@ pub(crate) fn write(
 
     let added = json["added_tokens"].as_array().cloned().unwrap_or_default();
     write_json(dir, "tokenizer.json", &json, files)?;
+    if let Some(bytes) = spm_model {
+        let path = dir.join("tokenizer.model");
+        std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))?;
+        files.push("tokenizer.model".into());
+    }
 
     // special_tokens_map.json and tokenizer_config.json, as save_pretrained writes them.
     let token_dict = |id: u32| {
@@ -293,6 +304,64 @@ pub(crate) fn write(
     config.insert("tokenizer_class".into(), json!(class));
     write_json(dir, "tokenizer_config.json", &Value::Object(config), files)?;
     Ok(())
+}
+
+/// A SentencePiece `ModelProto` of the vocabulary: every token a piece with its score and
+/// type (GGUF's token types are SentencePiece's numbers), a BPE model (llama.cpp's SPM merges
+/// by score), the special ids, byte fallback where the vocabulary has byte pieces, and the
+/// identity normalizer with the dummy prefix as `add_space_prefix` says.
+fn sentencepiece_model(vocab: &Vocab<'_>, add_prefix: bool, ids: &[(&str, u32)]) -> Vec<u8> {
+    fn varint(mut v: u64, out: &mut Vec<u8>) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    fn bytes_field(field: u64, body: &[u8], out: &mut Vec<u8>) {
+        varint(field << 3 | 2, out);
+        varint(body.len() as u64, out);
+        out.extend_from_slice(body);
+    }
+    fn int_field(field: u64, v: i64, out: &mut Vec<u8>) {
+        varint(field << 3, out);
+        varint(v as u64, out);
+    }
+    let mut out = Vec::new();
+    let mut piece = Vec::new();
+    for (i, token) in vocab.tokens.iter().enumerate() {
+        piece.clear();
+        bytes_field(1, token.as_bytes(), &mut piece);
+        varint(2 << 3 | 5, &mut piece);
+        piece.extend_from_slice(&vocab.scores.get(i).copied().unwrap_or(0.0).to_le_bytes());
+        let ty = vocab.types.get(i).copied().unwrap_or(NORMAL);
+        if (1..=6).contains(&ty) && ty != NORMAL {
+            int_field(3, ty.into(), &mut piece);
+        }
+        bytes_field(1, &piece, &mut out);
+    }
+    let id = |name: &str, default: i64| {
+        ids.iter()
+            .find(|(k, _)| *k == name)
+            .map_or(default, |&(_, id)| i64::from(id))
+    };
+    let mut trainer = Vec::new();
+    int_field(3, 2, &mut trainer); // model_type: BPE
+    if vocab.types.contains(&BYTE) {
+        int_field(35, 1, &mut trainer); // byte_fallback
+    }
+    int_field(40, id("unk", 0), &mut trainer);
+    int_field(41, id("bos", -1), &mut trainer);
+    int_field(42, id("eos", -1), &mut trainer);
+    int_field(43, id("pad", -1), &mut trainer);
+    bytes_field(2, &trainer, &mut out);
+    let mut normalizer = Vec::new();
+    bytes_field(1, b"identity", &mut normalizer);
+    int_field(3, add_prefix.into(), &mut normalizer); // add_dummy_prefix
+    int_field(4, 0, &mut normalizer); // remove_extra_whitespaces
+    int_field(5, 1, &mut normalizer); // escape_whitespaces
+    bytes_field(3, &normalizer, &mut out);
+    out
 }
 
 /// `tokenizer.chat_template`, or with named ones (`tokenizer.chat_templates`) the list
@@ -480,7 +549,14 @@ fn bpe_json(vocab: &Vocab<'_>, pre: &pre::Pre, added: Vec<Value>, post: Value) -
         "fuse_unk": false,
         "byte_fallback": !pre.ty.byte_encode,
         "ignore_merges": pre.name.ignore_merges,
-        "vocab": vocab_map(vocab.tokens.iter().map(|t| t.to_string()).enumerate()),
+        "vocab": vocab_map(
+            vocab
+                .tokens
+                .iter()
+                .enumerate()
+                .filter(|&(id, t)| !is_padding(vocab, id, t))
+                .map(|(id, t)| (id, t.to_string()))
+        ),
         "merges": merges,
     });
     Ok(json!({
@@ -494,6 +570,12 @@ fn bpe_json(vocab: &Vocab<'_>, pre: &pre::Pre, added: Vec<Value>, post: Value) -
         "decoder": decoder,
         "model": model,
     }))
+}
+
+/// The converter's `[PAD{id}]` filler of ids the tokenizer does not have: left out, so that
+/// converting the folder again fills them the same way (UNUSED, not NORMAL).
+fn is_padding(vocab: &Vocab<'_>, id: usize, token: &str) -> bool {
+    vocab.types.get(id) == Some(&UNUSED) && token == format!("[PAD{id}]")
 }
 
 /// llama.cpp's SentencePiece merging (the adjacent pair whose joined text is the
