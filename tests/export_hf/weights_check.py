@@ -20,8 +20,9 @@ tree's own gguf-py is put on sys.path, as transformers' GGUF loader needs it).
 3. The round trips: for every fixture, its f32 GGUF exported gives back each checkpoint tensor
    bit for bit (widened to f32); where the converter stored Gemma's norms as x + 1 rounded in
    a half dtype, the exported value plus 1 must give the stored bits (x itself is lost); and
-   the exported folder converted again by `ggufrw convert-hf` gives the same tensors and keys
-   but for what the GGUF does not hold (RECONVERT_GAPS, each printed).
+   the exported folder converted again by the reference and by `ggufrw convert-hf` gives the
+   same bytes from both, and the same tensors and keys as the file it came from but for what
+   the GGUF does not hold (RECONVERT_GAPS, each printed).
 Prints one line per check and a summary; exits 1 if any check fails.
 """
 from __future__ import annotations
@@ -216,14 +217,23 @@ RECONVERT_GAPS = re.compile(
 )
 
 
-def check_reconvert(binary: str, gguf: Path, folder: Path, work: Path) -> list[str]:
-    """`ggufrw convert-hf` of the exported folder (convert-hf is byte-identical with the
-    reference, tests/convert_hf.rs) against the f32 file it was exported from: every tensor
-    and every key the same, but for RECONVERT_GAPS (printed)."""
+def check_reconvert(binary: str, gguf: Path, folder: Path, work: Path, reference, module,
+                    recorder) -> list[str]:
+    """The exported folder converted again, by the reference convert_hf_to_gguf.py and by
+    `ggufrw convert-hf`: the two outputs must be the same bytes, and equal the f32 file it was
+    exported from, every tensor and every key, but for RECONVERT_GAPS (printed)."""
+    case = reference.Case(folder.name, folder.name, ["--outtype", "f32", "--outfile", "again.gguf"])
+    result = reference.run_case(module, case, folder, work / "ref", recorder)
+    if result["status"] != 0:
+        return [f"the reference cannot convert the export: {result['error'][-300:]}"]
+    theirs = work / "ref" / "again.gguf"
     out = work / "again.gguf"
     r = run([binary, "convert-hf", str(folder), "-o", str(out), "--outtype", "f32"])
     if r.returncode != 0:
         return [f"convert-hf of the export failed: {r.stderr.strip()[-300:]}"]
+    if out.read_bytes() != theirs.read_bytes():
+        d = run([binary, "diff", "--data", str(theirs), str(out)])
+        return [f"convert-hf and the reference differ on the export: {d.stdout.strip()[:300]}"]
     d = run([binary, "diff", "--data", str(gguf), str(out)])
     lines = [line for line in d.stdout.splitlines() if line.strip()]
     gaps = [line for line in lines if RECONVERT_GAPS.search(line)]
@@ -309,7 +319,8 @@ def main() -> int:
                 problems = [f"transformers: {type(e).__name__}: {e}"]
             if fixture is not None:
                 problems += [f"round trip: {p}" for p in check_round_trip(fixture, folder)]
-                problems += check_reconvert(opts.ggufrw, gguf, folder, Path(tmp))
+                problems += check_reconvert(opts.ggufrw, gguf, folder, Path(tmp), reference,
+                                            module, recorder)
             status = "ok  " if not problems else "FAIL"
             print(f"{status} {label}" + "".join(f"\n     {p}" for p in problems[:8]), flush=True)
             failed += bool(problems)

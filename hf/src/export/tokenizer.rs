@@ -327,6 +327,12 @@ fn sentencepiece_model(vocab: &Vocab<'_>, add_prefix: bool, ids: &[(&str, u32)])
         varint(field << 3, out);
         varint(v as u64, out);
     }
+    let id = |name: &str, default: i64| {
+        ids.iter()
+            .find(|(k, _)| *k == name)
+            .map_or(default, |&(_, id)| i64::from(id))
+    };
+    let unk = id("unk", 0);
     let mut out = Vec::new();
     let mut piece = Vec::new();
     for (i, token) in vocab.tokens.iter().enumerate() {
@@ -334,23 +340,24 @@ fn sentencepiece_model(vocab: &Vocab<'_>, add_prefix: bool, ids: &[(&str, u32)])
         bytes_field(1, token.as_bytes(), &mut piece);
         varint(2 << 3 | 5, &mut piece);
         piece.extend_from_slice(&vocab.scores.get(i).copied().unwrap_or(0.0).to_le_bytes());
-        let ty = vocab.types.get(i).copied().unwrap_or(NORMAL);
+        // The converter makes <unk> CONTROL when tokenizer_config.json lists it as special;
+        // SentencePiece needs its one UNKNOWN piece, and converting again makes it CONTROL.
+        let ty = if i as i64 == unk {
+            UNKNOWN
+        } else {
+            vocab.types.get(i).copied().unwrap_or(NORMAL)
+        };
         if (1..=6).contains(&ty) && ty != NORMAL {
             int_field(3, ty.into(), &mut piece);
         }
         bytes_field(1, &piece, &mut out);
     }
-    let id = |name: &str, default: i64| {
-        ids.iter()
-            .find(|(k, _)| *k == name)
-            .map_or(default, |&(_, id)| i64::from(id))
-    };
     let mut trainer = Vec::new();
     int_field(3, 2, &mut trainer); // model_type: BPE
     if vocab.types.contains(&BYTE) {
         int_field(35, 1, &mut trainer); // byte_fallback
     }
-    int_field(40, id("unk", 0), &mut trainer);
+    int_field(40, unk, &mut trainer);
     int_field(41, id("bos", -1), &mut trainer);
     int_field(42, id("eos", -1), &mut trainer);
     int_field(43, id("pad", -1), &mut trainer);
