@@ -76,3 +76,27 @@ def test_bad_input_raises_and_leaves_nothing(tmp: pathlib.Path) -> None:
     assert not [p for p in tmp.iterdir() if p.name.startswith(".")]
     with pytest.raises(ValueError, match="dtype"):
         ggufrw.export_hf(tmp / "m.gguf", tmp / "out", dtype="q4_0")
+
+
+@pytest.mark.parametrize(
+    "change, field, why",
+    [
+        ({"delete_tensors": ["blk.0.attn_q.weight"]}, "blk.0.attn_q.weight", "missing"),
+        ({"set": {"llama.attention.head_count": ggufrw.Value(8, ggufrw.ValueType.UINT32)}},
+         "blk.0.attn_q.weight", "heads"),
+        ({"set": {"llama.block_count": ggufrw.Value(0, ggufrw.ValueType.UINT32)}}, None, "block_count"),
+        ({"set": {"general.architecture": "bert"}}, None, "not exported"),
+    ],
+)
+def test_a_model_the_config_does_not_describe_is_refused(
+    tmp: pathlib.Path, change: dict, field: str, why: str
+) -> None:
+    model = _checkpoint(tmp / "Tiny-Llama")
+    ggufrw.convert_hf(model, tmp / "m.gguf", outtype="f32")
+    ggufrw.edit(tmp / "m.gguf", tmp / "bad.gguf", force=True, **change)
+    with pytest.raises(ggufrw.Error, match=why) as e:
+        ggufrw.export_hf(tmp / "bad.gguf", tmp / "out")
+    if field is not None:
+        assert e.value.path == field
+        assert e.value.file == str(tmp / "bad.gguf")
+    assert not (tmp / "out").exists()

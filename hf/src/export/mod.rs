@@ -260,6 +260,7 @@ fn model(
         rope_short: values("rope_factors_short.weight")?,
     };
     let cfg = config::config(&keys, family, &shapes, dtype)?;
+    weights::check_model(shards, family, blocks, &cfg)?;
     files.extend(weights::write(
         shards,
         dir,

@@ -165,6 +165,13 @@ pub(crate) fn plan(
         let Some((tensor, bid)) = parse_gguf(family, base) else {
             return Err(unknown(source, name, family));
         };
+        if let Some(b) = bid.filter(|&b| b >= blocks) {
+            return Err(Error::field(
+                source,
+                name,
+                format!("block {b} is past the model's block_count, {blocks}"),
+            ));
+        }
         if matches!(
             tensor,
             Tensor::ROPE_FREQS | Tensor::ROPE_FACTORS_LONG | Tensor::ROPE_FACTORS_SHORT
@@ -247,6 +254,120 @@ pub(crate) fn plan(
         });
     }
     Ok(out)
+}
+
+/// Refuses a file whose tensors do not make the model `cfg` describes: a block past
+/// `block_count`, a tensor one block has and another lacks (the config says every block is
+/// alike), or an embedding, norm or attention projection whose shape is not the config's.
+pub(crate) fn check_model(
+    shards: &Shards<'_, '_>,
+    family: Family,
+    blocks: u64,
+    cfg: &serde_json::Value,
+) -> Result<()> {
+    let get = |k: &str| cfg.get(k).and_then(serde_json::Value::as_u64);
+    let hidden = get("hidden_size").unwrap_or(0);
+    let n_head = get("num_attention_heads").unwrap_or(1).max(1);
+    let n_kv = get("num_key_value_heads").unwrap_or(n_head);
+    let head_dim = get("head_dim").unwrap_or(hidden / n_head);
+    let mut present: Vec<std::collections::BTreeSet<String>> =
+        vec![Default::default(); blocks as usize];
+    let mut first_source = shards.paths[0].as_path();
+    for (view, path) in shards.views.iter().zip(shards.paths) {
+        for t in view.tensors() {
+            let Ok(name) = t.name.as_str() else { continue };
+            let dims: Vec<u64> = t.dimensions.to_vec();
+            let base = name.rsplit_once('.').map_or(name, |(b, _)| b);
+            let Some((tensor, bid)) = parse_gguf(family, base) else {
+                continue;
+            };
+            if let Some(b) = bid {
+                if b >= blocks {
+                    return Err(Error::field(
+                        path,
+                        name,
+                        format!("block {b} is past the model's block_count, {blocks}"),
+                    ));
+                }
+                let template = name.replacen(&format!("blk.{b}."), "blk.{bid}.", 1);
+                present[b as usize].insert(template);
+                if b == 0 {
+                    first_source = path;
+                }
+            }
+            let want: Option<(usize, u64, String)> = match tensor {
+                Tensor::TOKEN_EMBD | Tensor::ATTN_NORM | Tensor::OUTPUT_NORM => {
+                    Some((0, hidden, format!("hidden_size {hidden}")))
+                }
+                Tensor::ATTN_Q if name.ends_with(".weight") => Some((
+                    1,
+                    n_head * head_dim,
+                    format!("{n_head} heads of {head_dim}"),
+                )),
+                Tensor::ATTN_K | Tensor::ATTN_V if name.ends_with(".weight") => Some((
+                    1,
+                    n_kv * head_dim,
+                    format!("{n_kv} key/value heads of {head_dim}"),
+                )),
+                Tensor::ATTN_QKV if name.ends_with(".weight") => Some((
+                    1,
+                    (n_head + 2 * n_kv) * head_dim,
+                    format!("{n_head} heads and 2 x {n_kv} key/value heads of {head_dim}"),
+                )),
+                _ => None,
+            };
+            if let Some((axis, n, why)) = want {
+                if dims.get(axis) != Some(&n) {
+                    return Err(Error::field(
+                        path,
+                        name,
+                        format!("shape {dims:?}: the config's {why} make dimension {axis} {n}"),
+                    ));
+                }
+            }
+        }
+    }
+    // What every block of these families has: attention in, out and its norm, and a feed-forward
+    // down projection (dense or experts).
+    let needed: [&[&str]; 4] = [
+        &["blk.{bid}.attn_q.weight", "blk.{bid}.attn_qkv.weight"],
+        &["blk.{bid}.attn_output.weight"],
+        &["blk.{bid}.attn_norm.weight"],
+        &[
+            "blk.{bid}.ffn_down.weight",
+            "blk.{bid}.ffn_down_exps.weight",
+        ],
+    ];
+    for (b, have) in present.iter().enumerate() {
+        if let Some(any) = needed
+            .iter()
+            .find(|alts| !alts.iter().any(|t| have.contains(*t)))
+        {
+            return Err(Error::field(
+                first_source,
+                any[0].replace("{bid}", &b.to_string()),
+                "missing: every block of the model needs it",
+            ));
+        }
+    }
+    if shards.find("output_norm.weight").is_none() {
+        return Err(Error::field(first_source, "output_norm.weight", "missing"));
+    }
+    let all: std::collections::BTreeSet<&String> = present.iter().flatten().collect();
+    for (b, have) in present.iter().enumerate() {
+        if let Some(missing) = all.iter().find(|t| !have.contains(**t)) {
+            let other = present
+                .iter()
+                .position(|p| p.contains(*missing))
+                .unwrap_or(0);
+            return Err(Error::field(
+                first_source,
+                missing.replace("{bid}", &b.to_string()),
+                format!("missing (block {other} has it, and the config says every block is alike)"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn unknown(source: &Path, name: &str, family: Family) -> Error {
