@@ -3,9 +3,11 @@
 //! `convert_hf_to_gguf.py` (f32, f16, q8_0) and quantized by `ggufrw quantize` (Q4_K_M, Q6_K),
 //! Gemma 3 270M Q4_K_M and SmolLM2-135M-Instruct Q4_1. Every exported tensor must equal, bit for
 //! bit, the one transformers' `from_pretrained(gguf_file=...)` loads; the folder must load with
-//! no missing, unexpected or mismatched tensor and give transformers' logits; and each f32
-//! file must give back its checkpoint's tensors and logits. `GGUFRW_EXPORT_SET=full` runs every
-//! fixture (the default is a subset that covers each undo step). `GGUFRW_CONVERT_REF` names
+//! no missing, unexpected or mismatched tensor and give transformers' logits; each f32 file must
+//! give back its checkpoint's tensors and logits, and its export converted again (by the
+//! reference and by `convert-hf`, the same bytes) the same file but for what a GGUF does not
+//! hold. `GGUFRW_EXPORT_SET=full` runs every fixture and file (the default: the f32 and Q4_K_M
+//! files of one fixture per undo step). `GGUFRW_CONVERT_REF` names
 //! the Python with torch and transformers, `GGUFRW_LLAMA_CPP` the tree; without them the test
 //! says SKIPPED.
 
@@ -13,12 +15,12 @@ use crate::common;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// One fixture per family and undo step: Llama's q/k permutation (with grouped heads and the
-/// Llama 3 rope factors), Gemma's norm offset, Qwen 3's q/k norms, Phi-3's fused gate/up and
+/// One fixture per family and undo step: Llama's q/k permutation (grouped heads, Llama 3 rope
+/// factors), Gemma's norm offset, Qwen 3's q/k norms, Phi-3's fused gate/up and
 /// long-rope factors, and the experts split again (Qwen 1.5 MoE, with its shared expert; Qwen 3
 /// MoE is in the full set only: transformers takes minutes to load each of its files).
-const FAST: &str = "TinyLlama-Test-v0.1,Llama-3.1-Tiny-Rope,gemma-3-tiny-it,Qwen3-Tiny,\
-                    Phi-3-tiny-4k-instruct,Qwen1.5-MoE-Tiny-A1B";
+const FAST: &str = "Llama-3.1-Tiny-Rope,gemma-3-tiny-it,Qwen3-Tiny,Phi-3-tiny-4k-instruct,\
+                    Qwen1.5-MoE-Tiny-A1B";
 
 fn reference() -> Option<(PathBuf, PathBuf)> {
     let py = std::env::var_os("GGUFRW_CONVERT_REF").filter(|v| !v.is_empty());
@@ -41,9 +43,10 @@ fn exported_weights_equal_transformers() {
     let Some(gemma) = common::gemma() else {
         return;
     };
-    let fixtures = match std::env::var("GGUFRW_EXPORT_SET").as_deref() {
-        Ok("full") => "all".to_owned(),
-        _ => FAST.to_owned(),
+    let (fixtures, types) = match std::env::var("GGUFRW_EXPORT_SET").as_deref() {
+        Ok("full") => ("all".to_owned(), "f32,f16,q8_0,Q4_K_M,Q6_K"),
+        // The f32 file (tensors, logits and both round trips) and one K-quant preset.
+        _ => (FAST.to_owned(), "f32,Q4_K_M"),
     };
     let work = tempfile::tempdir().unwrap();
     let out = Command::new(py)
@@ -54,7 +57,7 @@ fn exported_weights_equal_transformers() {
         .arg(env!("CARGO_BIN_EXE_ggufrw"))
         .arg("--work")
         .arg(work.path())
-        .args(["--fixtures", &fixtures, "--with-smollm2"])
+        .args(["--fixtures", &fixtures, "--types", types, "--with-smollm2"])
         .arg(&gemma)
         .output()
         .expect("the weights check starts");
@@ -72,7 +75,7 @@ fn exported_weights_equal_transformers() {
     let wanted = if fixtures == "all" {
         0
     } else {
-        fixtures.split(',').count() * 3 + 2
+        fixtures.split(',').count() * types.split(',').count() + 2
     };
     assert!(
         checked >= wanted,
