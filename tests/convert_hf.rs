@@ -11,19 +11,6 @@ use crate::common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn reference() -> Option<(PathBuf, PathBuf)> {
-    let py = std::env::var_os("GGUFRW_CONVERT_REF").filter(|v| !v.is_empty());
-    let tree = std::env::var_os("GGUFRW_LLAMA_CPP").filter(|v| !v.is_empty());
-    common::peer_or_skip(match (py, tree) {
-        (Some(py), Some(tree)) => Ok((PathBuf::from(py), PathBuf::from(tree))),
-        _ => Err(
-            "GGUFRW_CONVERT_REF or GGUFRW_LLAMA_CPP is not set (scripts/convert-ref.sh \
-                  installs torch and transformers, ~4.9 GB, the first time)"
-                .to_owned(),
-        ),
-    })
-}
-
 /// The first difference between two GGUF files, named: a header field, a key, a tensor's
 /// info or a tensor's data.
 pub fn first_difference(ours: &Path, theirs: &Path) -> Option<String> {
@@ -90,7 +77,7 @@ pub fn first_difference(ours: &Path, theirs: &Path) -> Option<String> {
 
 #[test]
 fn convert_hf_matches_the_reference_on_every_case() {
-    let Some((py, tree)) = reference() else {
+    let Some((py, tree)) = common::convert_reference() else {
         return;
     };
     let set = std::env::var("GGUFRW_CONVERT_SET").unwrap_or_else(|_| "fast".into());
@@ -214,7 +201,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 /// committed: regenerating gives the same file.
 #[test]
 fn the_generated_tables_are_the_pinned_trees() {
-    let Some((py, tree)) = reference() else {
+    let Some((py, tree)) = common::convert_reference() else {
         return;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");

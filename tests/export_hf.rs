@@ -12,7 +12,6 @@
 //! says SKIPPED.
 
 use crate::common;
-use std::path::PathBuf;
 use std::process::Command;
 
 /// One fixture per family and undo step: Llama's q/k permutation (grouped heads, Llama 3 rope
@@ -22,22 +21,9 @@ use std::process::Command;
 const FAST: &str = "Llama-3.1-Tiny-Rope,gemma-3-tiny-it,Qwen3-Tiny,Phi-3-tiny-4k-instruct,\
                     Qwen1.5-MoE-Tiny-A1B";
 
-fn reference() -> Option<(PathBuf, PathBuf)> {
-    let py = std::env::var_os("GGUFRW_CONVERT_REF").filter(|v| !v.is_empty());
-    let tree = std::env::var_os("GGUFRW_LLAMA_CPP").filter(|v| !v.is_empty());
-    common::peer_or_skip(match (py, tree) {
-        (Some(py), Some(tree)) => Ok((PathBuf::from(py), PathBuf::from(tree))),
-        _ => Err(
-            "GGUFRW_CONVERT_REF or GGUFRW_LLAMA_CPP is not set (scripts/convert-ref.sh \
-             installs torch and transformers)"
-                .to_owned(),
-        ),
-    })
-}
-
 #[test]
 fn exported_weights_equal_transformers() {
-    let Some((py, tree)) = reference() else {
+    let Some((py, tree)) = common::convert_reference() else {
         return;
     };
     let Some(gemma) = common::gemma() else {

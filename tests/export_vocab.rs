@@ -6,34 +6,16 @@
 //! SKIPPED.
 
 use crate::common;
-use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn reference() -> Option<(PathBuf, PathBuf)> {
-    let py = std::env::var_os("GGUFRW_CONVERT_REF").filter(|v| !v.is_empty());
-    let tree = std::env::var_os("GGUFRW_LLAMA_CPP").filter(|v| !v.is_empty());
-    common::peer_or_skip(match (py, tree) {
-        (Some(py), Some(tree)) => Ok((PathBuf::from(py), PathBuf::from(tree))),
-        _ => Err(
-            "GGUFRW_CONVERT_REF or GGUFRW_LLAMA_CPP is not set (scripts/convert-ref.sh \
-             installs transformers)"
-                .to_owned(),
-        ),
-    })
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// Every test vocabulary that exports encodes its texts as llama.cpp does.
 #[test]
 fn exported_tokenizers_encode_as_llama_cpp() {
-    let Some((py, tree)) = reference() else {
+    let Some((py, tree)) = common::convert_reference() else {
         return;
     };
     let out = Command::new(py)
-        .arg(root().join("tests/export_hf/vocab_check.py"))
+        .arg(common::root().join("tests/export_hf/vocab_check.py"))
         .arg(env!("CARGO_BIN_EXE_ggufrw"))
         .arg(&tree)
         .output()
@@ -52,15 +34,16 @@ fn exported_tokenizers_encode_as_llama_cpp() {
 /// The pre-tokenizer tables are the generator's output from the pinned tree, as committed.
 #[test]
 fn the_pre_tokenizer_tables_are_the_pinned_trees() {
-    let Some((py, tree)) = reference() else {
+    let Some((py, tree)) = common::convert_reference() else {
         return;
     };
     let out = common::succeed(
         Command::new(py)
-            .arg(root().join("scripts/gen_pre_tokenizers.py"))
+            .arg(common::root().join("scripts/gen_pre_tokenizers.py"))
             .arg(tree),
     );
-    let committed = std::fs::read(root().join("hf/src/export/tokenizer/pre_tables.rs")).unwrap();
+    let committed =
+        std::fs::read(common::root().join("hf/src/export/tokenizer/pre_tables.rs")).unwrap();
     assert!(
         out.stdout == committed,
         "hf/src/export/tokenizer/pre_tables.rs differs from scripts/gen_pre_tokenizers.py's \

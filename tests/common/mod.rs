@@ -80,6 +80,21 @@ pub fn assert_ok(out: &std::process::Output, what: &str) {
     );
 }
 
+/// The reference converter's Python (`GGUFRW_CONVERT_REF`: torch and transformers) and the
+/// llama.cpp tree (`GGUFRW_LLAMA_CPP`), or `None` after saying SKIPPED.
+pub fn convert_reference() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let py = std::env::var_os("GGUFRW_CONVERT_REF").filter(|v| !v.is_empty());
+    let tree = std::env::var_os("GGUFRW_LLAMA_CPP").filter(|v| !v.is_empty());
+    peer_or_skip(match (py, tree) {
+        (Some(py), Some(tree)) => Ok((py.into(), tree.into())),
+        _ => Err(
+            "GGUFRW_CONVERT_REF or GGUFRW_LLAMA_CPP is not set (scripts/convert-ref.sh \
+             installs torch and transformers, ~4.9 GB, the first time)"
+                .to_owned(),
+        ),
+    })
+}
+
 /// gguf-py's Python (`GGUFRW_PYTHON`), or `None` after saying SKIPPED.
 pub fn python() -> Option<std::path::PathBuf> {
     peer_or_skip(ggufrw_conform::peer::python_from_env())

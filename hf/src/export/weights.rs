@@ -188,13 +188,7 @@ pub(crate) fn plan(
         let undo = match family {
             Family::Gemma2 | Family::Gemma3 if norm => Undo::Subtract1,
             Family::Llama if hf.ends_with("self_attn.q_proj") => Undo::Unpermute(heads.n_head),
-            Family::Llama if hf.ends_with("self_attn.k_proj") => {
-                Undo::Unpermute(if heads.n_head_kv != heads.n_head {
-                    heads.n_head_kv
-                } else {
-                    heads.n_head
-                })
-            }
+            Family::Llama if hf.ends_with("self_attn.k_proj") => Undo::Unpermute(heads.n_head_kv),
             _ => Undo::None,
         };
         if let Undo::Unpermute(h) = undo {
@@ -256,8 +250,8 @@ pub(crate) fn plan(
     Ok(out)
 }
 
-/// Refuses a file whose tensors do not make the model `cfg` describes: a block past
-/// `block_count`, a tensor one block has and another lacks (the config says every block is
+/// Refuses a file whose tensors do not make the model `cfg` describes (after [`plan`]): a
+/// tensor one block has and another lacks (the config says every block is
 /// alike), or an embedding, norm or attention projection whose shape is not the config's.
 pub(crate) fn check_model(
     shards: &Shards<'_, '_>,
@@ -281,16 +275,10 @@ pub(crate) fn check_model(
             let Some((tensor, bid)) = parse_gguf(family, base) else {
                 continue;
             };
-            if let Some(b) = bid {
-                if b >= blocks {
-                    return Err(Error::field(
-                        path,
-                        name,
-                        format!("block {b} is past the model's block_count, {blocks}"),
-                    ));
-                }
+            // `plan` has refused a block past block_count.
+            if let Some((b, have)) = bid.and_then(|b| Some((b, present.get_mut(b as usize)?))) {
                 let template = name.replacen(&format!("blk.{b}."), "blk.{bid}.", 1);
-                present[b as usize].insert(template);
+                have.insert(template);
                 if b == 0 {
                     first_source = path;
                 }
