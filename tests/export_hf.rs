@@ -17,9 +17,10 @@ use std::process::Command;
 /// One fixture per family and undo step: Llama's q/k permutation (grouped heads, Llama 3 rope
 /// factors), Gemma's norm offset, Qwen 3's q/k norms, Phi-3's fused gate/up and
 /// long-rope factors, and the experts split again (Qwen 1.5 MoE, with its shared expert; Qwen 3
-/// MoE is in the full set only: transformers takes minutes to load each of its files).
+/// MoE is in the full set only: transformers takes minutes to load each of its files); and
+/// Qwen 2.5 for the model card's provenance keys, which must come back from the README.
 const FAST: &str = "Llama-3.1-Tiny-Rope,gemma-3-tiny-it,Qwen3-Tiny,Phi-3-tiny-4k-instruct,\
-                    Qwen1.5-MoE-Tiny-A1B";
+                    Qwen1.5-MoE-Tiny-A1B,Qwen2.5-Tiny-Instruct";
 
 #[test]
 fn exported_weights_equal_transformers() {

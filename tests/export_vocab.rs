@@ -1,14 +1,18 @@
 //! `ggufrw export-hf --vocab-only` against llama.cpp's tokenizer tests: every
 //! `models/ggml-vocab-*.gguf` of the pinned tree with `.inp`/`.out` files is exported, loaded
-//! by transformers' `AutoTokenizer` and must encode each test text to the ids llama.cpp gives
-//! (`tests/export_hf/vocab_check.py`, one Python process for all). `GGUFRW_CONVERT_REF` names
+//! by transformers' `AutoTokenizer` and must encode each test text to the ids llama.cpp gives;
+//! the pinned `convert_hf_to_gguf.py --vocab-only` run on the export must recognize its
+//! pre-tokenizer and write the file's `tokenizer.ggml.*` values, but where a printed rule
+//! explains the converter's own difference (`tests/export_hf/vocab_check.py`, one Python
+//! process for all). `GGUFRW_CONVERT_REF` names
 //! the Python with transformers, `GGUFRW_LLAMA_CPP` the tree; without them the test says
 //! SKIPPED.
 
 use crate::common;
 use std::process::Command;
 
-/// Every test vocabulary that exports encodes its texts as llama.cpp does.
+/// Every test vocabulary that exports encodes its texts as llama.cpp does and converts back to
+/// the file's tokenizer keys.
 #[test]
 fn exported_tokenizers_encode_as_llama_cpp() {
     let Some((py, tree)) = common::convert_reference() else {

@@ -35,7 +35,7 @@ const FIELDS: [(&str, &str); 20] = [
 ];
 
 /// The fields of a base model or data set entry, in the order they are written.
-const ENTRY_FIELDS: [&str; 9] = [
+pub(crate) const ENTRY_FIELDS: [&str; 9] = [
     "name",
     "author",
     "version",

@@ -112,7 +112,13 @@ pub fn export_hf(input: &Path, out: &Path, options: &ExportOptions) -> Result<Ex
         ..ExportReport::default()
     };
     // The first shard holds every key; the others only their split.* keys and tensors.
-    tokenizer::write(&views[0], input, stage.path(), &mut report.files)?;
+    tokenizer::write(
+        &views[0],
+        input,
+        stage.path(),
+        !options.vocab_only,
+        &mut report.files,
+    )?;
     if !options.vocab_only {
         let shards = Shards {
             views: &views,
@@ -292,7 +298,8 @@ fn readme(shards: &Shards<'_, '_>) -> Result<String> {
             .unwrap_or_default()
     };
     let first = file_name(&shards.paths[0]);
-    let mut text = format!(
+    let mut text = front_matter(&shards.views[0]);
+    text += &format!(
         "# {}\n\nExported by `ggufrw export-hf` {} from:\n\n",
         if name.is_empty() { &first } else { &name },
         env!("CARGO_PKG_VERSION"),
@@ -305,6 +312,61 @@ fn readme(shards: &Shards<'_, '_>) -> Result<String> {
         text.push_str(&format!("- `{}` (sha256 `{digest}`)\n", file_name(path)));
     }
     Ok(text)
+}
+
+/// The model card's YAML front matter from the file's `general.*` provenance keys, under the
+/// names the converter reads them back by (each value a JSON scalar, list or map, which YAML
+/// reads as written): license, tags, languages, and the base models and datasets as entries
+/// (`base_model_sources`, `dataset_sources`), which it takes as they are rather than guessing
+/// their fields from a repository id. Empty when the file holds none of them.
+fn front_matter(view: &GgufView<'_>) -> String {
+    let text = |k: &str| view.get(k).and_then(|v| v.as_str()).map(Value::from);
+    let list = |k: &str| {
+        let items: Vec<Value> = view
+            .get(k)?
+            .as_array()?
+            .strings()?
+            .filter_map(|t| t.as_str().ok().map(Value::from))
+            .collect();
+        Some(Value::from(items))
+    };
+    let entries = |prefix: &str| {
+        let count = view
+            .get(&format!("{prefix}.count"))
+            .and_then(|v| v.get::<u32>())?;
+        let items: Vec<Value> = (0..count)
+            .map(|i| {
+                let mut m = serde_json::Map::new();
+                for f in crate::metadata::ENTRY_FIELDS {
+                    if let Some(v) = text(&format!("{prefix}.{i}.{f}")) {
+                        m.insert(f.into(), v);
+                    }
+                }
+                Value::Object(m)
+            })
+            .collect();
+        Some(Value::from(items))
+    };
+    let fields = [
+        ("license", text("general.license")),
+        ("license_name", text("general.license.name")),
+        ("license_link", text("general.license.link")),
+        ("base_model_sources", entries("general.base_model")),
+        ("dataset_sources", entries("general.dataset")),
+        ("tags", list("general.tags")),
+        ("language", list("general.languages")),
+    ];
+    let mut out = String::new();
+    for (name, value) in fields {
+        if let Some(v) = value {
+            out += &format!("{name}: {v}\n");
+        }
+    }
+    if out.is_empty() {
+        out
+    } else {
+        format!("---\n{out}---\n\n")
+    }
 }
 
 /// Writes JSON as transformers does: keys sorted, two-space indent, a final newline.

@@ -81,6 +81,7 @@ pub(crate) fn write(
     view: &GgufView<'_>,
     source: &Path,
     dir: &Path,
+    with_config: bool,
     files: &mut Vec<PathBuf>,
 ) -> Result<()> {
     let model = view
@@ -131,6 +132,37 @@ pub(crate) fn write(
             ((id as usize) < n).then_some((*name, id))
         })
         .collect();
+    // The ids the file states; the others are llama.cpp's defaults, written only where the
+    // tokenizer class would not assume them, so that converting the folder again states
+    // what the file states.
+    let stated: Vec<&str> = ids.iter().map(|&(name, _)| name).collect();
+    // The converter reads tokenizer_config.json's special tokens in SPECIAL_KEYS' order, then
+    // config.json's ids: one the file holds after a later name came from config.json alone,
+    // and is left there (bos, eos and pad are in config.json when one is written).
+    let order: Vec<&str> = view
+        .metadata()
+        .filter_map(|(k, _)| {
+            let k = k.as_str().ok()?;
+            SPECIAL_KEYS
+                .iter()
+                .find(|(_, name)| key(name) == k)
+                .map(|&(n, _)| n)
+        })
+        .collect();
+    let rank = |n: &str| SPECIAL_KEYS.iter().position(|&(m, _)| m == n);
+    let mut latest = None;
+    let mut config_only: Vec<&str> = Vec::new();
+    for n in &order {
+        if latest > rank(n) && with_config && matches!(*n, "bos" | "eos" | "pad") {
+            config_only.push(n);
+        } else {
+            latest = latest.max(rank(n));
+        }
+    }
+    let position = |k: &str| {
+        view.metadata()
+            .position(|(m, _)| m.as_str().ok() == Some(k))
+    };
     let set_default = |ids: &mut Vec<(&str, u32)>, name: &'static str, id: u32| {
         if !ids.iter().any(|(k, _)| *k == name) && (id as usize) < n {
             ids.push((name, id));
@@ -165,7 +197,18 @@ pub(crate) fn write(
             let add_eos = flag("add_eos_token").unwrap_or(false);
             let lstrip = lstrip_tokens(pre_name.unwrap_or(""), arch, &general_name);
             let added = added_tokens(&vocab, &lstrip, &general_name);
-            let post = template(&vocab, &ids, add_bos, add_eos)?;
+            let mut post = template(&vocab, &ids, add_bos, add_eos, flag("add_sep_token"))?;
+            // A byte-level post-processor first, as Llama 3's: the converter then reads the
+            // add flags in the order bos, eos, sep, which a file may hold them in.
+            let at = |k: &str| position(&key(k));
+            let (bos_at, eos_at) = (at("add_bos_token"), at("add_eos_token"));
+            if bos_at.is_some() && eos_at.is_some() && eos_at < at("add_sep_token") {
+                post = json!({"type": "Sequence", "processors": [
+                    {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false,
+                     "use_regex": true},
+                    post,
+                ]});
+            }
             (
                 bpe_json(&vocab, &pre, added, post)?,
                 "PreTrainedTokenizerFast",
@@ -182,7 +225,7 @@ pub(crate) fn write(
             let prefix = flag("add_space_prefix").unwrap_or(true);
             let lstrip = lstrip_tokens(pre_name.unwrap_or(""), arch, &general_name);
             let added = added_tokens(&vocab, &lstrip, &general_name);
-            let post = template(&vocab, &ids, add_bos, add_eos)?;
+            let post = template(&vocab, &ids, add_bos, add_eos, flag("add_sep_token"))?;
             let unk = special(&ids, "unk").map(|id| vocab.tokens[id as usize]);
             spm_model = Some(sentencepiece_model(&vocab, prefix, &ids));
             (
@@ -193,7 +236,8 @@ pub(crate) fn write(
             )
         }
         "bert" => {
-            set_default(&mut ids, "bos", 101);
+            // llama.cpp's BOS of a WordPiece vocabulary is the CLS token.
+            set_default(&mut ids, "cls", 101);
             set_default(&mut ids, "unk", 100);
             set_default(&mut ids, "sep", 102);
             set_default(&mut ids, "pad", 0);
@@ -204,9 +248,19 @@ pub(crate) fn write(
             let strip_accents = flag("normalizer.strip_accents").unwrap_or(lowercase);
             let lstrip = lstrip_tokens(pre_name.unwrap_or(""), arch, &general_name);
             let added = added_tokens(&vocab, &lstrip, &general_name);
-            let bos = special(&ids, "bos").filter(|_| add_bos);
+            let bos = special(&ids, "bos")
+                .or(special(&ids, "cls"))
+                .filter(|_| add_bos);
             let sep = special(&ids, "sep").filter(|_| add_sep);
-            let post = template_ids(&vocab, bos, sep);
+            let post = match (bos, sep) {
+                // BERT's own processor ([CLS] A [SEP] B [SEP]), which the converter reads no
+                // add_* flags from: llama.cpp's WordPiece defaults are these.
+                (Some(cls), Some(sep)) => {
+                    let t = |id: u32| json!([vocab.tokens[id as usize], id]);
+                    json!({"type": "BertProcessing", "sep": t(sep), "cls": t(cls)})
+                }
+                _ => template_ids(&vocab, bos, sep, sep),
+            };
             let unk = special(&ids, "unk").map(|id| vocab.tokens[id as usize]);
             (
                 wpm_json(&vocab, lowercase, strip_accents, unk, added, post),
@@ -245,21 +299,57 @@ pub(crate) fn write(
         json!({"content": t["content"], "lstrip": t["lstrip"], "normalized": t["normalized"],
                "rstrip": t["rstrip"], "single_word": t["single_word"]})
     };
+    let written = |name: &str| {
+        special(&ids, name).filter(|&id| {
+            (stated.contains(&name)
+                || class_default(class, name) != Some(vocab.tokens[id as usize]))
+                && !config_only.contains(&name)
+        })
+    };
     let mut map = Map::new();
     for (name, _) in SPECIAL_KEYS {
-        if let Some(id) = special(&ids, name) {
+        if let Some(id) = written(name) {
             map.insert(format!("{name}_token"), token_dict(id));
         }
+    }
+    // The other control tokens, special to transformers as they are to llama.cpp (the
+    // converter types a token CONTROL from this list where it reads tokenizer.json).
+    let named: Vec<u32> = SPECIAL_KEYS
+        .iter()
+        .filter_map(|(name, _)| special(&ids, name))
+        .collect();
+    let extra: Vec<u32> = added
+        .iter()
+        .filter_map(|t| t["id"].as_u64().map(|id| id as u32))
+        .filter(|&id| vocab.types[id as usize] == CONTROL && !named.contains(&id))
+        .collect();
+    if !extra.is_empty() {
+        map.insert(
+            "additional_special_tokens".into(),
+            extra.iter().map(|&id| token_dict(id)).collect(),
+        );
     }
     write_json(dir, "special_tokens_map.json", &Value::Object(map), files)?;
 
     let mut config = Map::new();
+    // Stated where the file states them; otherwise the class's default and llama.cpp's agree
+    // (the tokenizer.json template adds what llama.cpp adds either way).
     if model != "bert" {
-        config.insert("add_bos_token".into(), json!(add_bos));
-        config.insert("add_eos_token".into(), json!(add_eos));
+        if flag("add_bos_token").is_some() {
+            config.insert("add_bos_token".into(), json!(add_bos));
+        }
+        if flag("add_eos_token").is_some() {
+            config.insert("add_eos_token".into(), json!(add_eos));
+        }
     }
     let mut decoder = Map::new();
     for t in &added {
+        // The converter gives every token listed here score -1000; a SentencePiece vocabulary's
+        // own pieces keep their scores and types from tokenizer.model.
+        let id = t["id"].as_u64().unwrap_or(0) as usize;
+        if model == "llama" && vocab.scores.get(id) != Some(&-1000.0) {
+            continue;
+        }
         let mut d = Map::new();
         for f in [
             "content",
@@ -275,9 +365,13 @@ pub(crate) fn write(
     }
     config.insert("added_tokens_decoder".into(), Value::Object(decoder));
     for (name, _) in SPECIAL_KEYS {
-        if let Some(id) = special(&ids, name) {
+        if let Some(id) = written(name) {
             config.insert(format!("{name}_token"), json!(vocab.tokens[id as usize]));
         }
+    }
+    if !extra.is_empty() {
+        let texts: Vec<&str> = extra.iter().map(|&id| vocab.tokens[id as usize]).collect();
+        config.insert("additional_special_tokens".into(), json!(texts));
     }
     if let Some(t) = chat_templates(view, source)? {
         config.insert("chat_template".into(), t);
@@ -342,10 +436,11 @@ fn sentencepiece_model(vocab: &Vocab<'_>, add_prefix: bool, ids: &[(&str, u32)])
         piece.extend_from_slice(&vocab.scores.get(i).copied().unwrap_or(0.0).to_le_bytes());
         // The converter makes <unk> CONTROL when tokenizer_config.json lists it as special;
         // SentencePiece needs its one UNKNOWN piece, and converting again makes it CONTROL.
-        let ty = if i as i64 == unk {
-            UNKNOWN
-        } else {
-            vocab.types.get(i).copied().unwrap_or(NORMAL)
+        // Other pieces a file types unknown (an older converter's padding) are unused ones.
+        let ty = match vocab.types.get(i).copied().unwrap_or(NORMAL) {
+            _ if i as i64 == unk => UNKNOWN,
+            UNKNOWN => UNUSED,
+            ty => ty,
         };
         if (1..=6).contains(&ty) && ty != NORMAL {
             int_field(3, ty.into(), &mut piece);
@@ -428,7 +523,10 @@ fn added_tokens(vocab: &Vocab<'_>, lstrip: &[&str], general_name: &str) -> Vec<V
     let phi3 = general_name.contains("phi-3") || general_name.contains("phi3");
     let mut out = Vec::new();
     for (id, (&text, &ty)) in vocab.tokens.iter().zip(&vocab.types).enumerate() {
-        if !matches!(ty, UNKNOWN | CONTROL | USER_DEFINED) {
+        // An older converter's padding typed unknown: nothing llama.cpp cuts out of text.
+        if !matches!(ty, UNKNOWN | CONTROL | USER_DEFINED)
+            || (ty == UNKNOWN && text == format!("[PAD{id}]"))
+        {
             continue;
         }
         // Phi-3: every such token takes the whitespace after it, but these.
@@ -446,8 +544,16 @@ fn added_tokens(vocab: &Vocab<'_>, lstrip: &[&str], general_name: &str) -> Vec<V
     out
 }
 
-/// A TemplateProcessing adding BOS and EOS as llama.cpp's `add_special` does.
-fn template(vocab: &Vocab<'_>, ids: &[(&str, u32)], add_bos: bool, add_eos: bool) -> Result<Value> {
+/// A TemplateProcessing adding BOS and EOS as llama.cpp's `add_special` does. Its pair
+/// template carries `add_sep_token` as the converter reads it back: a separator between the
+/// sequences when true, BOS again when false, nothing when the file does not say.
+fn template(
+    vocab: &Vocab<'_>,
+    ids: &[(&str, u32)],
+    add_bos: bool,
+    add_eos: bool,
+    add_sep: Option<bool>,
+) -> Result<Value> {
     let get = |name: &str, on: bool, k: &str| -> Result<Option<u32>> {
         if !on {
             return Ok(None);
@@ -459,10 +565,25 @@ fn template(vocab: &Vocab<'_>, ids: &[(&str, u32)], add_bos: bool, add_eos: bool
     };
     let bos = get("bos", add_bos, "add_bos_token")?;
     let eos = get("eos", add_eos, "add_eos_token")?;
-    Ok(template_ids(vocab, bos, eos))
+    let between = match add_sep {
+        Some(true) => ids
+            .iter()
+            .find(|(n, _)| *n == "sep")
+            .or_else(|| ids.iter().find(|(n, _)| *n == "eos"))
+            .map(|&(_, id)| id),
+        Some(false) => bos,
+        None => None,
+    };
+    Ok(template_ids(vocab, bos, eos, between))
 }
 
-fn template_ids(vocab: &Vocab<'_>, first: Option<u32>, last: Option<u32>) -> Value {
+/// `first A last` for one sequence, `first A between B last` for a pair.
+fn template_ids(
+    vocab: &Vocab<'_>,
+    first: Option<u32>,
+    last: Option<u32>,
+    between: Option<u32>,
+) -> Value {
     let piece = |id: Option<u32>, type_id: u32| {
         id.map(|id| json!({"SpecialToken": {"id": vocab.tokens[id as usize], "type_id": type_id}}))
     };
@@ -474,8 +595,7 @@ fn template_ids(vocab: &Vocab<'_>, first: Option<u32>, last: Option<u32>) -> Val
     let pair: Vec<Value> = [
         piece(first, 0),
         Some(seq("A", 0)),
-        piece(last, 0),
-        piece(first, 1),
+        piece(between, 0),
         Some(seq("B", 1)),
         piece(last, 1),
     ]
@@ -483,12 +603,27 @@ fn template_ids(vocab: &Vocab<'_>, first: Option<u32>, last: Option<u32>) -> Val
     .flatten()
     .collect();
     let mut specials = Map::new();
-    for id in [first, last].into_iter().flatten() {
+    for id in [first, last, between].into_iter().flatten() {
         let t = vocab.tokens[id as usize];
         specials.insert(t.into(), json!({"id": t, "ids": [id], "tokens": [t]}));
     }
     json!({"type": "TemplateProcessing", "single": single, "pair": pair,
            "special_tokens": specials})
+}
+
+/// The special token a transformers tokenizer class assumes when its config names none.
+fn class_default(class: &str, name: &str) -> Option<&'static str> {
+    match (class, name) {
+        ("LlamaTokenizerFast", "unk") => Some("<unk>"),
+        ("LlamaTokenizerFast", "bos") => Some("<s>"),
+        ("LlamaTokenizerFast", "eos") => Some("</s>"),
+        ("BertTokenizerFast", "unk") => Some("[UNK]"),
+        ("BertTokenizerFast", "sep") => Some("[SEP]"),
+        ("BertTokenizerFast", "pad") => Some("[PAD]"),
+        ("BertTokenizerFast", "cls") => Some("[CLS]"),
+        ("BertTokenizerFast", "mask") => Some("[MASK]"),
+        _ => None,
+    }
 }
 
 /// token → id, the last id winning as in llama.cpp's `token_to_id`.
