@@ -177,6 +177,8 @@ pub(crate) fn write(
         .unwrap_or("")
         .to_lowercase();
     let pre_name = view.get(&key("pre")).and_then(|v| v.as_str());
+    let states_prefix =
+        model == "llama" && arch == Some("llama") && flag("add_space_prefix").is_some();
 
     // SentencePiece's own model file, for the readers that take it rather than tokenizer.json
     // (convert_hf_to_gguf.py, the slow LlamaTokenizer).
@@ -230,7 +232,14 @@ pub(crate) fn write(
             spm_model = Some(sentencepiece_model(&vocab, prefix, &ids));
             (
                 spm_json(&vocab, prefix, unk, added, post),
-                "LlamaTokenizerFast",
+                // The converter reads a Llama file's add_space_prefix back only from
+                // add_prefix_space, which makes LlamaTokenizerFast rebuild itself from
+                // tokenizer.model with the slow tokenizer; the generic class keeps ours.
+                if states_prefix {
+                    "PreTrainedTokenizerFast"
+                } else {
+                    "LlamaTokenizerFast"
+                },
                 add_bos,
                 add_eos,
             )
@@ -301,8 +310,15 @@ pub(crate) fn write(
     };
     let written = |name: &str| {
         special(&ids, name).filter(|&id| {
+            // A SentencePiece vocabulary's defaults are LlamaTokenizerFast's whichever class
+            // it is written for.
+            let defaults = if model == "llama" {
+                "LlamaTokenizerFast"
+            } else {
+                class
+            };
             (stated.contains(&name)
-                || class_default(class, name) != Some(vocab.tokens[id as usize]))
+                || class_default(defaults, name) != Some(vocab.tokens[id as usize]))
                 && !config_only.contains(&name)
         })
     };
@@ -383,6 +399,10 @@ pub(crate) fn write(
     }
     if model == "llama" {
         config.insert("legacy".into(), json!(true));
+    }
+    if states_prefix {
+        let prefix = flag("add_space_prefix").unwrap_or(true);
+        config.insert("add_prefix_space".into(), json!(prefix));
     }
     let context = arch
         .and_then(|a| view.get(&format!("{a}.context_length")))
