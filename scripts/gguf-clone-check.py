@@ -4,11 +4,11 @@
 Usage:
     PY scripts/gguf-clone-check.py --llama-cpp TREE --llama-tools BIN [--work DIR]
 
-PY is the Python of scripts/convert-ref.sh (torch, transformers, the ggufrw wheel with
-ggufrw.compat; no gguf-py installed). TREE is the llama.cpp tree it prints
-(convert_hf_to_gguf.py, gguf-py/); BIN holds llama-imatrix, llama-quantize and
-llama-gguf-split (scripts/ggml.sh builds them). DIR defaults to a fresh temporary folder,
-removed again when the outputs are identical.
+PY and TREE are the two lines scripts/convert-ref.sh prints: its Python (torch,
+transformers, the ggufrw wheel with ggufrw.compat; no gguf-py installed) and the pinned
+llama.cpp tree (convert_hf_to_gguf.py, gguf-py/). BIN is the folder `scripts/ggml.sh --tools`
+prints (llama-imatrix, llama-quantize, llama-gguf-split). DIR defaults to a fresh temporary
+folder, removed again when the outputs are identical (kept, and printed, otherwise).
 
 1. Installs gguf-clone 0.1.3 and the pydantic packages PY lacks, pinned, with
    `pip install --no-deps --target ~/.cache/ggufrw/gguf-clone-0.1.3` (reused when present).
@@ -28,7 +28,7 @@ removed again when the outputs are identical.
 Prints one line per file (path, sha256 prefix of C and of D, same or DIFFER) and the two
 wall times with their ratio. Exit status: 0 when every file is identical, 1 on any
 difference or failure (with the tail of the failing run's log); "SKIPPED: reason" and 0
-only when a prerequisite cannot be installed (pip cannot reach PyPI).
+only when gguf-clone is not installed yet and pip cannot reach PyPI to install it.
 """
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ import filecmp
 import hashlib
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -79,7 +80,7 @@ main([{script!r}, *sys.argv[1:]])
 
 
 class Failure(Exception):
-    pass
+    """A step that did not complete: reported with its log's tail, exit status 1."""
 
 
 def run(cmd: list, log: Path, **kw) -> float:
@@ -94,7 +95,8 @@ def run(cmd: list, log: Path, **kw) -> float:
 
 
 def install_gguf_clone() -> str | None:
-    """Installs the pinned packages into SITE once; returns a reason to skip, or None."""
+    """Installs the pinned packages into SITE once. Returns a reason to skip when PyPI cannot
+    be reached; any other pip failure is a Failure."""
     if (SITE / "gguf_clone-0.1.3.dist-info").is_dir():
         return None
     SITE.parent.mkdir(parents=True, exist_ok=True)
@@ -103,8 +105,11 @@ def install_gguf_clone() -> str | None:
                         "--no-deps", "--target", str(tmp), *PINS], capture_output=True, text=True)
     if r.returncode != 0:
         shutil.rmtree(tmp, ignore_errors=True)
-        last = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:] or [f"exit {r.returncode}"]
-        return f"pip cannot install {' '.join(PINS)}: {last[0]}"
+        said = (r.stdout + r.stderr).strip()
+        if re.search(r"NewConnectionError|Failed to establish|name resolution|ConnectTimeout"
+                     r"|ProxyError|Network is unreachable|SSLError", said):
+            return f"pip cannot reach PyPI to install {' '.join(PINS)}"
+        raise Failure(f"pip install {' '.join(PINS)} exited {r.returncode}:\n{said[-1500:]}")
     try:
         tmp.rename(SITE)  # in one step: a half-done install is never taken for a finished one
     except OSError:  # another run finished first
@@ -117,7 +122,7 @@ def hf_repo(cache: Path, repo_id: str, files: list[Path]) -> None:
     d = cache / ("models--" + repo_id.replace("/", "--"))
     (d / "snapshots" / REV).mkdir(parents=True)
     (d / "refs").mkdir()
-    (d / "refs" / "main").write_text(REV)
+    (d / "refs" / "main").write_text(REV)  # what an offline snapshot_download resolves
     for f in files:
         shutil.copy2(f, d / "snapshots" / REV / f.name)
 
@@ -154,11 +159,8 @@ def outputs(folder: Path) -> dict[str, Path]:
 
 
 def sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def check(tree: Path, tools: Path, work: Path) -> bool:
@@ -223,25 +225,24 @@ def main() -> int:
     needed = [tree / "convert_hf_to_gguf.py", tree / "gguf-py",
               *(tools / t for t in ("llama-imatrix", "llama-quantize", "llama-gguf-split"))]
     missing = [str(p) for p in needed if not p.exists()]
-    for module in ("torch", "transformers", "ggufrw.compat"):
-        if subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True).returncode:
-            missing.append(f"python module {module} (run with scripts/convert-ref.sh's Python)")
+    if subprocess.run([sys.executable, "-c", "import torch, transformers, ggufrw.compat"],
+                      capture_output=True).returncode:
+        missing.append("torch, transformers or ggufrw.compat (run with scripts/convert-ref.sh's Python)")
     if missing:
         print("FAIL: missing " + ", ".join(missing))
         return 1
-    reason = install_gguf_clone()
-    if reason:
-        print(f"SKIPPED: {reason}")
-        return 0
-    r = subprocess.run([sys.executable, "-c", "import gguf_clone.cli, pydantic"],
-                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(SITE)))
-    if r.returncode:
-        print(f"FAIL: gguf-clone in {SITE} does not import: {r.stderr.strip()[-500:]}")
-        return 1
-    work = (opts.work or Path(tempfile.mkdtemp(prefix="gguf-clone-check-"))).resolve()
-    work.mkdir(parents=True, exist_ok=True)
-    print(f"work: {work}", flush=True)
     try:
+        reason = install_gguf_clone()
+        if reason:
+            print(f"SKIPPED: {reason}")
+            return 0
+        r = subprocess.run([sys.executable, "-c", "import gguf_clone.cli, pydantic"], text=True,
+                           capture_output=True, env=dict(os.environ, PYTHONPATH=str(SITE)))
+        if r.returncode:
+            raise Failure(f"gguf-clone in {SITE} does not import: {r.stderr.strip()[-500:]}")
+        work = (opts.work or Path(tempfile.mkdtemp(prefix="gguf-clone-check-"))).resolve()
+        work.mkdir(parents=True, exist_ok=True)
+        print(f"work: {work}", flush=True)
         ok = check(tree, tools, work)
     except Failure as e:
         print(f"FAIL: {e}")
