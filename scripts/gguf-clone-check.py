@@ -37,13 +37,13 @@ import filecmp
 import hashlib
 import os
 import random
-import re
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
+
+sys.dont_write_bytecode = True  # importing the shared helpers writes nothing into the repository
+from client_check import Failure, conclude, ready, run
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = "Llama-3.2-Tiny-Instruct"
@@ -79,44 +79,6 @@ main([{script!r}, *sys.argv[1:]])
 """
 
 
-class Failure(Exception):
-    """A step that did not complete: reported with its log's tail, exit status 1."""
-
-
-def run(cmd: list, log: Path, **kw) -> float:
-    """Runs cmd with its output to log; returns its wall time, raises Failure on error."""
-    t0 = time.monotonic()
-    with open(log, "w") as out:
-        rc = subprocess.run([str(c) for c in cmd], stdout=out, stderr=subprocess.STDOUT, **kw).returncode
-    if rc != 0:
-        tail = "".join(log.read_text(errors="replace").splitlines(True)[-30:])
-        raise Failure(f"{' '.join(map(str, cmd))}\nexited {rc} (log {log}), last lines:\n{tail}")
-    return time.monotonic() - t0
-
-
-def install_gguf_clone() -> str | None:
-    """Installs the pinned packages into SITE once. Returns a reason to skip when PyPI cannot
-    be reached; any other pip failure is a Failure."""
-    if (SITE / "gguf_clone-0.1.3.dist-info").is_dir():
-        return None
-    SITE.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=SITE.name + ".", dir=SITE.parent))
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "--disable-pip-version-check",
-                        "--no-deps", "--target", str(tmp), *PINS], capture_output=True, text=True)
-    if r.returncode != 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        said = (r.stdout + r.stderr).strip()
-        if re.search(r"NewConnectionError|Failed to establish|name resolution|ConnectTimeout"
-                     r"|ProxyError|Network is unreachable|SSLError", said):
-            return f"pip cannot reach PyPI to install {' '.join(PINS)}"
-        raise Failure(f"pip install {' '.join(PINS)} exited {r.returncode}:\n{said[-1500:]}")
-    try:
-        tmp.rename(SITE)  # in one step: a half-done install is never taken for a finished one
-    except OSError:  # another run finished first
-        shutil.rmtree(tmp, ignore_errors=True)
-    return None
-
-
 def hf_repo(cache: Path, repo_id: str, files: list[Path]) -> None:
     """A repository in the layout of huggingface_hub's cache, which it reads when offline."""
     d = cache / ("models--" + repo_id.replace("/", "--"))
@@ -130,7 +92,6 @@ def hf_repo(cache: Path, repo_id: str, files: list[Path]) -> None:
 def build_inputs(tree: Path, tools: Path, work: Path, hf_cache: Path) -> None:
     """The fixture (target) and its imatrix Q4_K_M (template), in the local HF cache."""
     sys.path[:0] = [str(tree / "gguf-py"), str(tree), str(REPO / "tests" / "convert_hf")]
-    sys.dont_write_bytecode = True  # nothing written into the repository
     import reference  # tests/convert_hf/reference.py, the project's fixture builder
 
     reference.LLAMA_CPP = tree
@@ -224,34 +185,11 @@ def main() -> int:
     tree, tools = opts.llama_cpp.resolve(), opts.llama_tools.resolve()
     needed = [tree / "convert_hf_to_gguf.py", tree / "gguf-py",
               *(tools / t for t in ("llama-imatrix", "llama-quantize", "llama-gguf-split"))]
-    missing = [str(p) for p in needed if not p.exists()]
-    if subprocess.run([sys.executable, "-c", "import torch, transformers, ggufrw.compat"],
-                      capture_output=True).returncode:
-        missing.append("torch, transformers or ggufrw.compat (run with scripts/convert-ref.sh's Python)")
-    if missing:
-        print("FAIL: missing " + ", ".join(missing))
-        return 1
-    try:
-        reason = install_gguf_clone()
-        if reason:
-            print(f"SKIPPED: {reason}")
-            return 0
-        r = subprocess.run([sys.executable, "-c", "import gguf_clone.cli, pydantic"], text=True,
-                           capture_output=True, env=dict(os.environ, PYTHONPATH=str(SITE)))
-        if r.returncode:
-            raise Failure(f"gguf-clone in {SITE} does not import: {r.stderr.strip()[-500:]}")
-        work = (opts.work or Path(tempfile.mkdtemp(prefix="gguf-clone-check-"))).resolve()
-        work.mkdir(parents=True, exist_ok=True)
-        print(f"work: {work}", flush=True)
-        ok = check(tree, tools, work)
-    except Failure as e:
-        print(f"FAIL: {e}")
-        return 1
-    if ok and opts.work is None:
-        shutil.rmtree(work, ignore_errors=True)
-    print("identical" if ok else "FAIL: the outputs differ")
-    return 0 if ok else 1
-
+    status = ready(needed, "torch, transformers, ggufrw.compat", SITE, "gguf_clone-0.1.3.dist-info",
+                   PINS, "gguf_clone.cli, pydantic")
+    if status is not None:
+        return status
+    return conclude(opts.work, "gguf-clone-check-", lambda work: check(tree, tools, work))
 
 if __name__ == "__main__":
     sys.exit(main())
