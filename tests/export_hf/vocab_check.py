@@ -9,7 +9,8 @@ class for the file's architecture) and must recognize the pre-tokenizer and writ
 tokenizer.ggml.* values. A difference passes only where a rule below explains it by the
 converter itself (each printed): two pre-tokenizer names sharing one hash in its table, its
 decoding of user-defined byte-level tokens, its CONTROL type for tokens that look special, a
-key its gguf-py has no writer for, or a flag the file leaves to llama.cpp's default that the
+key its gguf-py has no writer for, the named chat templates in the order of a Python set
+(its writer's), or a flag the file leaves to llama.cpp's default that the
 converter now states, with the value the exported tokenizer shows.
 
 Usage: PYTHON tests/export_hf/vocab_check.py GGUFRW_BINARY LLAMA_CPP_ROOT [VOCAB ...]
@@ -153,6 +154,12 @@ class Reconverter:
         for k in sorted(k for k in set(f) | set(h) if k.startswith("tokenizer.")):
             a, b = f.get(k), h.get(k)
             if a == b:
+                continue
+            if k == "tokenizer.chat_templates" and isinstance(a, list) and isinstance(b, list) \
+                    and sorted(a) == sorted(b):
+                # gguf-py's add_chat_template writes the names as list(set(...)): their order
+                # follows the interpreter's string hashing, which changes with every process.
+                explained.append(f"{k}: {a} -> {b} (the converter orders the names by a set)")
                 continue
             if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
                 why, bad = self.explain_list(k, a, b, f)
