@@ -10,7 +10,12 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 pub struct Args {
     /// The checkpoint folder (config.json, model*.safetensors, the tokenizer files).
-    model: PathBuf,
+    #[arg(required_unless_present = "list")]
+    model: Option<PathBuf>,
+    /// Print every model class the reference converts and whether this converter does (a
+    /// Markdown table: class, state, architecture, the reference's module and class).
+    #[arg(long, exclusive = true)]
+    list: bool,
     /// Where to write: a file name (`{ftype}` becomes the output type) or a folder (the file
     /// is named by the GGUF naming convention); default: the model's folder.
     #[arg(long, short = 'o', value_name = "OUTFILE")]
@@ -77,7 +82,37 @@ fn split_size(s: &str) -> Option<u64> {
     digits.parse::<u64>().ok()?.checked_mul(scale)
 }
 
+/// `--list`: the registry against the reference's class map, as a Markdown table.
+pub fn class_table() -> String {
+    let classes = ggufrw_hf::classes();
+    let converted = classes.iter().filter(|c| c.converted).count();
+    let mut out = format!(
+        "{converted} of the reference's {} text classes are converted; the others are refused \
+         before anything is written, naming the reference's module.\n\n\
+         | class | state | architecture | reference |\n|---|---|---|---|\n",
+        classes.len()
+    );
+    for c in &classes {
+        let (state, arch) = match c.arch {
+            Some(a) if c.converted => ("converted", a),
+            _ => ("not yet", ""),
+        };
+        out.push_str(&format!(
+            "| `{}` | {state} | {arch} | `conversion/{}.py` {} |\n",
+            c.class, c.module, c.py_class
+        ));
+    }
+    out
+}
+
 pub fn run(args: Args) -> ExitCode {
+    if args.list {
+        return print_out(&class_table());
+    }
+    let model = args
+        .model
+        .clone()
+        .expect("clap requires the model without --list");
     let Some(split_max_size) = split_size(&args.split_max_size) else {
         eprintln!(
             "Invalid split size: {}, must be a number, optionally followed by K, M, or G",
@@ -101,19 +136,13 @@ pub fn run(args: Args) -> ExitCode {
         threads: args.threads.unwrap_or(0),
     };
     if let Some(preset) = &args.quantize {
-        return convert_and_quantize(
-            &args.model,
-            options,
-            preset,
-            &args.via,
-            &args.quantize_options,
-        );
+        return convert_and_quantize(&model, options, preset, &args.via, &args.quantize_options);
     }
     if !args.quantize_options.is_empty() {
         eprintln!("options after -- are llama-quantize's: they need --quantize PRESET");
         return ExitCode::from(USAGE_OR_IO);
     }
-    match convert_with(&args.model, &options, &Bar::new()) {
+    match convert_with(&model, &options, &Bar::new()) {
         Ok(r) => {
             let mut text = String::new();
             let width = r.tensors.iter().map(|t| t.name.len()).max().unwrap_or(0) + 1;

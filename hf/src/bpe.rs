@@ -3,14 +3,13 @@
 //! hashing the ids the tokenizer gives for the reference's check text. The `tokenizers` crate
 //! is the engine transformers' fast tokenizers run, at the reference's version.
 
-use crate::config::Hparams;
 use crate::error::{Error, Result};
+use crate::model_dir::ModelDir;
 use crate::tables::{CHKTXT, PRE_HASHES};
 use crate::vocab::{looks_special, token_type};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::path::Path;
 use tokenizers::Tokenizer;
 
 /// Tokenizer classes whose fast tokenizer is `tokenizer.json` as it is (no class that
@@ -50,23 +49,22 @@ pub fn pre_for_hash(hash: &str) -> Option<&'static str> {
         .map(|(_, n)| *n)
 }
 
-/// Loads `dir/tokenizer.json` as transformers' `AutoTokenizer` would for the classes it reads
-/// unchanged.
-pub fn load(dir: &Path) -> Result<Tokenizer> {
-    let path = dir.join("tokenizer.json");
+/// Loads the folder's `tokenizer.json` as transformers' `AutoTokenizer` would for the classes
+/// it reads unchanged.
+pub fn load(dir: &ModelDir) -> Result<Tokenizer> {
+    let path = dir.file("tokenizer.json");
     if !path.is_file() {
-        return Err(Error::Unsupported(format!(
+        return Err(Error::not_yet(format!(
             "{}: no tokenizer.json (and no tokenizer.model): tokenizers that transformers would \
              convert from another format are not read",
-            dir.display()
+            dir.path.display()
         )));
     }
-    let cfg_path = dir.join("tokenizer_config.json");
-    if cfg_path.is_file() {
-        let cfg = crate::read_json(&cfg_path)?;
+    let cfg_path = dir.file("tokenizer_config.json");
+    if let Some(cfg) = dir.json("tokenizer_config.json")? {
         if let Some(class) = cfg.get("tokenizer_class").and_then(Value::as_str) {
             if !PLAIN_CLASSES.contains(&class) {
-                return Err(Error::Unsupported(format!(
+                return Err(Error::not_yet(format!(
                     "{}: tokenizer_class {class:?} changes the tokenizer when transformers loads it; \
                      not read yet (read: {})",
                     cfg_path.display(),
@@ -93,8 +91,9 @@ fn clean_up(s: &str) -> String {
 }
 
 /// `get_vocab_base`, with `pre_override` in place of the hash lookup when given.
-pub fn vocab(dir: &Path, hp: &Hparams, pre_override: Option<&str>) -> Result<BpeVocab> {
-    let path = dir.join("tokenizer.json");
+pub fn vocab(dir: &ModelDir, pre_override: Option<&str>) -> Result<BpeVocab> {
+    let hp = &dir.hparams;
+    let path = dir.file("tokenizer.json");
     let tk = load(dir)?;
     let bad = |m: String| Error::field(&path, "(tokenizer)", m);
     let vocab: HashMap<String, u32> = tk.get_vocab(true);
@@ -115,23 +114,19 @@ pub fn vocab(dir: &Path, hp: &Hparams, pre_override: Option<&str>) -> Result<Bpe
     let pre = match pre_override {
         Some(p) => p.to_owned(),
         None => pre_for_hash(&hash).map(str::to_owned).ok_or_else(|| {
-            Error::Unsupported(format!(
+            Error::reference(format!(
                 "BPE pre-tokenizer was not recognized - update get_vocab_base_pre() (chkhsh {hash}); \
                  --tokenizer-pre NAME sets it"
             ))
         })?,
     };
-    let clean = {
-        let cfg_path = dir.join("tokenizer_config.json");
-        if cfg_path.is_file() {
-            crate::read_json(&cfg_path)?
-                .get("clean_up_tokenization_spaces")
+    let clean = dir
+        .json("tokenizer_config.json")?
+        .and_then(|c| {
+            c.get("clean_up_tokenization_spaces")
                 .and_then(Value::as_bool)
-                .unwrap_or(false)
-        } else {
-            false
-        }
-    };
+        })
+        .unwrap_or(false);
     let mut reverse: HashMap<u32, &str> = HashMap::with_capacity(vocab.len());
     for (t, id) in &vocab {
         reverse.insert(*id, t.as_str());
@@ -204,7 +199,8 @@ fn token_text(value: &Value) -> Option<&str> {
 /// `SPECIAL_TOKENS_ATTRIBUTES` (and `extra_special_tokens`) from `tokenizer_config.json`,
 /// those it does not set from `special_tokens_map.json`, the rest the Llama class's defaults
 /// (`<unk>`, `<s>`, `</s>`) where the class is Llama's.
-fn all_special_tokens(dir: &Path, hp: &Hparams) -> Result<Vec<String>> {
+fn all_special_tokens(dir: &ModelDir) -> Result<Vec<String>> {
+    let hp = &dir.hparams;
     const ATTRIBUTES: [&str; 7] = [
         "bos_token",
         "eos_token",
@@ -215,12 +211,8 @@ fn all_special_tokens(dir: &Path, hp: &Hparams) -> Result<Vec<String>> {
         "mask_token",
     ];
     let read = |name: &str| -> Result<serde_json::Map<String, Value>> {
-        let path = dir.join(name);
-        if !path.is_file() {
-            return Ok(serde_json::Map::new());
-        }
-        Ok(match crate::read_json(&path)? {
-            Value::Object(o) => o,
+        Ok(match dir.json(name)?.as_deref() {
+            Some(Value::Object(o)) => o.clone(),
             _ => serde_json::Map::new(),
         })
     };
@@ -286,8 +278,8 @@ fn all_special_tokens(dir: &Path, hp: &Hparams) -> Result<Vec<String>> {
 /// byte fallback read from `tokenizer.json` as transformers' fast tokenizer gives it. The base
 /// vocabulary's texts as they are, then the tokens added past it in id order; every score
 /// -1000; byte pieces `BYTE`, special tokens `CONTROL`, other added tokens `USER_DEFINED`.
-pub fn llama_hf(dir: &Path, hp: &Hparams) -> Result<crate::vocab::Vocab> {
-    let path = dir.join("tokenizer.json");
+pub fn llama_hf(dir: &ModelDir) -> Result<crate::vocab::Vocab> {
+    let path = dir.file("tokenizer.json");
     let tk =
         Tokenizer::from_file(&path).map_err(|e| Error::field(&path, "(root)", e.to_string()))?;
     let base = tk.get_vocab_size(false) as u32;
@@ -296,12 +288,12 @@ pub fn llama_hf(dir: &Path, hp: &Hparams) -> Result<crate::vocab::Vocab> {
     for (t, id) in &vocab {
         reverse.insert(*id, t.as_str());
     }
-    let specials = all_special_tokens(dir, hp)?;
+    let specials = all_special_tokens(dir)?;
     let mut special_ids = Vec::new();
     for t in &specials {
         let id = vocab.get(t).ok_or_else(|| {
             Error::field(
-                &dir.join("tokenizer_config.json"),
+                &dir.file("tokenizer_config.json"),
                 "(special tokens)",
                 format!("special token {t:?} is not in {}", path.display()),
             )

@@ -1,17 +1,18 @@
 //! The conversion: `ModelBase.write` (or `write_vocab`) planned from headers, then carried out
 //! tensor by tensor.
 
-use crate::config::Hparams;
 use crate::error::{Error, Result};
-use crate::family;
 use crate::kv::Kv;
 use crate::metadata::Metadata;
+use crate::model_dir::ModelDir;
+use crate::models::{self, Ctx, Experts, Force, Rearrange, TextModel};
 use crate::names::{self, NameMap};
 use crate::safetensors::{open_checkpoint, Checkpoint, Dtype, Entry};
 use crate::tables;
 use ggufrw::fsutil::{write_atomic_file, Mode, Progress};
 use ggufrw::quant::GgmlType;
 use ggufrw::{Builder, ByteOrder, Source};
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -121,7 +122,7 @@ type Yielded = (String, Option<u64>, Src, Dtype, Vec<u64>);
 enum Src {
     Entry {
         index: usize,
-        change: family::Rearrange,
+        change: Rearrange,
     },
     /// Tensors of one shape stacked along a new first axis (experts).
     Stack(Vec<usize>),
@@ -170,10 +171,9 @@ pub fn convert_quantized(
         || options.no_tensor_first_split
         || options.vocab_only
     {
-        return Err(Error::Unsupported(
+        return Err(Error::options(
             "a quantized conversion writes one file of tensors: the split options and \
-             --vocab-only are not taken with it"
-                .into(),
+             --vocab-only are not taken with it",
         ));
     }
     run(dir, options, progress, Some((quantize, run_options)))
@@ -187,253 +187,31 @@ fn run(
     progress: &dyn Progress,
     quantize: Quantize<'_>,
 ) -> Result<(Report, Option<ggufrw::quantize::Report>)> {
-    if !dir.is_dir() {
-        return Err(Error::Unsupported(format!(
-            "Error: {} is not a directory",
-            dir.display()
-        )));
-    }
-    let hp = Hparams::load(dir)?;
-    let class = hp.architecture()?;
-    let family = family::for_class(&class)?;
-    let arch = family.arch();
+    let folder = ModelDir::open(dir)?;
+    let hp = &folder.hparams;
+    let model = models::for_class(&hp.architecture()?)?;
     let block_count = hp.int(&["n_layers", "num_hidden_layers", "n_layer", "num_layers"])?;
     let ckpt = open_checkpoint(dir)?;
-    // filter_tensors, keeping the first position of a name seen twice (a Python dict).
-    let mut kept: Vec<(String, usize)> = Vec::new();
-    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for (i, e) in ckpt.entries.iter().enumerate() {
-        if let Some(name) = family.filter(&e.name) {
-            match at.get(&name) {
-                Some(&slot) => kept[slot].1 = i,
-                None => {
-                    at.insert(name.clone(), kept.len());
-                    kept.push((name, i));
-                }
-            }
-        }
-    }
+    let mut cx = Ctx {
+        dir: &folder,
+        arch: model.arch(),
+        block_count,
+        file_type: 0,
+        tokenizer_pre: options.tokenizer_pre.as_deref(),
+    };
+    let kept = filter_tensors(model, &cx, &ckpt);
     let outtype = match options.outtype {
-        OutType::Auto => kept
-            .iter()
-            .map(|(_, i)| &ckpt.entries[*i])
-            .filter(|e| e.shape.len() >= 2)
-            .find_map(|e| match e.dtype {
-                Dtype::BF16 => Some(OutType::BF16),
-                Dtype::F16 => Some(OutType::F16),
-                _ => None,
-            })
-            .unwrap_or(OutType::F16),
+        OutType::Auto => auto_type(&ckpt, &kept),
         t => t,
     };
     let (file_type, wanted, type_name) = outtype.resolved();
+    cx.file_type = file_type;
     let type_name: &str = options.name_type.as_deref().unwrap_or(type_name);
-    let map = NameMap::new(arch, block_count);
-    let rope = family::rope_parameters(&hp);
-
-    let mut plan: Vec<TensorPlan> = Vec::new();
-    for (name, values) in family.extra_tensors(&hp, &rope)? {
-        let n = values.len() as u64;
-        plan.push(TensorPlan {
-            name,
-            ggml_type: GgmlType::F32,
-            dims: vec![n],
-            bytes: 4 * n,
-            source_type: "torch.float32",
-            note: None,
-            src: Src::Values(values),
-        });
-    }
-    // modify_tensors: what each checkpoint tensor yields (a renamed, rearranged or merged
-    // tensor), in the order the reference writes them.
-    let mut yielded: Vec<Yielded> = Vec::new();
-    let experts = family.experts();
-    let mut pending: std::collections::BTreeMap<u64, Vec<(String, usize)>> = Default::default();
-    for (name, index) in &kept {
-        if name.ends_with(".attention.masked_bias")
-            || name.ends_with(".attention.bias")
-            || name.ends_with(".rotary_emb.inv_freq")
-        {
-            continue;
-        }
-        let e = &ckpt.entries[*index];
-        let bid = name
-            .split('.')
-            .find(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|p| p.parse::<u64>().ok());
-        if let Some(ex) = experts.as_ref().filter(|ex| name.contains(ex.marker)) {
-            let n = hp.int(ex.count_keys)?;
-            let Some(bid) = bid else {
-                return Err(Error::Unsupported(format!(
-                    "expert tensor {name:?} has no block number"
-                )));
-            };
-            let layer = pending.entry(bid).or_default();
-            layer.push((name.clone(), *index));
-            if (layer.len() as u64) < n * 3 {
-                continue;
-            }
-            let layer = pending.remove(&bid).unwrap_or_default();
-            for w in ex.weights {
-                let mut parts = Vec::with_capacity(n as usize);
-                for xid in 0..n {
-                    let want = ex
-                        .expert
-                        .replace("{bid}", &bid.to_string())
-                        .replace("{xid}", &xid.to_string())
-                        .replace("{w}", w);
-                    let (_, i) = layer.iter().find(|(nm, _)| *nm == want).ok_or_else(|| {
-                        Error::Unsupported(format!(
-                            "block {bid}: expert tensor {want:?} is missing"
-                        ))
-                    })?;
-                    parts.push(*i);
-                }
-                let first = &ckpt.entries[parts[0]];
-                for &i in &parts {
-                    let other = &ckpt.entries[i];
-                    if other.shape != first.shape || other.dtype != first.dtype {
-                        return Err(Error::field(
-                            &ckpt.parts[other.part].path,
-                            format!("{}.shape", other.name),
-                            format!(
-                                "{:?} {:?}, but expert 0 has {:?} {:?}",
-                                other.dtype, other.shape, first.dtype, first.shape
-                            ),
-                        ));
-                    }
-                }
-                let mut shape = vec![n];
-                shape.extend(&first.shape);
-                let merged = ex
-                    .merged
-                    .replace("{bid}", &bid.to_string())
-                    .replace("{w}", w);
-                yielded.push((merged, Some(bid), Src::Stack(parts), first.dtype, shape));
-            }
-            continue;
-        }
-        let change = family.rearrange(&hp, dir, name)?;
-        if let Some(h) = change.permute_heads {
-            let rows = e.shape.first().copied().unwrap_or(0);
-            if h == 0 || rows % (2 * h) != 0 {
-                return Err(Error::field(
-                    &ckpt.parts[e.part].path,
-                    format!("{}.shape", e.name),
-                    format!(
-                        "{rows} rows cannot be split into {h} heads of two halves (config: {})",
-                        hp.path.display()
-                    ),
-                ));
-            }
-        }
-        let mut shape = e.shape.clone();
-        if let (Some(limit), Some(first)) = (change.rows, shape.first_mut()) {
-            *first = (*first).min(limit);
-        }
-        let src = Src::Entry {
-            index: *index,
-            change,
-        };
-        yielded.push((name.clone(), bid, src, e.dtype, shape));
-    }
-    let left: Vec<&String> = pending.values().flatten().map(|(n, _)| n).collect();
-    if !left.is_empty() {
-        return Err(Error::Unsupported(format!("Unprocessed experts: {left:?}")));
-    }
-    for (name, bid, src, dtype, shape) in yielded {
-        let new_name = map
-            .get(&name, &[".weight", ".bias"])
-            .map(|(_, n)| n)
-            .ok_or_else(|| Error::Unsupported(format!("Can not map tensor {name:?}")))?;
-        let dims: Vec<u64> = shape.iter().rev().copied().collect();
-        let n_dims = dims.len();
-        let mut ty: Option<GgmlType> = None;
-        if n_dims <= 1 || new_name.ends_with("_norm.weight") {
-            ty = Some(GgmlType::F32);
-        }
-        let always = tables::ALWAYS_F32
-            .iter()
-            .any(|t| names::matches(arch, &new_name, *t, bid));
-        let tail = &new_name[new_name.len().saturating_sub(7)..];
-        if ty.is_none() && (always || !matches!(tail, ".weight" | ".lora_a" | ".lora_b")) {
-            ty = Some(GgmlType::F32);
-        }
-        if ty.is_none()
-            && matches!(outtype, OutType::TQ1_0 | OutType::TQ2_0)
-            && tables::TERNARY_F16
-                .iter()
-                .any(|t| names::matches(arch, &new_name, *t, bid))
-        {
-            ty = Some(GgmlType::F16);
-        }
-        let mut ty = ty.unwrap_or(wanted);
-        let mut note = None;
-        let block = ty.block_size();
-        if block > 1 && dims.first().is_none_or(|d| d % block != 0) {
-            note = Some(format!(
-                "quantization requires rows a multiple of {block}, {} is not, falling back to F16",
-                dims.first().copied().unwrap_or(0)
-            ));
-            ty = GgmlType::F16;
-        }
-        let bytes = ty
-            .byte_size(&dims)
-            .map_err(|e| Error::Unsupported(format!("{new_name}: {e}")))?;
-        plan.push(TensorPlan {
-            name: new_name,
-            ggml_type: ty,
-            dims,
-            bytes,
-            source_type: dtype.torch_name(),
-            note,
-            src,
-        });
-    }
-    {
-        let mut seen = std::collections::HashSet::new();
-        for t in &plan {
-            if !seen.insert(t.name.as_str()) {
-                return Err(Error::Unsupported(format!(
-                    "Duplicated tensor name {:?}",
-                    t.name
-                )));
-            }
-        }
-    }
-    // The vocabulary alone counts no parameters (the reference plans no tensors then).
-    let counted = if options.vocab_only {
-        &plan[..0]
-    } else {
-        &plan[..]
-    };
-    let count =
-        ggufrw::params::count_shapes(counted.iter().map(|t| (t.name.as_str(), t.dims.as_slice())))
-            .map_err(|e| Error::Unsupported(e.to_string()))?;
-    let total = count.gguf_py().0;
-
-    let mut meta = Metadata::load(
-        options.metadata.as_deref(),
-        dir,
-        options.model_name.as_deref(),
-        total,
-    )?;
-    if !meta.is_set("name") {
-        meta.put(
-            "name",
-            dir.file_name().map(|n| n.to_string_lossy().into_owned()),
-        );
-    }
-    if !meta.is_set("size_label") && total > 0 {
-        meta.put("size_label", Some(count.size_label()));
-    }
-    let mut kv = Kv::default();
-    kv.string("general.architecture", arch.name);
-    kv.string("general.type", "model");
-    meta.add_to(&mut kv)?;
-    family.parameters(&hp, arch.name, block_count, file_type, &mut kv)?;
-    kv.u32("general.quantization_version", 2);
-
+    let mut plan = extra_tensors(model, &cx)?;
+    let yielded = modify_tensors(model, &cx, &ckpt, &kept)?;
+    plan.extend(prepare_tensors(model, &cx, outtype, wanted, yielded)?);
+    let count = parameter_count(&plan, options.vocab_only)?;
+    let (kv, meta) = metadata(model, &cx, options, &count)?;
     let target = options.outfile.clone().unwrap_or_else(|| dir.to_owned());
     let out_path = if target.is_dir() {
         let stem = if options.vocab_only {
@@ -465,7 +243,8 @@ fn run(
             .unwrap_or_default();
         target.with_file_name(fill_template(&name, type_name)?)
     };
-    family.vocab(dir, &hp, &mut kv, options.tokenizer_pre.as_deref())?;
+    let mut kv = kv;
+    model.set_vocab(&cx, &mut kv)?;
 
     let order = if options.bigendian {
         ByteOrder::Big
@@ -553,6 +332,302 @@ fn run(
     Ok((report, None))
 }
 
+/// `filter_tensors` over the checkpoint: each kept tensor's name and entry, the first position
+/// of a name seen twice kept (a Python dict).
+fn filter_tensors(model: &dyn TextModel, cx: &Ctx, ckpt: &Checkpoint) -> Vec<(String, usize)> {
+    let mut kept: Vec<(String, usize)> = Vec::new();
+    let mut at: HashMap<String, usize> = HashMap::new();
+    for (i, e) in ckpt.entries.iter().enumerate() {
+        if let Some(name) = model.filter_tensors(cx, &e.name) {
+            match at.get(&name) {
+                Some(&slot) => kept[slot].1 = i,
+                None => {
+                    at.insert(name.clone(), kept.len());
+                    kept.push((name, i));
+                }
+            }
+        }
+    }
+    kept
+}
+
+/// `--outtype auto`: the first 16-bit float type of a kept tensor of two or more dimensions,
+/// else f16.
+fn auto_type(ckpt: &Checkpoint, kept: &[(String, usize)]) -> OutType {
+    kept.iter()
+        .map(|(_, i)| &ckpt.entries[*i])
+        .filter(|e| e.shape.len() >= 2)
+        .find_map(|e| match e.dtype {
+            Dtype::BF16 => Some(OutType::BF16),
+            Dtype::F16 => Some(OutType::F16),
+            _ => None,
+        })
+        .unwrap_or(OutType::F16)
+}
+
+/// `generate_extra_tensors`, planned (always F32, first in the file).
+fn extra_tensors(model: &dyn TextModel, cx: &Ctx) -> Result<Vec<TensorPlan>> {
+    Ok(model
+        .generate_extra_tensors(cx)?
+        .into_iter()
+        .map(|(name, values)| {
+            let n = values.len() as u64;
+            TensorPlan {
+                name,
+                ggml_type: GgmlType::F32,
+                dims: vec![n],
+                bytes: 4 * n,
+                source_type: "torch.float32",
+                note: None,
+                src: Src::Values(values),
+            }
+        })
+        .collect())
+}
+
+/// `modify_tensors`: what each kept checkpoint tensor yields (renamed, rearranged, or merged
+/// with its block's other experts), in the order the reference writes them.
+fn modify_tensors(
+    model: &dyn TextModel,
+    cx: &Ctx,
+    ckpt: &Checkpoint,
+    kept: &[(String, usize)],
+) -> Result<Vec<Yielded>> {
+    let hp = cx.hp();
+    let mut yielded: Vec<Yielded> = Vec::new();
+    let experts = model.experts();
+    let mut pending: BTreeMap<u64, Vec<(String, usize)>> = BTreeMap::new();
+    for (name, index) in kept {
+        if name.ends_with(".attention.masked_bias")
+            || name.ends_with(".attention.bias")
+            || name.ends_with(".rotary_emb.inv_freq")
+        {
+            continue;
+        }
+        let e = &ckpt.entries[*index];
+        let bid = block_of(name);
+        if let Some(ex) = experts.as_ref().filter(|ex| name.contains(ex.marker)) {
+            let Some(bid) = bid else {
+                return Err(Error::reference(format!(
+                    "expert tensor {name:?} has no block number"
+                )));
+            };
+            let n = hp.int(ex.count_keys)?;
+            let layer = pending.entry(bid).or_default();
+            layer.push((name.clone(), *index));
+            if (layer.len() as u64) < n * 3 {
+                continue;
+            }
+            let layer = pending.remove(&bid).unwrap_or_default();
+            for w in ex.weights {
+                yielded.push(stack_experts(ckpt, ex, &layer, bid, n, w)?);
+            }
+            continue;
+        }
+        let change = model.modify_tensors(cx, name)?;
+        if let Some(h) = change.permute_heads {
+            let rows = e.shape.first().copied().unwrap_or(0);
+            if h == 0 || rows % (2 * h) != 0 {
+                return Err(Error::field(
+                    &ckpt.parts[e.part].path,
+                    format!("{}.shape", e.name),
+                    format!(
+                        "{rows} rows cannot be split into {h} heads of two halves (config: {})",
+                        hp.path.display()
+                    ),
+                ));
+            }
+        }
+        let mut shape = e.shape.clone();
+        if let (Some(limit), Some(first)) = (change.rows, shape.first_mut()) {
+            *first = (*first).min(limit);
+        }
+        let src = Src::Entry {
+            index: *index,
+            change,
+        };
+        yielded.push((name.clone(), bid, src, e.dtype, shape));
+    }
+    let left: Vec<&String> = pending.values().flatten().map(|(n, _)| n).collect();
+    if !left.is_empty() {
+        return Err(Error::reference(format!("Unprocessed experts: {left:?}")));
+    }
+    Ok(yielded)
+}
+
+/// The block of a checkpoint name: its first all-digit part (as the reference finds it).
+fn block_of(name: &str) -> Option<u64> {
+    name.split('.')
+        .find(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|p| p.parse::<u64>().ok())
+}
+
+/// One weight of a block's `n` experts stacked along a new first axis.
+fn stack_experts(
+    ckpt: &Checkpoint,
+    ex: &Experts,
+    layer: &[(String, usize)],
+    bid: u64,
+    n: u64,
+    w: &str,
+) -> Result<Yielded> {
+    let mut parts = Vec::with_capacity(n as usize);
+    for xid in 0..n {
+        let want = ex
+            .expert
+            .replace("{bid}", &bid.to_string())
+            .replace("{xid}", &xid.to_string())
+            .replace("{w}", w);
+        let (_, i) = layer.iter().find(|(nm, _)| *nm == want).ok_or_else(|| {
+            Error::reference(format!("block {bid}: expert tensor {want:?} is missing"))
+        })?;
+        parts.push(*i);
+    }
+    let first = &ckpt.entries[parts[0]];
+    for &i in &parts {
+        let other = &ckpt.entries[i];
+        if other.shape != first.shape || other.dtype != first.dtype {
+            return Err(Error::field(
+                &ckpt.parts[other.part].path,
+                format!("{}.shape", other.name),
+                format!(
+                    "{:?} {:?}, but expert 0 has {:?} {:?}",
+                    other.dtype, other.shape, first.dtype, first.shape
+                ),
+            ));
+        }
+    }
+    let mut shape = vec![n];
+    shape.extend(&first.shape);
+    let merged = ex
+        .merged
+        .replace("{bid}", &bid.to_string())
+        .replace("{w}", w);
+    Ok((merged, Some(bid), Src::Stack(parts), first.dtype, shape))
+}
+
+/// `prepare_tensors`' naming and type rules for each yielded tensor.
+fn prepare_tensors(
+    model: &dyn TextModel,
+    cx: &Ctx,
+    outtype: OutType,
+    wanted: GgmlType,
+    yielded: Vec<Yielded>,
+) -> Result<Vec<TensorPlan>> {
+    let arch = cx.arch;
+    let map = NameMap::new(arch, cx.block_count);
+    let mut plan = Vec::with_capacity(yielded.len());
+    for (name, bid, src, dtype, shape) in yielded {
+        let new_name = map
+            .get(&name, &[".weight", ".bias"])
+            .map(|(_, n)| n)
+            .ok_or_else(|| Error::reference(format!("Can not map tensor {name:?}")))?;
+        let dims: Vec<u64> = shape.iter().rev().copied().collect();
+        let n_dims = dims.len();
+        let forced = model.tensor_force_quant(cx, &name, &new_name, bid, n_dims);
+        let mut ty: Option<GgmlType> = match forced {
+            Some(Force::Type(t)) => Some(t),
+            _ => None,
+        };
+        if n_dims <= 1 || new_name.ends_with("_norm.weight") {
+            ty = Some(GgmlType::F32);
+        }
+        let always = tables::ALWAYS_F32
+            .iter()
+            .any(|t| names::matches(arch, &new_name, *t, bid));
+        let tail = &new_name[new_name.len().saturating_sub(7)..];
+        if ty.is_none()
+            && forced.is_none()
+            && (always || !matches!(tail, ".weight" | ".lora_a" | ".lora_b"))
+        {
+            ty = Some(GgmlType::F32);
+        }
+        if ty.is_none()
+            && forced.is_none()
+            && matches!(outtype, OutType::TQ1_0 | OutType::TQ2_0)
+            && tables::TERNARY_F16
+                .iter()
+                .any(|t| names::matches(arch, &new_name, *t, bid))
+        {
+            ty = Some(GgmlType::F16);
+        }
+        let mut ty = ty.unwrap_or(wanted);
+        let mut note = None;
+        let block = ty.block_size();
+        if block > 1 && dims.first().is_none_or(|d| d % block != 0) {
+            note = Some(format!(
+                "quantization requires rows a multiple of {block}, {} is not, falling back to F16",
+                dims.first().copied().unwrap_or(0)
+            ));
+            ty = GgmlType::F16;
+        }
+        let bytes = ty
+            .byte_size(&dims)
+            .map_err(|e| Error::reference(format!("{new_name}: {e}")))?;
+        plan.push(TensorPlan {
+            name: new_name,
+            ggml_type: ty,
+            dims,
+            bytes,
+            source_type: dtype.torch_name(),
+            note,
+            src,
+        });
+    }
+    let mut seen = std::collections::HashSet::new();
+    for t in &plan {
+        if !seen.insert(t.name.as_str()) {
+            return Err(Error::reference(format!(
+                "Duplicated tensor name {:?}",
+                t.name
+            )));
+        }
+    }
+    Ok(plan)
+}
+
+/// The parameters the plan counts (none for the vocabulary alone: the reference plans no
+/// tensors then).
+fn parameter_count(plan: &[TensorPlan], vocab_only: bool) -> Result<ggufrw::params::ParamCount> {
+    let counted = if vocab_only { &plan[..0] } else { plan };
+    ggufrw::params::count_shapes(counted.iter().map(|t| (t.name.as_str(), t.dims.as_slice())))
+        .map_err(|e| Error::reference(e.to_string()))
+}
+
+/// The header's keys before the vocabulary: `general.*` from `gguf.Metadata`, then
+/// `set_gguf_parameters`.
+fn metadata(
+    model: &dyn TextModel,
+    cx: &Ctx,
+    options: &Options,
+    count: &ggufrw::params::ParamCount,
+) -> Result<(Kv, Metadata)> {
+    let total = count.gguf_py().0;
+    let dir = &cx.dir.path;
+    let mut meta = Metadata::load(
+        options.metadata.as_deref(),
+        dir,
+        options.model_name.as_deref(),
+        total,
+    )?;
+    if !meta.is_set("name") {
+        meta.put(
+            "name",
+            dir.file_name().map(|n| n.to_string_lossy().into_owned()),
+        );
+    }
+    if !meta.is_set("size_label") && total > 0 {
+        meta.put("size_label", Some(count.size_label()));
+    }
+    let mut kv = Kv::default();
+    kv.string("general.architecture", cx.arch.name);
+    kv.string("general.type", "model");
+    meta.add_to(&mut kv)?;
+    model.set_gguf_parameters(cx, &mut kv)?;
+    kv.u32("general.quantization_version", 2);
+    Ok((kv, meta))
+}
+
 /// `gguf.fill_templated_filename`: Python's `str.format` with `{ftype}`, `{outtype}` (lower
 /// case), `{FTYPE}`, `{OUTTYPE}` (upper case) and `{}`/`{0}` (lower case).
 fn fill_template(name: &str, output_type: &str) -> Result<String> {
@@ -570,18 +645,18 @@ fn fill_template(name: &str, output_type: &str) -> Result<String> {
             continue;
         }
         if c == b'}' {
-            return Err(Error::Unsupported(format!(
+            return Err(Error::options(format!(
                 "{name}: single '}}' encountered in format string"
             )));
         }
-        let end = rest.find('}').ok_or_else(|| {
-            Error::Unsupported(format!("{name}: unmatched '{{' in the file name"))
-        })?;
+        let end = rest
+            .find('}')
+            .ok_or_else(|| Error::options(format!("{name}: unmatched '{{' in the file name")))?;
         out.push_str(match &rest[..end] {
             "" | "0" | "ftype" | "outtype" => &lower,
             "FTYPE" | "OUTTYPE" => &upper,
             other => {
-                return Err(Error::Unsupported(format!(
+                return Err(Error::options(format!(
                     "{name}: unknown field {{{other}}} in the file name"
                 )))
             }
@@ -603,7 +678,7 @@ fn write_header_only(path: &Path, kv: Kv, order: ByteOrder) -> Result<()> {
     let end = g
         .header()
         .layout()
-        .map_err(|e| Error::Unsupported(e.to_string()))?
+        .map_err(|e| Error::reference(e.to_string()))?
         .tensor_infos_end as usize;
     let bytes = g.bytes().to_vec();
     write_atomic_file(path, Mode::Plain, |f| {
@@ -642,7 +717,7 @@ fn data_source<'a>(
         Src::Stack(parts) => {
             let segments = parts
                 .iter()
-                .map(|i| (&ckpt.entries[*i], family::Rearrange::default()))
+                .map(|i| (&ckpt.entries[*i], Rearrange::default()))
                 .collect();
             rows_source(ckpt, segments, p, big, threads)
         }
@@ -653,7 +728,7 @@ fn data_source<'a>(
 struct Segment<'a> {
     bytes: &'a [u8],
     dtype: Dtype,
-    change: family::Rearrange,
+    change: Rearrange,
     /// Rows as stored (along the first axis) and elements in each.
     stored_rows: u64,
     row_len: u64,
@@ -735,7 +810,7 @@ impl Segment<'_> {
 /// that memory stays a few groups whatever the model's size.
 fn rows_source<'a>(
     ckpt: &'a Checkpoint,
-    segments: Vec<(&'a Entry, family::Rearrange)>,
+    segments: Vec<(&'a Entry, Rearrange)>,
     p: &TensorPlan,
     big: bool,
     threads: usize,

@@ -23,15 +23,30 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
-    /// The checkpoint is of a kind this converter (or the reference) does not convert.
-    #[error("{0}")]
-    Unsupported(String),
+    /// The checkpoint, or what was asked of it, is not converted: see [`Unsupported`].
+    #[error(transparent)]
+    Unsupported(#[from] Unsupported),
     /// Writing the GGUF file failed.
     #[error(transparent)]
     Output(#[from] ggufrw::Error),
 }
 
 impl Error {
+    /// [`Unsupported::NotYet`].
+    pub(crate) fn not_yet(message: impl Into<String>) -> Error {
+        Unsupported::NotYet(message.into()).into()
+    }
+
+    /// [`Unsupported::Reference`].
+    pub(crate) fn reference(message: impl Into<String>) -> Error {
+        Unsupported::Reference(message.into()).into()
+    }
+
+    /// [`Unsupported::Options`].
+    pub(crate) fn options(message: impl Into<String>) -> Error {
+        Unsupported::Options(message.into()).into()
+    }
+
     pub(crate) fn io(path: &Path, source: std::io::Error) -> Error {
         Error::Io {
             path: path.to_owned(),
@@ -50,6 +65,43 @@ impl Error {
             message: message.into(),
         }
     }
+}
+
+/// Why a checkpoint, or a request, is not converted.
+#[derive(Debug, thiserror::Error)]
+pub enum Unsupported {
+    /// The model path is not a folder.
+    #[error("Error: {} is not a directory", .0.display())]
+    NotAFolder(PathBuf),
+    /// A model class the reference converts and ggufrw does not yet.
+    #[error(
+        "Model {class} is not converted by ggufrw yet: the reference converts it with \
+         conversion/{module}.py ({py_class}); `ggufrw convert-hf --list` shows every class"
+    )]
+    Class {
+        /// The `architectures` name.
+        class: String,
+        /// The reference's module that handles it.
+        module: &'static str,
+        /// The reference's Python class.
+        py_class: &'static str,
+    },
+    /// A model class the reference does not convert either.
+    #[error(
+        "Model {0} is not supported: the reference does not convert it either \
+         (`ggufrw convert-hf --list` shows the classes that are)"
+    )]
+    UnknownClass(String),
+    /// Something of a class ggufrw converts that it does not convert yet: a feature, a kind of
+    /// tokenizer, a key. The message says what.
+    #[error("{0}")]
+    NotYet(String),
+    /// The input is one the reference refuses too; the message is the reference's own.
+    #[error("{0}")]
+    Reference(String),
+    /// Options that do not go together, or an option's value that is not taken.
+    #[error("{0}")]
+    Options(String),
 }
 
 /// The converter's result.

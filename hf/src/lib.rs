@@ -20,10 +20,9 @@
 //! [`convert_quantized`] goes on to a llama-quantize preset in the same pass, with nothing
 //! written but the output.
 //!
-//! Families: `LlamaForCausalLM` (and `LLaMAForCausalLM`, `MistralForCausalLM`),
-//! `Qwen2ForCausalLM`, `Qwen3ForCausalLM`, `Qwen2MoeForCausalLM`, `Qwen3MoeForCausalLM`,
-//! `Gemma2ForCausalLM`, `Gemma3ForCausalLM` (and the text of `Gemma3ForConditionalGeneration`),
-//! `Phi3ForCausalLM`. Vocabularies: SentencePiece (`tokenizer.model`), BPE (`tokenizer.json`,
+//! Model classes: one module per family of the reference (`conversion/<family>.py`), each
+//! class a line of the registry; [`classes`] lists every class the reference converts and
+//! whether this converter does. Vocabularies: SentencePiece (`tokenizer.model`), BPE (`tokenizer.json`,
 //! the pre-tokenizer found by the reference's hash table), llama-hf (`tokenizer.json` alone,
 //! BPE with byte fallback) and the special vocabulary.
 
@@ -31,30 +30,20 @@ mod config;
 mod convert;
 mod error;
 pub mod export;
-mod family;
 mod kv;
 pub mod metadata;
+mod model_dir;
+mod models;
 mod names;
 pub mod safetensors;
 #[rustfmt::skip]
 mod tables;
 mod bpe;
-pub mod vocab;
+pub(crate) mod vocab;
 
 pub use convert::{convert, convert_quantized, convert_with, Options, OutType, Report, TensorPlan};
-pub use error::{Error, Result};
+pub use error::{Error, Result, Unsupported};
 pub use export::{export_hf, Dtype, ExportOptions, ExportReport};
+pub use models::{classes, ClassState};
 
-use std::path::Path;
-
-/// Reads a JSON file, naming it on failure.
-pub(crate) fn read_json(path: &Path) -> Result<serde_json::Value> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        Error::field(
-            path,
-            format!("line {} column {}", e.line(), e.column()),
-            format!("not JSON: {e}"),
-        )
-    })
-}
+pub(crate) use model_dir::read_json;

@@ -2,8 +2,29 @@
 //! tables the same way (every block's names spelled out, a later entry replacing an earlier
 //! one for the same checkpoint name).
 
-use crate::tables::{ArchTable, Tensor};
+use crate::tables::{ArchTable, Mapping, Tensor, BLOCK, GLOBAL};
 use std::collections::HashMap;
+
+impl ArchTable {
+    /// The mappings outside the blocks for this architecture's tensors.
+    pub fn global(&self) -> impl Iterator<Item = &'static Mapping> + '_ {
+        GLOBAL.iter().filter(|m| self.tensors.contains(&m.tensor))
+    }
+
+    /// The block mappings for this architecture's tensors: `block_mappings_cfg` updated with
+    /// the architecture's overrides as a dict is (a key replaced in place, a new one last).
+    pub fn block(&self) -> Vec<&'static Mapping> {
+        let mut list: Vec<&'static Mapping> = BLOCK.iter().collect();
+        for o in self.block_overrides {
+            match list.iter().position(|m| m.tensor == o.tensor) {
+                Some(i) => list[i] = o,
+                None => list.push(o),
+            }
+        }
+        list.retain(|m| self.tensors.contains(&m.tensor));
+        list
+    }
+}
 
 /// The checkpoint-name map of one architecture with `n_blocks` blocks.
 pub struct NameMap {
@@ -14,16 +35,17 @@ impl NameMap {
     /// `gguf.get_tensor_name_map(arch, n_blocks)`.
     pub fn new(arch: &ArchTable, n_blocks: u64) -> NameMap {
         let mut map = HashMap::new();
-        for m in arch.global {
+        for m in arch.global() {
             let gguf = m.tensor.template().to_owned();
             map.insert(gguf.clone(), (m.tensor, gguf.clone()));
             for key in m.hf {
                 map.insert((*key).to_owned(), (m.tensor, gguf.clone()));
             }
         }
+        let block = arch.block();
         for bid in 0..n_blocks {
             let b = bid.to_string();
-            for m in arch.block {
+            for m in &block {
                 let gguf = m.tensor.template().replace("{bid}", &b);
                 map.insert(gguf.clone(), (m.tensor, gguf.clone()));
                 for key in m.hf {

@@ -171,13 +171,13 @@ pub fn open_checkpoint(dir: &Path) -> Result<Checkpoint> {
     }
     if names.is_empty() {
         if has_pickles(dir)? {
-            return Err(Error::Unsupported(format!(
+            return Err(Error::not_yet(format!(
                 "{}: the checkpoint is pickled (.bin/.pth) and has no .safetensors files; pickles \
                  are not read (they can run code when loaded): convert them to safetensors first",
                 dir.display()
             )));
         }
-        return Err(Error::Unsupported(format!(
+        return Err(Error::reference(format!(
             "{}: no model*.safetensors files and no model.safetensors.index.json",
             dir.display()
         )));

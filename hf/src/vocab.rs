@@ -4,6 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::kv::Kv;
+use crate::model_dir::ModelDir;
 use serde_json::{Map, Value};
 use std::path::Path;
 
@@ -157,8 +158,8 @@ pub struct Vocab {
 /// `_create_vocab_sentencepiece`: the model's pieces padded to `vocab_size` with `[PAD{i}]`,
 /// then `added_tokens.json` and `tokenizer_config.json`'s `added_tokens_decoder` laid over
 /// them.
-pub fn sentencepiece(dir: &Path, vocab_size: Option<u64>) -> Result<Option<Vocab>> {
-    let path = dir.join("tokenizer.model");
+pub fn sentencepiece(dir: &ModelDir, vocab_size: Option<u64>) -> Result<Option<Vocab>> {
+    let path = dir.file("tokenizer.model");
     if !path.is_file() {
         return Ok(None);
     }
@@ -169,9 +170,8 @@ pub fn sentencepiece(dir: &Path, vocab_size: Option<u64>) -> Result<Option<Vocab
         _ => pieces.len(),
     };
     let mut v = base_vocab(dir, &pieces, n)?;
-    let config_path = dir.join("tokenizer_config.json");
-    if config_path.is_file() {
-        let config = crate::read_json(&config_path)?;
+    let config_path = dir.file("tokenizer_config.json");
+    if let Some(config) = dir.json("tokenizer_config.json")? {
         if let Some(decoder) = config
             .get("added_tokens_decoder")
             .and_then(Value::as_object)
@@ -205,7 +205,7 @@ pub fn sentencepiece(dir: &Path, vocab_size: Option<u64>) -> Result<Option<Vocab
 
 /// The pieces in the first `n` ids (the rest `[PAD{i}]`, UNUSED), then `added_tokens.json`
 /// laid over them, as both SentencePiece readings of the reference begin.
-fn base_vocab(dir: &Path, pieces: &[Piece], n: usize) -> Result<Vocab> {
+fn base_vocab(dir: &ModelDir, pieces: &[Piece], n: usize) -> Result<Vocab> {
     let mut v = Vocab {
         tokens: (0..n).map(|i| format!("[PAD{i}]")).collect(),
         scores: vec![-10000.0; n],
@@ -223,9 +223,8 @@ fn base_vocab(dir: &Path, pieces: &[Piece], n: usize) -> Result<Vocab> {
             _ => token_type::NORMAL,
         };
     }
-    let added_path = dir.join("added_tokens.json");
-    if added_path.is_file() {
-        let added = crate::read_json(&added_path)?;
+    let added_path = dir.file("added_tokens.json");
+    if let Some(added) = dir.json("added_tokens.json")? {
         let added = added
             .as_object()
             .ok_or_else(|| Error::field(&added_path, "(root)", "not an object"))?;
@@ -247,10 +246,10 @@ fn base_vocab(dir: &Path, pieces: &[Piece], n: usize) -> Result<Vocab> {
 /// `Phi3MiniModel.set_vocab`'s SentencePiece reading: the base's, except that the added
 /// tokens of `tokenizer_config.json` and `tokenizer.json` are taken as written (CONTROL when
 /// special, else USER_DEFINED) and an id past the vocabulary is an error, as it is there.
-pub fn sentencepiece_phi3(dir: &Path, vocab_size: Option<u64>) -> Result<Vocab> {
-    let path = dir.join("tokenizer.model");
+pub fn sentencepiece_phi3(dir: &ModelDir, vocab_size: Option<u64>) -> Result<Vocab> {
+    let path = dir.file("tokenizer.model");
     if !path.is_file() {
-        return Err(Error::Unsupported(format!(
+        return Err(Error::reference(format!(
             "Error: Missing {}",
             path.display()
         )));
@@ -285,9 +284,8 @@ pub fn sentencepiece_phi3(dir: &Path, vocab_size: Option<u64>) -> Result<Vocab> 
         }
         Ok(())
     };
-    let cfg = dir.join("tokenizer_config.json");
-    if cfg.is_file() {
-        let c = crate::read_json(&cfg)?;
+    let cfg = dir.file("tokenizer_config.json");
+    if let Some(c) = dir.json("tokenizer_config.json")? {
         let mut list = Vec::new();
         for (id, data) in c
             .get("added_tokens_decoder")
@@ -307,9 +305,8 @@ pub fn sentencepiece_phi3(dir: &Path, vocab_size: Option<u64>) -> Result<Vocab> 
         }
         overlay(&cfg, "added_tokens_decoder", list)?;
     }
-    let tj = dir.join("tokenizer.json");
-    if tj.is_file() {
-        let t = crate::read_json(&tj)?;
+    let tj = dir.file("tokenizer.json");
+    if let Some(t) = dir.json("tokenizer.json")? {
         let mut list = Vec::new();
         for data in t
             .get("added_tokens")
@@ -375,7 +372,7 @@ const DEFAULT_TYPES: [&str; 7] = ["bos", "eos", "unk", "sep", "pad", "cls", "mas
 
 impl SpecialVocab {
     /// Loads what `SpecialVocab(dir, load_merges=load_merges, n_vocab=n_vocab)` loads.
-    pub fn load(dir: &Path, n_vocab: Option<u64>, load_merges: bool) -> Result<SpecialVocab> {
+    pub fn load(dir: &ModelDir, n_vocab: Option<u64>, load_merges: bool) -> Result<SpecialVocab> {
         let mut s = SpecialVocab {
             types: DEFAULT_TYPES.iter().map(|t| (*t).to_owned()).collect(),
             n_vocab,
@@ -444,13 +441,9 @@ impl SpecialVocab {
         }
     }
 
-    fn load_tokenizer_json(&mut self, dir: &Path) -> Result<()> {
-        let tok_path = dir.join("tokenizer.json");
-        let tokenizer = if tok_path.is_file() {
-            Some(crate::read_json(&tok_path)?)
-        } else {
-            None
-        };
+    fn load_tokenizer_json(&mut self, dir: &ModelDir) -> Result<()> {
+        let tok_path = dir.file("tokenizer.json");
+        let tokenizer = dir.json("tokenizer.json")?;
         let mut added: Vec<Value> = Vec::new();
         if let Some(t) = &tokenizer {
             if let Some(n) = t.get("normalizer").filter(|n| truthy(n)) {
@@ -462,14 +455,13 @@ impl SpecialVocab {
                 .cloned()
                 .unwrap_or_default();
         }
-        let cfg_path = dir.join("tokenizer_config.json");
-        let mut config: Option<Map<String, Value>> = if cfg_path.is_file() {
-            match crate::read_json(&cfg_path)? {
-                Value::Object(o) => Some(o),
+        let cfg_path = dir.file("tokenizer_config.json");
+        let mut config: Option<Map<String, Value>> = match dir.json("tokenizer_config.json")? {
+            Some(c) => match &*c {
+                Value::Object(o) => Some(o.clone()),
                 _ => return Err(Error::field(&cfg_path, "(root)", "not an object")),
-            }
-        } else {
-            None
+            },
+            None => None,
         };
         if let Some(t) = &tokenizer {
             self.post_processor(&tok_path, t, &mut config)?;
@@ -477,20 +469,22 @@ impl SpecialVocab {
         let Some(config) = config.as_mut().filter(|c| !c.is_empty()) else {
             return Ok(());
         };
-        let jinja = dir.join("chat_template.jinja");
-        let json = dir.join("chat_template.json");
+        let jinja = dir.file("chat_template.jinja");
+        let json = dir.file("chat_template.json");
         let mut alt: Option<Value> = None;
         if jinja.is_file() {
             let text = std::fs::read_to_string(&jinja).map_err(|e| Error::io(&jinja, e))?;
-            if dir.join("additional_chat_templates").is_dir() {
-                return Err(Error::Unsupported(format!(
+            if dir.file("additional_chat_templates").is_dir() {
+                return Err(Error::not_yet(format!(
                     "{}: additional_chat_templates are not read yet",
-                    dir.display()
+                    dir.path.display()
                 )));
             }
             alt = Some(Value::String(text));
         } else if json.is_file() {
-            alt = crate::read_json(&json)?.get("chat_template").cloned();
+            alt = dir
+                .json("chat_template.json")?
+                .and_then(|j| j.get("chat_template").cloned());
         }
         let template = match config.get("chat_template") {
             Some(v) => Some(v.clone()),
@@ -623,7 +617,7 @@ impl SpecialVocab {
                             if !has_config {
                                 eos = Some(l.clone());
                             } else if Some(&l) != eos.as_ref() {
-                                return Err(Error::Unsupported(format!(
+                                return Err(Error::not_yet(format!(
                                     "{}: a TemplateProcessing ending in another token than the EOS \
                                      token is not read yet",
                                     path.display()
@@ -671,12 +665,11 @@ impl SpecialVocab {
         Ok(())
     }
 
-    fn load_config_json(&mut self, dir: &Path) -> Result<()> {
-        let path = dir.join("config.json");
-        if !path.is_file() {
+    fn load_config_json(&mut self, dir: &ModelDir) -> Result<()> {
+        let path = dir.file("config.json");
+        let Some(config) = dir.json("config.json")? else {
             return Ok(());
-        }
-        let config = crate::read_json(&path)?;
+        };
         for typ in self.types.clone() {
             let key = format!("{typ}_token_id");
             let mut id = config.get(&key).filter(|v| !v.is_null()).cloned();
@@ -719,8 +712,8 @@ impl SpecialVocab {
         match &self.chat_template {
             Some(Value::String(s)) => kv.string("tokenizer.chat_template", s),
             Some(Value::Array(_)) => {
-                return Err(Error::Unsupported(
-                    "a list of named chat templates is not written yet".into(),
+                return Err(Error::not_yet(
+                    "a list of named chat templates is not written yet",
                 ))
             }
             _ => kv.remove("tokenizer.chat_template"),
@@ -737,10 +730,9 @@ impl SpecialVocab {
 
 /// The merges `SpecialVocab(load_merges=True)` finds: `tokenizer.json`'s, spaces inside a pair
 /// written as U+0120 as the reference writes them, else `merges.txt`'s.
-fn merges(dir: &Path) -> Result<Vec<String>> {
-    let path = dir.join("tokenizer.json");
-    if path.is_file() {
-        let t = crate::read_json(&path)?;
+fn merges(dir: &ModelDir) -> Result<Vec<String>> {
+    let path = dir.file("tokenizer.json");
+    if let Some(t) = dir.json("tokenizer.json")? {
         if let Some(list) = t
             .get("model")
             .and_then(|m| m.get("merges"))
@@ -779,7 +771,7 @@ fn merges(dir: &Path) -> Result<Vec<String>> {
             }
         }
     }
-    let txt = dir.join("merges.txt");
+    let txt = dir.file("merges.txt");
     if !txt.is_file() {
         return Ok(Vec::new());
     }

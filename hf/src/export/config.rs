@@ -2,9 +2,9 @@
 //! transformers class reads, from the GGUF keys the converter wrote them to (and, where the
 //! converter computed a tensor from the config, from that tensor).
 
+use super::family::Family;
 use super::Dtype;
 use crate::error::{Error, Result};
-use crate::family::Family;
 use ggufrw::view::{GgufView, ValueRef};
 use serde_json::{json, Map, Value};
 use std::path::Path;
@@ -347,7 +347,7 @@ fn llama3_parameters(freqs: &[f32], theta: f64, head_dim: u64) -> Option<Value> 
             }
             for shift in 5..=20 {
                 let old = f64::from(1u32 << shift);
-                let candidate = crate::family::llama3_factors(
+                let candidate = crate::models::llama3_factors(
                     theta,
                     head_dim,
                     f64::from(factor),

@@ -8,11 +8,12 @@
 //! end, so that a failure leaves nothing behind.
 
 mod config;
+mod family;
 mod tokenizer;
 mod weights;
 
+use self::family::Family;
 use crate::error::{Error, Result};
-use crate::family::Family;
 use ggufrw::view::GgufView;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -222,7 +223,7 @@ fn model(
     };
     let Some(family) = FAMILIES.iter().copied().find(|f| f.arch().name == arch) else {
         let known: Vec<&str> = FAMILIES.iter().map(|f| f.arch().name).collect();
-        return Err(Error::Unsupported(format!(
+        return Err(Error::not_yet(format!(
             "{}: general.architecture {arch:?} is not exported (exported: {})",
             source.display(),
             known.join(", ")

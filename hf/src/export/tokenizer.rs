@@ -279,7 +279,7 @@ pub(crate) fn write(
             )
         }
         other => {
-            return Err(Error::Unsupported(format!(
+            return Err(Error::not_yet(format!(
                 "{}: tokenizer model '{other}' (tokenizer.ggml.model) is not exported: only \
                  gpt2 (BPE), gemma4, llama (SentencePiece) and bert (WordPiece) are",
                 source.display()

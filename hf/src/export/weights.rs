@@ -2,10 +2,10 @@
 //! layout, dequantized a run of rows at a time and written as safetensors, sharded as
 //! `save_pretrained` shards.
 
+use super::family::Family;
 use super::Dtype;
 use super::Shards;
 use crate::error::{Error, Result};
-use crate::family::Family;
 use crate::names::NameMap;
 use crate::tables::{Mapping, Tensor};
 use ggufrw::quant::GgmlType;
@@ -63,12 +63,11 @@ fn checkpoint_name(
     bid: Option<u64>,
 ) -> Option<String> {
     let arch = family.arch();
-    let list: &[Mapping] = if bid.is_some() {
-        arch.block
+    let mapping: &Mapping = if bid.is_some() {
+        arch.block().into_iter().find(|m| m.tensor == tensor)?
     } else {
-        arch.global
+        arch.global().find(|m| m.tensor == tensor)?
     };
-    let mapping = list.iter().find(|m| m.tensor == tensor)?;
     let gguf = crate::names::format_name(tensor, bid, "");
     let fused = family == Family::Phi3;
     let fits = |name: &str| -> bool {
@@ -122,13 +121,12 @@ fn parse_gguf(family: Family, base: &str) -> Option<(Tensor, Option<u64>)> {
         let (b, _) = rest.split_once('.')?;
         let bid: u64 = b.parse().ok()?;
         let t = arch
-            .block
-            .iter()
+            .block()
+            .into_iter()
             .find(|m| m.tensor.template().replace("{bid}", b) == base)?;
         return Some((t.tensor, Some(bid)));
     }
-    arch.global
-        .iter()
+    arch.global()
         .find(|m| m.tensor.template() == base)
         .map(|m| (m.tensor, None))
 }

@@ -1,0 +1,504 @@
+//! `conversion/base.py`'s `TextModel`: the trait every model class implements, whose default
+//! methods do what `TextModel` does (or, for a subclass, what its parent does), and the
+//! helpers those defaults share with the families (`set_gguf_parameters`' keys, the RoPE
+//! parameters, the vocabulary readers).
+
+use crate::config::Hparams;
+use crate::error::{Error, Result};
+use crate::kv::Kv;
+use crate::model_dir::ModelDir;
+use crate::tables::{ArchTable, Tensor};
+use crate::vocab;
+use ggufrw::quant::GgmlType;
+use serde_json::{Map, Value};
+
+/// What a conversion knows when it asks a model class something: the folder, the class's
+/// architecture (its `model_arch`, which a parent's code uses as its own) and the plan's
+/// facts.
+pub(crate) struct Ctx<'a> {
+    /// The model folder (config and tokenizer files, parsed once).
+    pub dir: &'a ModelDir,
+    /// The converted class's architecture.
+    pub arch: &'static ArchTable,
+    /// `block_count`.
+    pub block_count: u64,
+    /// `general.file_type`.
+    pub file_type: u32,
+    /// `--tokenizer-pre` (beyond the reference).
+    pub tokenizer_pre: Option<&'a str>,
+}
+
+impl Ctx<'_> {
+    /// The hyperparameters.
+    pub fn hp(&self) -> &Hparams {
+        &self.dir.hparams
+    }
+
+    /// The architecture's key `name` (`{arch}.{name}`).
+    pub fn key(&self, name: &str) -> String {
+        format!("{}.{name}", self.arch.name)
+    }
+
+    /// `self.rope_parameters` of `TextModel.__init__`.
+    pub fn rope(&self) -> Map<String, Value> {
+        rope_parameters(self.hp())
+    }
+}
+
+/// How a checkpoint tensor is changed before it is named (`modify_tensors`' arithmetic).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Rearrange {
+    /// The head count of Llama's q/k permutation.
+    pub permute_heads: Option<u64>,
+    /// Added to every element (Gemma's norms: the checkpoint stores weight - 1).
+    pub add: f32,
+    /// Only the first rows (Gemma 3's embeddings past the vocabulary).
+    pub rows: Option<u64>,
+}
+
+/// How a family gathers per-expert tensors into one 3-D tensor per block.
+pub(crate) struct Experts {
+    /// The hparams that give the expert count.
+    pub count_keys: &'static [&'static str],
+    /// What marks an expert tensor's checkpoint name.
+    pub marker: &'static str,
+    /// Expert `{xid}`'s weight `{w}` in block `{bid}`.
+    pub expert: &'static str,
+    /// The merged tensor's checkpoint name.
+    pub merged: &'static str,
+    /// The weights, in the order the merged tensors are written.
+    pub weights: [&'static str; 3],
+}
+
+/// `tensor_force_quant`'s answer other than `False`.
+// No class converted yet overrides `tensor_force_quant`; granite.py, glm.py and nemotron.py do.
+#[allow(dead_code)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Force {
+    /// `True`: the outtype's type, whatever the always-F32 rules say.
+    Quantize,
+    /// This type.
+    Type(GgmlType),
+}
+
+/// A reference model class. Each method is the Python method of the same name; the defaults
+/// are the parent's (when [`TextModel::parent`] names one) or `TextModel`'s.
+pub(crate) trait TextModel: Sync {
+    /// `model_arch`.
+    fn arch(&self) -> &'static ArchTable;
+
+    /// The Python class this one derives from, when it is not `TextModel` itself.
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        None
+    }
+
+    /// `filter_tensors`: the checkpoint name under which the tensor is kept, or `None` when
+    /// it is dropped.
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        match self.parent() {
+            Some(p) => p.filter_tensors(cx, name),
+            None => filter_tensors(name),
+        }
+    }
+
+    /// `set_gguf_parameters`.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        match self.parent() {
+            Some(p) => p.set_gguf_parameters(cx, kv),
+            None => set_gguf_parameters(cx, kv),
+        }
+    }
+
+    /// `modify_tensors` for one checkpoint tensor (experts aside: [`TextModel::experts`]).
+    fn modify_tensors(&self, cx: &Ctx, name: &str) -> Result<Rearrange> {
+        match self.parent() {
+            Some(p) => p.modify_tensors(cx, name),
+            None => Ok(Rearrange::default()),
+        }
+    }
+
+    /// The expert layout `modify_tensors` stacks, if the class has experts.
+    fn experts(&self) -> Option<Experts> {
+        self.parent().and_then(|p| p.experts())
+    }
+
+    /// `generate_extra_tensors`: computed tensors, as f32 values (1-D).
+    fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {
+        match self.parent() {
+            Some(p) => p.generate_extra_tensors(cx),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// `tensor_force_quant(name, new_name, bid, n_dims)`: `None` is Python's `False`.
+    fn tensor_force_quant(
+        &self,
+        cx: &Ctx,
+        name: &str,
+        new_name: &str,
+        bid: Option<u64>,
+        n_dims: usize,
+    ) -> Option<Force> {
+        self.parent()
+            .and_then(|p| p.tensor_force_quant(cx, name, new_name, bid, n_dims))
+    }
+
+    /// `set_vocab`.
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        match self.parent() {
+            Some(p) => p.set_vocab(cx, kv),
+            None => gpt2(cx, kv),
+        }
+    }
+}
+
+/// `ModelBase.filter_tensors`.
+pub(crate) fn filter_tensors(name: &str) -> Option<String> {
+    const SKIP_PREFIX: [&str; 10] = [
+        "mlp",
+        "vit.",
+        "vpm.",
+        "siglip2.",
+        "conformer.",
+        "merger.",
+        "resampler.",
+        "sound_encoder.",
+        "sound_projection.",
+        "speech_embeddings.",
+    ];
+    const SKIP_PART: [&str; 17] = [
+        "visual.",
+        "vision.",
+        "audio.",
+        "talker.",
+        "vision_",
+        "audio_",
+        "token2wav.",
+        "code2wav.",
+        "projector.",
+        "pre_mm_projector_norm",
+        "image_newline",
+        "view_seperator",
+        "patch_embed",
+        "patch_embedding",
+        "patch_merger.",
+        "patch_merge_mlp.",
+        "model.connector.",
+    ];
+    if SKIP_PREFIX.iter().any(|p| name.starts_with(p)) || SKIP_PART.iter().any(|p| name.contains(p))
+    {
+        return None;
+    }
+    let mut name = name.to_owned();
+    if name.ends_with("e_score_correction_bias") {
+        name = name.replace("e_score_correction_bias", "e_score_correction.bias");
+    }
+    if name.contains("language_model.") {
+        name = name.replace("language_model.", "");
+    }
+    Some(name)
+}
+
+/// `self.rope_parameters.get("full_attention", self.rope_parameters)`.
+pub(crate) fn rope_params(rope: &Map<String, Value>) -> Map<String, Value> {
+    match rope.get("full_attention") {
+        Some(Value::Object(o)) => o.clone(),
+        _ => rope.clone(),
+    }
+}
+
+/// `TextModel.__init__`'s `rope_parameters`: `rope_parameters` or `rope_scaling`, with the
+/// global values mirrored into it.
+pub(crate) fn rope_parameters(hp: &Hparams) -> Map<String, Value> {
+    let mut rope = match hp
+        .map
+        .get("rope_parameters")
+        .or_else(|| hp.map.get("rope_scaling"))
+    {
+        Some(Value::Object(o)) if !o.is_empty() => o.clone(),
+        _ => Map::new(),
+    };
+    let found = |keys: &[&str]| hp.find(keys).filter(|v| !v.is_null()).cloned();
+    let theta = found(&[
+        "global_rope_theta",
+        "rope_global_theta",
+        "rope_theta_global",
+        "rope_theta",
+        "rotary_emb_base",
+    ]);
+    let local = found(&[
+        "local_rope_theta",
+        "rope_local_theta",
+        "rope_theta_local",
+        "swa_rope_theta",
+        "rope_local_base_freq",
+    ]);
+    let partial = found(&["partial_rotary_factor", "rope_pct", "rope_percent"]);
+    let orig = found(&["original_max_position_embeddings"]);
+    if !rope.contains_key("full_attention") && !rope.contains_key("sliding_attention") {
+        if let Some(l) = local {
+            let mut m = Map::new();
+            m.insert("rope_theta".into(), l);
+            rope.insert("sliding_attention".into(), Value::Object(m));
+        }
+        let typ = rope_type_alias(&rope);
+        let mut mirror = |key: &str, v: Option<Value>| {
+            if !rope.contains_key(key) {
+                if let Some(v) = v {
+                    rope.insert(key.into(), v);
+                }
+            }
+        };
+        mirror("rope_theta", theta);
+        mirror("rope_type", typ);
+        mirror("partial_rotary_factor", partial);
+        mirror("original_max_position_embeddings", orig);
+    }
+    rope
+}
+
+fn rope_type_alias(rope: &Map<String, Value>) -> Option<Value> {
+    rope.get("type").filter(|v| !v.is_null()).cloned()
+}
+
+/// A count of the config as a 32-bit value, the field named when it is not one.
+pub(crate) fn u32_of(hp: &Hparams, key: &str, v: &Value) -> Result<u32> {
+    v.as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| Error::field(&hp.path, key, format!("{v} is not a 32-bit count")))
+}
+
+/// `TextModel.set_gguf_parameters`.
+pub(crate) fn set_gguf_parameters(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    let hp = cx.hp();
+    let k = |s: &str| cx.key(s);
+    kv.u32(&k("block_count"), cx.block_count as u32);
+    let lists: [(&[&str], &str); 5] = [
+        (
+            &[
+                "max_position_embeddings",
+                "n_ctx",
+                "n_positions",
+                "max_length",
+                "max_sequence_length",
+                "model_max_length",
+            ],
+            "context_length",
+        ),
+        (&["hidden_size", "n_embd", "dim"], "embedding_length"),
+        (
+            &[
+                "prefix_dense_intermediate_size",
+                "dense_intermediate_size",
+                "intermediate_size",
+                "n_inner",
+                "hidden_dim",
+            ],
+            "feed_forward_length",
+        ),
+        (
+            &["num_attention_heads", "n_head", "n_heads"],
+            "attention.head_count",
+        ),
+        (
+            &["num_key_value_heads", "n_kv_heads"],
+            "attention.head_count_kv",
+        ),
+    ];
+    for (keys, gguf) in lists {
+        match hp.find(keys) {
+            None | Some(Value::Null) => {}
+            Some(v) => kv.u32(&k(gguf), u32_of(hp, keys[0], v)?),
+        }
+    }
+    if hp.map.get("is_causal") == Some(&Value::Bool(false)) {
+        kv.bool(&k("attention.causal"), false);
+    }
+    let rope = cx.rope();
+    let params = rope_params(&rope);
+    if let Some(t) = params.get("rope_type").filter(|v| !v.is_null()) {
+        let t = t.as_str().unwrap_or_default();
+        let factor = params.get("factor").and_then(Value::as_f64);
+        match (t, factor) {
+            ("linear", Some(f)) => {
+                kv.string(&k("rope.scaling.type"), "linear");
+                kv.f32(&k("rope.scaling.factor"), f);
+            }
+            ("yarn", Some(_)) | ("su" | "longrope", _) => {
+                return Err(Error::not_yet(format!(
+                    "RoPE scaling type {t:?} is not written yet"
+                )))
+            }
+            _ => {}
+        }
+    }
+    if rope.contains_key("mrope_section") {
+        return Err(Error::not_yet("mrope sections are not written yet"));
+    }
+    if let Some(theta) = params.get("rope_theta").filter(|v| !v.is_null()) {
+        let t = theta
+            .as_f64()
+            .ok_or_else(|| Error::field(&hp.path, "rope_theta", "not a number"))?;
+        kv.f32(&k("rope.freq_base"), t);
+    }
+    if let Some(Value::Object(swa)) = rope.get("sliding_attention") {
+        if let Some(t) = swa.get("rope_theta").and_then(Value::as_f64) {
+            kv.f32(&k("rope.freq_base_swa"), t);
+        }
+    }
+    if let Some(e) = hp.opt_float(&["rms_norm_eps", "norm_eps"])? {
+        kv.f32(&k("attention.layer_norm_rms_epsilon"), e);
+    }
+    if let Some(e) = hp.opt_float(&["layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"])? {
+        kv.f32(&k("attention.layer_norm_epsilon"), e);
+    }
+    let count = |keys: &[&str], key: &str, kv: &mut Kv| -> Result<()> {
+        if let Some(v) = hp.find(keys).filter(|v| !v.is_null()) {
+            kv.u32(&k(key), u32_of(hp, keys[0], v)?);
+        }
+        Ok(())
+    };
+    count(
+        &["num_local_experts", "num_experts", "n_routed_experts"],
+        "expert_count",
+        kv,
+    )?;
+    count(
+        &[
+            "num_experts_per_tok",
+            "num_experts_per_token",
+            "top_k_experts",
+        ],
+        "expert_used_count",
+        kv,
+    )?;
+    count(&["n_group"], "expert_group_count", kv)?;
+    count(&["topk_group"], "expert_group_used_count", kv)?;
+    let score_keys = [
+        "score_function",
+        "scoring_func",
+        "score_func",
+        "moe_router_activation",
+        "moe_router_activation_func",
+        "expert_selection_fn",
+    ];
+    if let Some(v) = hp.find(&score_keys).filter(|v| !v.is_null()) {
+        let f = match v.as_str() {
+            Some("softmax") => 1,
+            Some("sigmoid") => 2,
+            Some("sqrtsoftplus") => 4,
+            _ => {
+                return Err(Error::field(
+                    &hp.path,
+                    score_keys[0],
+                    format!("Unsupported expert score gating function value: {v}"),
+                ))
+            }
+        };
+        kv.u32(&k("expert_gating_func"), f);
+    }
+    if let Some(h) = hp.map.get("head_dim").filter(|v| !v.is_null()) {
+        let h = u32_of(hp, "head_dim", h)?;
+        kv.u32(&k("attention.key_length"), h);
+        kv.u32(&k("attention.value_length"), h);
+    }
+    kv.u32("general.file_type", cx.file_type);
+    Ok(())
+}
+
+/// The tokens, scores and types of a vocabulary as the `llama` tokenizer model writes them.
+fn write_llama_vocab(kv: &mut Kv, v: vocab::Vocab) {
+    kv.string("tokenizer.ggml.model", "llama");
+    kv.string("tokenizer.ggml.pre", "default");
+    kv.strings("tokenizer.ggml.tokens", v.tokens);
+    kv.f32s("tokenizer.ggml.scores", v.scores);
+    kv.i32s("tokenizer.ggml.token_type", v.types);
+}
+
+/// `_set_vocab_sentencepiece`, if there is a `tokenizer.model`.
+pub(crate) fn sentencepiece(cx: &Ctx, kv: &mut Kv) -> Result<bool> {
+    let size = cx
+        .hp()
+        .opt_int(&["vocab_size_per_layer_input", "vocab_size"])?;
+    let Some(v) = vocab::sentencepiece(cx.dir, size)? else {
+        return Ok(false);
+    };
+    let n = v.tokens.len() as u64;
+    write_llama_vocab(kv, v);
+    vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)?;
+    Ok(true)
+}
+
+/// `_set_vocab_sentencepiece`'s refusal without a `tokenizer.model` (the reference's
+/// `FileNotFoundError`).
+pub(crate) fn sentencepiece_required(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    if !sentencepiece(cx, kv)? {
+        return Err(Error::reference(format!(
+            "File not found: {}",
+            cx.dir.file("tokenizer.model").display()
+        )));
+    }
+    Ok(())
+}
+
+/// `_set_vocab_llama_hf`.
+pub(crate) fn llama_hf(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    let v = crate::bpe::llama_hf(cx.dir)?;
+    let n = v.tokens.len() as u64;
+    write_llama_vocab(kv, v);
+    vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)
+}
+
+/// A vocabulary read the way `LlamaModel`'s SentencePiece reading of Phi-3 is (its own
+/// overlay of added tokens), with the special vocabulary.
+pub(crate) fn llama_vocab(cx: &Ctx, kv: &mut Kv, v: vocab::Vocab) -> Result<()> {
+    let n = v.tokens.len() as u64;
+    write_llama_vocab(kv, v);
+    vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)
+}
+
+/// `_set_vocab_gpt2`.
+pub(crate) fn gpt2(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    let v = crate::bpe::vocab(cx.dir, cx.tokenizer_pre)?;
+    kv.string("tokenizer.ggml.model", "gpt2");
+    kv.string("tokenizer.ggml.pre", &v.pre);
+    kv.strings("tokenizer.ggml.tokens", v.tokens);
+    kv.i32s("tokenizer.ggml.token_type", v.types);
+    vocab::SpecialVocab::load(cx.dir, None, true)?.add_to(kv)
+}
+
+/// `_try_set_pooling_type` for a checkpoint without sentence-transformers modules.
+pub(crate) fn pooling(cx: &Ctx) -> Result<()> {
+    if cx.dir.has("modules.json")
+        || cx
+            .hp()
+            .map
+            .get("classifier_pooling")
+            .is_some_and(|v| !v.is_null())
+    {
+        return Err(Error::not_yet(format!(
+            "{}: sentence-transformers pooling is not written yet",
+            cx.dir.path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The head dimension: `head_dim`, else `hidden_size / num_attention_heads`.
+pub(crate) fn head_dim(hp: &Hparams) -> Result<u64> {
+    match hp.opt_int(&["head_dim"])? {
+        Some(d) => Ok(d),
+        None => {
+            let heads = hp.int(&["num_attention_heads"])?;
+            if heads == 0 {
+                return Err(Error::field(&hp.path, "num_attention_heads", "is 0"));
+            }
+            Ok(hp.int(&["hidden_size"])? / heads)
+        }
+    }
+}
+
+/// The name of a computed tensor outside the blocks (`format_tensor_name(key)` + `.weight`).
+pub(crate) fn extra_name(tensor: Tensor) -> String {
+    crate::names::format_name(tensor, None, ".weight")
+}

@@ -1,0 +1,186 @@
+//! `conversion/gemma.py`.
+
+use super::base::{self, Ctx, Rearrange, TextModel};
+use crate::error::{Error, Result};
+use crate::kv::Kv;
+use crate::tables::{self, ArchTable};
+use crate::vocab;
+use serde_json::Value;
+
+/// Gemma's norms are stored as `weight - 1`.
+fn norm_offset(name: &str) -> f32 {
+    if name.ends_with("norm.weight") {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+/// `Gemma2Model`.
+pub(crate) struct Gemma2;
+
+impl TextModel for Gemma2 {
+    fn arch(&self) -> &'static ArchTable {
+        &tables::GEMMA2
+    }
+
+    fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
+        // The output is tied to the embeddings (llama.cpp reads it so).
+        base::filter_tensors(name).filter(|n| n != "lm_head.weight")
+    }
+
+    /// It does not call `TextModel`'s.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let n = |key: &str| -> Result<u32> { Ok(hp.int(&[key])? as u32) };
+        let f = |key: &str| -> Result<f64> {
+            hp.opt_float(&[key])?
+                .ok_or_else(|| Error::field(&hp.path, key, "missing"))
+        };
+        kv.u32(&k("context_length"), n("max_position_embeddings")?);
+        kv.u32(&k("embedding_length"), n("hidden_size")?);
+        kv.u32(&k("block_count"), cx.block_count as u32);
+        kv.u32(&k("feed_forward_length"), n("intermediate_size")?);
+        kv.u32(&k("attention.head_count"), n("num_attention_heads")?);
+        let kv_heads = if hp.map.contains_key("num_key_value_heads") {
+            n("num_key_value_heads")?
+        } else {
+            n("num_attention_heads")?
+        };
+        kv.u32(&k("attention.head_count_kv"), kv_heads);
+        kv.f32(&k("attention.layer_norm_rms_epsilon"), f("rms_norm_eps")?);
+        kv.u32(&k("attention.key_length"), n("head_dim")?);
+        kv.u32(&k("attention.value_length"), n("head_dim")?);
+        kv.u32("general.file_type", cx.file_type);
+        kv.f32(&k("attn_logit_softcapping"), f("attn_logit_softcapping")?);
+        kv.f32(&k("final_logit_softcapping"), f("final_logit_softcapping")?);
+        kv.u32(&k("attention.sliding_window"), n("sliding_window")?);
+        Ok(())
+    }
+
+    fn modify_tensors(&self, _cx: &Ctx, name: &str) -> Result<Rearrange> {
+        Ok(Rearrange {
+            add: norm_offset(name),
+            ..Rearrange::default()
+        })
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::sentencepiece_required(cx, kv)?;
+        kv.bool("tokenizer.ggml.add_space_prefix", false);
+        Ok(())
+    }
+}
+
+/// `Gemma3Model` (text; also the text of `Gemma3ForConditionalGeneration`).
+pub(crate) struct Gemma3;
+
+impl TextModel for Gemma3 {
+    fn arch(&self) -> &'static ArchTable {
+        &tables::GEMMA3
+    }
+
+    /// `TextModel`'s keys, then Gemma 3's (some set again, in place).
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let n = |key: &str, d: u64| -> Result<u32> { Ok(hp.opt_int(&[key])?.unwrap_or(d) as u32) };
+        kv.u32(&k("context_length"), n("max_position_embeddings", 131072)?);
+        kv.u32(&k("attention.head_count"), n("num_attention_heads", 8)?);
+        kv.f32(
+            &k("attention.layer_norm_rms_epsilon"),
+            hp.opt_float(&["rms_norm_eps"])?.unwrap_or(1e-6),
+        );
+        kv.u32(&k("attention.key_length"), n("head_dim", 256)?);
+        kv.u32(&k("attention.value_length"), n("head_dim", 256)?);
+        let theta = base::rope_params(&cx.rope())
+            .get("rope_theta")
+            .and_then(Value::as_f64)
+            .unwrap_or(1_000_000.0);
+        kv.f32(&k("rope.freq_base"), theta);
+        if hp
+            .map
+            .get("attn_logit_softcapping")
+            .is_some_and(|v| !v.is_null())
+        {
+            return Err(Error::field(
+                &hp.path,
+                "attn_logit_softcapping",
+                "Gemma 3 has none (the reference asserts it)",
+            ));
+        }
+        if let Some(v) = hp
+            .map
+            .get("final_logit_softcapping")
+            .filter(|v| vocab::truthy(v))
+        {
+            let f = v
+                .as_f64()
+                .ok_or_else(|| Error::field(&hp.path, "final_logit_softcapping", "not a number"))?;
+            kv.f32(&k("final_logit_softcapping"), f);
+        }
+        if hp.map.get("sliding_window_pattern").and_then(Value::as_i64) != Some(1) {
+            kv.u32(
+                &k("attention.sliding_window"),
+                hp.int(&["sliding_window"])? as u32,
+            );
+        }
+        kv.u32(&k("attention.head_count_kv"), n("num_key_value_heads", 4)?);
+        Ok(())
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str) -> Result<Rearrange> {
+        let mut r = Rearrange {
+            add: norm_offset(name),
+            ..Rearrange::default()
+        };
+        if name.contains("embed_tokens.weight") {
+            r.rows = Some(vocab_rows(cx)?);
+        }
+        Ok(r)
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        if base::sentencepiece(cx, kv)? {
+            kv.bool("tokenizer.ggml.add_space_prefix", false);
+        } else {
+            base::gpt2(cx, kv)?;
+        }
+        Ok(())
+    }
+}
+
+/// The vocabulary's size, to which Gemma 3 cuts its embedding rows.
+fn vocab_rows(cx: &Ctx) -> Result<u64> {
+    if cx.dir.has("tokenizer.model") {
+        let size = cx
+            .hp()
+            .opt_int(&["vocab_size_per_layer_input", "vocab_size"])?;
+        let v = vocab::sentencepiece(cx.dir, size)?.expect("tokenizer.model is a file");
+        return Ok(v.tokens.len() as u64);
+    }
+    let path = cx.dir.file("tokenizer.json");
+    let t = cx
+        .dir
+        .json("tokenizer.json")?
+        .ok_or_else(|| Error::io(&path, std::io::ErrorKind::NotFound.into()))?;
+    let n = t
+        .get("model")
+        .and_then(|m| m.get("vocab"))
+        .and_then(Value::as_object)
+        .map(|v| v.len());
+    let added = t
+        .get("added_tokens")
+        .and_then(Value::as_array)
+        .map(Vec::len);
+    match (n, added) {
+        (Some(n), Some(a)) => Ok((n + a) as u64),
+        _ => Err(Error::field(
+            &path,
+            "model.vocab",
+            "missing (or added_tokens missing)",
+        )),
+    }
+}

@@ -1,0 +1,93 @@
+//! `conversion/phi.py`.
+
+use super::base::{self, Ctx, TextModel};
+use crate::error::{Error, Result};
+use crate::kv::Kv;
+use crate::tables::{self, ArchTable};
+use crate::vocab;
+use serde_json::Value;
+
+/// `Phi3MiniModel`.
+pub(crate) struct Phi3;
+
+impl TextModel for Phi3 {
+    fn arch(&self) -> &'static ArchTable {
+        &tables::PHI3
+    }
+
+    /// It does not call `TextModel`'s.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let n_embd = hp.int(&["hidden_size", "n_embd"])?;
+        let n_head = hp.int(&["num_attention_heads", "n_head"])?;
+        let n_head_kv = hp.int(&["num_key_value_heads", "n_head_kv"])?;
+        let eps = hp
+            .opt_float(&["rms_norm_eps"])?
+            .ok_or_else(|| Error::field(&hp.path, "rms_norm_eps", "missing"))?;
+        let max_pos = hp.int(&["n_positions", "max_position_embeddings"])?;
+        let rope = cx.rope();
+        let orig = rope
+            .get("original_max_position_embeddings")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| Error::field(&hp.path, "original_max_position_embeddings", "missing"))?;
+        let rot = rope
+            .get("partial_rotary_factor")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0);
+        if n_head == 0 {
+            return Err(Error::field(&hp.path, "num_attention_heads", "is 0"));
+        }
+        let rope_dims = ((rot * n_embd as f64) as u64) / n_head;
+        kv.u32(&k("context_length"), max_pos as u32);
+        kv.u32(&k("rope.scaling.original_context_length"), orig as u32);
+        kv.u32(&k("embedding_length"), n_embd as u32);
+        kv.u32(
+            &k("feed_forward_length"),
+            hp.int(&["intermediate_size"])? as u32,
+        );
+        kv.u32(&k("block_count"), cx.block_count as u32);
+        kv.u32(&k("attention.head_count"), n_head as u32);
+        kv.u32(&k("attention.head_count_kv"), n_head_kv as u32);
+        kv.f32(&k("attention.layer_norm_rms_epsilon"), eps);
+        kv.u32(&k("rope.dimension_count"), rope_dims as u32);
+        let theta = base::rope_params(&rope)
+            .get("rope_theta")
+            .and_then(Value::as_f64)
+            .ok_or_else(|| Error::field(&hp.path, "rope_theta", "missing"))?;
+        kv.f32(&k("rope.freq_base"), theta);
+        kv.u32("general.file_type", cx.file_type);
+        let window = hp.opt_int(&["sliding_window"])?.unwrap_or(0);
+        kv.u32(&k("attention.sliding_window"), window as u32);
+        Ok(())
+    }
+
+    /// Long-context RoPE factors are not written yet (the reference also sets a key before
+    /// every other then, which this converter's order does not model).
+    fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {
+        if cx.rope().get("long_factor").is_some_and(vocab::truthy) {
+            return Err(Error::not_yet(
+                "Phi-3's long-context RoPE factors are not written yet",
+            ));
+        }
+        Ok(Vec::new())
+    }
+
+    /// GPT-2's BPE for Phi-4, else its own reading of SentencePiece.
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        if let Some(c) = cx.dir.json("tokenizer_config.json")? {
+            let class = c.get("tokenizer_class").ok_or_else(|| {
+                Error::field(
+                    &cx.dir.file("tokenizer_config.json"),
+                    "tokenizer_class",
+                    "missing",
+                )
+            })?;
+            if class.as_str() == Some("GPT2Tokenizer") {
+                return base::gpt2(cx, kv);
+            }
+        }
+        let v = vocab::sentencepiece_phi3(cx.dir, cx.hp().opt_int(&["vocab_size"])?)?;
+        base::llama_vocab(cx, kv, v)
+    }
+}
