@@ -189,7 +189,8 @@ fn run(
 ) -> Result<(Report, Option<ggufrw::quantize::Report>)> {
     let folder = ModelDir::open(dir)?;
     let hp = &folder.hparams;
-    let model = models::for_class(&hp.architecture()?)?;
+    let class = hp.architecture()?;
+    let model = models::for_class(&class)?;
     let block_count = hp.int(&["n_layers", "num_hidden_layers", "n_layer", "num_layers"])?;
     let ckpt = open_checkpoint(dir)?;
     let mut cx = Ctx {
@@ -198,6 +199,7 @@ fn run(
         block_count,
         file_type: 0,
         tokenizer_pre: options.tokenizer_pre.as_deref(),
+        class: &class,
     };
     let kept = filter_tensors(model, &cx, &ckpt);
     let outtype = match options.outtype {
@@ -424,29 +426,30 @@ fn modify_tensors(
             }
             continue;
         }
-        let change = model.modify_tensors(cx, name)?;
-        if let Some(h) = change.permute_heads {
-            let rows = e.shape.first().copied().unwrap_or(0);
-            if h == 0 || rows % (2 * h) != 0 {
-                return Err(Error::field(
-                    &ckpt.parts[e.part].path,
-                    format!("{}.shape", e.name),
-                    format!(
-                        "{rows} rows cannot be split into {h} heads of two halves (config: {})",
-                        hp.path.display()
-                    ),
-                ));
+        for (name, change) in model.modify_tensors(cx, name)? {
+            if let Some(h) = change.permute_heads {
+                let rows = e.shape.first().copied().unwrap_or(0);
+                if h == 0 || rows % (2 * h) != 0 {
+                    return Err(Error::field(
+                        &ckpt.parts[e.part].path,
+                        format!("{}.shape", e.name),
+                        format!(
+                            "{rows} rows cannot be split into {h} heads of two halves (config: {})",
+                            hp.path.display()
+                        ),
+                    ));
+                }
             }
+            let mut shape = e.shape.clone();
+            if let (Some(limit), Some(first)) = (change.rows, shape.first_mut()) {
+                *first = (*first).min(limit);
+            }
+            let src = Src::Entry {
+                index: *index,
+                change,
+            };
+            yielded.push((name, bid, src, e.dtype, shape));
         }
-        let mut shape = e.shape.clone();
-        if let (Some(limit), Some(first)) = (change.rows, shape.first_mut()) {
-            *first = (*first).min(limit);
-        }
-        let src = Src::Entry {
-            index: *index,
-            change,
-        };
-        yielded.push((name.clone(), bid, src, e.dtype, shape));
     }
     let left: Vec<&String> = pending.values().flatten().map(|(n, _)| n).collect();
     if !left.is_empty() {

@@ -71,7 +71,7 @@ MISTRAL_TEMPLATE = (
 class Fixture:
     name: str                      # folder name: the reference derives metadata from it
     seed: int
-    arch: str = "llama"            # "llama", "mistral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe"
+    arch: str = "llama"            # a key of CONFIGS: the transformers configuration class
     dtype: str = "float32"         # torch dtype of the saved weights
     hidden: int = 64
     kv_heads: int = 4
@@ -94,6 +94,7 @@ class Fixture:
     # only tokenizer.json (transformers' fast tokenizer converted from the SentencePiece model,
     # with a token and a special token added past it): the reference reads it as LlamaHfVocab
     fast_only: bool = False
+    bare: bool = False                # the bare model (AutoModel: `LlamaModel`, …), no LM head
 
 
 FIXTURES = [
@@ -210,6 +211,28 @@ FIXTURES += [
         name="Phi-3-tiny-4k-instruct", seed=1111, arch="phi3", dtype="bfloat16", kv_heads=4,
         spm=dict(model_type="bpe", vocab_size=320),
     ),
+    # the bare models (no LM head; names without `model.` for Llama and Qwen2)
+    Fixture(
+        name="Tiny-LlamaModel", seed=1717, dtype="bfloat16", kv_heads=2, bare=True,
+        spm=dict(model_type="unigram", vocab_size=320),
+    ),
+    Fixture(
+        name="Qwen2-Tiny-Base-Model", seed=1818, arch="qwen2", dtype="bfloat16", kv_heads=2,
+        bare=True, bpe="qwen2",
+    ),
+    Fixture(
+        name="Qwen3-Embedding-Tiny", seed=1919, arch="qwen3", dtype="float16", kv_heads=2,
+        head_dim=16, bare=True, bpe="qwen2",
+    ),
+    # Llama's subclasses under their own architectures
+    Fixture(
+        name="AFM-Tiny-Arcee", seed=2020, arch="arcee", dtype="bfloat16", kv_heads=2,
+        bpe="llama-bpe",
+    ),
+    Fixture(
+        name="SmolLM3-Tiny", seed=2121, arch="smollm3", dtype="bfloat16", kv_heads=2, tie=True,
+        bpe="llama-bpe",
+    ),
 ]
 
 # values planted in one row of the first fixture's lm_head.weight: f16/bf16
@@ -267,10 +290,9 @@ def fast_tokenizer(model_file: Path, options: dict):
 
 def build_fixture(fx: Fixture, folder: Path) -> None:
     import torch
-    from transformers import (AutoModelForCausalLM, GenerationConfig, LlamaConfig,
-                              LlamaTokenizer, MistralConfig, Qwen2Config, Qwen2MoeConfig,
-                              Qwen3Config, Qwen3MoeConfig, Gemma2Config, Gemma3TextConfig,
-                              Phi3Config)
+    import transformers
+    from transformers import (AutoModel, AutoModelForCausalLM, GenerationConfig, LlamaConfig,
+                              LlamaTokenizer)
 
     if folder.exists():
         shutil.rmtree(folder)
@@ -318,27 +340,18 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
     moe = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
     if fx.head_dim is not None:
         common["head_dim"] = fx.head_dim
-    if fx.arch == "mistral":
-        cfg = MistralConfig(sliding_window=fx.sliding_window, **common)
-    elif fx.arch == "qwen2":
-        cfg = Qwen2Config(**common)
-    elif fx.arch == "qwen3":
-        cfg = Qwen3Config(**common)
-    elif fx.arch == "qwen2_moe":
-        cfg = Qwen2MoeConfig(shared_expert_intermediate_size=64, **moe, **common)
-    elif fx.arch == "qwen3_moe":
-        cfg = Qwen3MoeConfig(**moe, **common)
-    elif fx.arch == "gemma2":
-        cfg = Gemma2Config(sliding_window=64, query_pre_attn_scalar=16, **common)
-    elif fx.arch == "gemma3":
-        cfg = Gemma3TextConfig(sliding_window=64, query_pre_attn_scalar=16, **common)
-    elif fx.arch == "phi3":
-        cfg = Phi3Config(original_max_position_embeddings=256, sliding_window=None, **common)
-    else:
+    if fx.arch == "llama":
         cfg = LlamaConfig(rope_scaling=fx.rope_scaling, **common)
+    else:
+        class_name, extra = CONFIGS[fx.arch]
+        if fx.arch == "mistral":
+            extra = dict(extra, sliding_window=fx.sliding_window)
+        if fx.arch in ("qwen2_moe", "qwen3_moe"):
+            extra = dict(extra, **moe)
+        cfg = getattr(transformers, class_name)(**extra, **common)
 
     torch.manual_seed(fx.seed)
-    model = AutoModelForCausalLM.from_config(cfg)
+    model = (AutoModel if fx.bare else AutoModelForCausalLM).from_config(cfg)
     gen = torch.Generator().manual_seed(fx.seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -362,6 +375,22 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
     if fx.readme is not None:
         (folder / "README.md").write_text(fx.readme, encoding="utf-8")
     (folder / ".complete").write_text("")
+
+
+# The transformers configuration class of each fixture architecture, and what it adds to the
+# common settings.
+CONFIGS = {
+    "mistral": ("MistralConfig", {}),
+    "qwen2": ("Qwen2Config", {}),
+    "qwen3": ("Qwen3Config", {}),
+    "qwen2_moe": ("Qwen2MoeConfig", dict(shared_expert_intermediate_size=64)),
+    "qwen3_moe": ("Qwen3MoeConfig", {}),
+    "gemma2": ("Gemma2Config", dict(sliding_window=64, query_pre_attn_scalar=16)),
+    "gemma3": ("Gemma3TextConfig", dict(sliding_window=64, query_pre_attn_scalar=16)),
+    "phi3": ("Phi3Config", dict(original_max_position_embeddings=256, sliding_window=None)),
+    "arcee": ("ArceeConfig", {}),
+    "smollm3": ("SmolLM3Config", {}),
+}
 
 
 def ensure_fixtures(work: Path, wanted: list[Fixture]) -> dict[str, Path]:
@@ -435,6 +464,10 @@ FAST = {
     "Qwen3-MoE-Tiny__q8_0",
     "Llama-3.2-Tiny-Instruct__bf16",
     "Tiny-Llama-Fast-Tokenizer__f16",
+    "Tiny-LlamaModel__bf16",
+    "Qwen3-Embedding-Tiny__q8_0",
+    "AFM-Tiny-Arcee__auto",
+    "SmolLM3-Tiny__f16",
 }
 
 

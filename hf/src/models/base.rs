@@ -26,6 +26,8 @@ pub(crate) struct Ctx<'a> {
     pub file_type: u32,
     /// `--tokenizer-pre` (beyond the reference).
     pub tokenizer_pre: Option<&'a str>,
+    /// `hf_arch`: the `architectures` class being converted.
+    pub class: &'a str,
 }
 
 impl Ctx<'_> {
@@ -109,11 +111,13 @@ pub(crate) trait TextModel: Sync {
         }
     }
 
-    /// `modify_tensors` for one checkpoint tensor (experts aside: [`TextModel::experts`]).
-    fn modify_tensors(&self, cx: &Ctx, name: &str) -> Result<Rearrange> {
+    /// `modify_tensors` for one checkpoint tensor (experts aside: [`TextModel::experts`]):
+    /// the names it yields the tensor under (before `map_tensor_name`), each with its change;
+    /// none when it drops the tensor.
+    fn modify_tensors(&self, cx: &Ctx, name: &str) -> Result<Vec<(String, Rearrange)>> {
         match self.parent() {
             Some(p) => p.modify_tensors(cx, name),
-            None => Ok(Rearrange::default()),
+            None => Ok(vec![(name.to_owned(), Rearrange::default())]),
         }
     }
 
@@ -496,6 +500,11 @@ pub(crate) fn head_dim(hp: &Hparams) -> Result<u64> {
             Ok(hp.int(&["hidden_size"])? / heads)
         }
     }
+}
+
+/// `modify_tensors` yielding the tensor once, under its own name, with `change`.
+pub(crate) fn yield_as(name: &str, change: Rearrange) -> Result<Vec<(String, Rearrange)>> {
+    Ok(vec![(name.to_owned(), change)])
 }
 
 /// The name of a computed tensor outside the blocks (`format_tensor_name(key)` + `.weight`).

@@ -59,11 +59,12 @@ impl TextModel for Gemma2 {
         Ok(())
     }
 
-    fn modify_tensors(&self, _cx: &Ctx, name: &str) -> Result<Rearrange> {
-        Ok(Rearrange {
+    fn modify_tensors(&self, _cx: &Ctx, name: &str) -> Result<Vec<(String, Rearrange)>> {
+        let change = Rearrange {
             add: norm_offset(name),
             ..Rearrange::default()
-        })
+        };
+        base::yield_as(name, change)
     }
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
@@ -131,7 +132,7 @@ impl TextModel for Gemma3 {
         Ok(())
     }
 
-    fn modify_tensors(&self, cx: &Ctx, name: &str) -> Result<Rearrange> {
+    fn modify_tensors(&self, cx: &Ctx, name: &str) -> Result<Vec<(String, Rearrange)>> {
         let mut r = Rearrange {
             add: norm_offset(name),
             ..Rearrange::default()
@@ -139,7 +140,7 @@ impl TextModel for Gemma3 {
         if name.contains("embed_tokens.weight") {
             r.rows = Some(vocab_rows(cx)?);
         }
-        Ok(r)
+        base::yield_as(name, r)
     }
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {

@@ -27,11 +27,17 @@ impl TextModel for Llama {
         Ok(())
     }
 
-    fn modify_tensors(&self, cx: &Ctx, name: &str) -> Result<Rearrange> {
-        Ok(Rearrange {
-            permute_heads: permutation(cx, name)?,
+    fn modify_tensors(&self, cx: &Ctx, name: &str) -> Result<Vec<(String, Rearrange)>> {
+        // The bare model's names are the causal model's without `model.`.
+        let name = match cx.class {
+            "LlamaModel" => format!("model.{name}"),
+            _ => name.to_owned(),
+        };
+        let change = Rearrange {
+            permute_heads: permutation(cx, &name)?,
             ..Rearrange::default()
-        })
+        };
+        base::yield_as(&name, change)
     }
 
     fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {
@@ -93,6 +99,37 @@ impl TextModel for Llama {
             kv.bool("tokenizer.ggml.add_bos_token", false);
         }
         Ok(())
+    }
+}
+
+/// `ArceeModel(LlamaModel)`.
+pub(crate) struct Arcee;
+
+impl TextModel for Arcee {
+    fn arch(&self) -> &'static ArchTable {
+        &tables::ARCEE
+    }
+
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Llama)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Llama.set_gguf_parameters(cx, kv)?;
+        base::pooling(cx)
+    }
+}
+
+/// `SmolLM3Model(LlamaModel)`: Llama's conversion under its own architecture.
+pub(crate) struct SmolLm3;
+
+impl TextModel for SmolLm3 {
+    fn arch(&self) -> &'static ArchTable {
+        &tables::SMOLLM3
+    }
+
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Llama)
     }
 }
 

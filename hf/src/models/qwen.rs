@@ -1,6 +1,6 @@
 //! `conversion/qwen.py`.
 
-use super::base::{self, Ctx, Experts, TextModel};
+use super::base::{self, Ctx, Experts, Rearrange, TextModel};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::tables::{self, ArchTable};
@@ -17,6 +17,15 @@ impl TextModel for Qwen2 {
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::set_gguf_parameters(cx, kv)?;
         base::pooling(cx)
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str) -> Result<Vec<(String, Rearrange)>> {
+        // The bare model's names are the causal model's without `model.`.
+        let name = match cx.class {
+            "Qwen2Model" => format!("model.{name}"),
+            _ => name.to_owned(),
+        };
+        base::yield_as(&name, Rearrange::default())
     }
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
