@@ -23,6 +23,10 @@ pub struct Args {
     /// f32, f16, bf16, q8_0, tq1_0, tq2_0, or auto (the checkpoint's 16-bit float type).
     #[arg(long, default_value = "auto", value_parser = ["f32", "f16", "bf16", "q8_0", "tq1_0", "tq2_0", "auto"])]
     outtype: String,
+    /// The reference's eager mode, taken for its command line: ggufrw always streams, and
+    /// the reference's lazy and eager modes write the same file.
+    #[arg(long)]
+    no_lazy: bool,
     /// Write the vocabulary and metadata only.
     #[arg(long)]
     vocab_only: bool,

@@ -10,6 +10,7 @@ use crate::vocab::{looks_special, token_type};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::str::FromStr;
 use tokenizers::Tokenizer;
 
 /// Tokenizer classes whose fast tokenizer is `tokenizer.json` as it is (no class that
@@ -49,31 +50,148 @@ pub fn pre_for_hash(hash: &str) -> Option<&'static str> {
         .map(|(_, n)| *n)
 }
 
-/// Loads the folder's `tokenizer.json` as transformers' `AutoTokenizer` would for the classes
-/// it reads unchanged.
+/// Loads the folder's `tokenizer.json` as transformers' `AutoTokenizer` loads it for the
+/// classes read here: as it is for the plain classes; with the post-processor
+/// `update_post_processor` sets for Llama's and GPT-NeoX's (their `add_bos_token` and
+/// `add_eos_token`); and, for every class, the top pre-tokenizer's `add_prefix_space` set to
+/// the configuration's, as `PreTrainedTokenizerFast.__init__` sets it.
 pub fn load(dir: &ModelDir) -> Result<Tokenizer> {
     let path = dir.file("tokenizer.json");
-    if !path.is_file() {
+    let Some(json) = dir.json("tokenizer.json")? else {
         return Err(Error::not_yet(format!(
             "{}: no tokenizer.json (and no tokenizer.model): tokenizers that transformers would \
              convert from another format are not read",
             dir.path.display()
         )));
-    }
+    };
     let cfg_path = dir.file("tokenizer_config.json");
-    if let Some(cfg) = dir.json("tokenizer_config.json")? {
-        if let Some(class) = cfg.get("tokenizer_class").and_then(Value::as_str) {
-            if !PLAIN_CLASSES.contains(&class) {
-                return Err(Error::not_yet(format!(
-                    "{}: tokenizer_class {class:?} changes the tokenizer when transformers loads it; \
-                     not read yet (read: {})",
-                    cfg_path.display(),
-                    PLAIN_CLASSES.join(", ")
-                )));
+    let cfg = dir.json("tokenizer_config.json")?;
+    let get = |k: &str| cfg.as_ref().and_then(|c| c.get(k)).filter(|v| !v.is_null());
+    let class = get("tokenizer_class").and_then(Value::as_str).unwrap_or("");
+    // (add_bos_token, add_eos_token) defaults of the classes that rewrite the post-processor.
+    let template = match class {
+        "" => None,
+        c if PLAIN_CLASSES.contains(&c) => None,
+        "LlamaTokenizer" | "LlamaTokenizerFast" => Some((true, false)),
+        "GPTNeoXTokenizer" | "GPTNeoXTokenizerFast" => Some((false, false)),
+        other => {
+            return Err(Error::not_yet(format!(
+                "{}: tokenizer_class {other:?} changes the tokenizer when transformers loads it; \
+                 not read yet (read: {}, LlamaTokenizerFast, GPTNeoXTokenizerFast)",
+                cfg_path.display(),
+                PLAIN_CLASSES.join(", ")
+            )))
+        }
+    };
+    let llama = class.starts_with("LlamaTokenizer");
+    if llama && get("add_prefix_space").is_some() {
+        return Err(Error::not_yet(format!(
+            "{}: LlamaTokenizerFast with add_prefix_space is rebuilt from the slow tokenizer \
+             when transformers loads it; not read yet",
+            cfg_path.display()
+        )));
+    }
+    let mut json = (*json).clone();
+    if !llama {
+        let want = get("add_prefix_space")
+            .map(crate::vocab::truthy)
+            .unwrap_or(false);
+        if let Some(pre) = json.get_mut("pre_tokenizer").and_then(Value::as_object_mut) {
+            if pre
+                .get("add_prefix_space")
+                .is_some_and(|v| v.as_bool() != Some(want))
+            {
+                pre.insert("add_prefix_space".into(), Value::Bool(want));
             }
         }
     }
-    Tokenizer::from_file(&path).map_err(|e| Error::field(&path, "(root)", e.to_string()))
+    if let Some((bos_default, eos_default)) = template {
+        let flag = |k: &str, d: bool| get(k).map(crate::vocab::truthy).unwrap_or(d);
+        let (add_bos, add_eos) = (
+            flag("add_bos_token", bos_default),
+            flag("add_eos_token", eos_default),
+        );
+        let defaults = if llama {
+            ("<s>", "</s>")
+        } else {
+            ("<|endoftext|>", "<|endoftext|>")
+        };
+        let token = |k: &str, d: &str| -> Option<String> {
+            match get(k) {
+                Some(v) => token_text(v).map(str::to_owned),
+                None => Some(d.to_owned()),
+            }
+        };
+        let bos = token("bos_token", defaults.0);
+        let eos = token("eos_token", defaults.1);
+        json["post_processor"] =
+            post_processor(&json, add_bos.then_some(bos), add_eos.then_some(eos))
+                .map_err(|m| Error::field(&cfg_path, "bos_token|eos_token", m))?;
+    }
+    Tokenizer::from_str(&json.to_string()).map_err(|e| Error::field(&path, "(root)", e.to_string()))
+}
+
+/// `update_post_processor`'s `TemplateProcessing` (bos before and eos after each sequence,
+/// where added), as `tokenizer.json` spells it.
+fn post_processor(
+    tokenizer: &Value,
+    bos: Option<Option<String>>,
+    eos: Option<Option<String>>,
+) -> std::result::Result<Value, String> {
+    let id = |t: &str| -> Option<u64> {
+        let vocab = tokenizer.get("model")?.get("vocab")?;
+        vocab.get(t).and_then(Value::as_u64).or_else(|| {
+            tokenizer
+                .get("added_tokens")?
+                .as_array()?
+                .iter()
+                .find(|a| a.get("content").and_then(Value::as_str) == Some(t))?
+                .get("id")?
+                .as_u64()
+        })
+    };
+    let special =
+        |t: &str, type_id: u64| serde_json::json!({"SpecialToken": {"id": t, "type_id": type_id}});
+    let seq =
+        |s: &str, type_id: u64| serde_json::json!({"Sequence": {"id": s, "type_id": type_id}});
+    let mut tokens = serde_json::Map::new();
+    let mut side =
+        |t: Option<Option<String>>, what: &str| -> std::result::Result<Option<String>, String> {
+            match t {
+                None => Ok(None),
+                Some(None) => Err(format!("add_{what}_token = True but {what}_token = None")),
+                Some(Some(t)) => {
+                    let i = id(&t)
+                        .ok_or_else(|| format!("{what} token {t:?} is not in the vocabulary"))?;
+                    tokens.insert(
+                        t.clone(),
+                        serde_json::json!({"id": t, "ids": [i], "tokens": [t]}),
+                    );
+                    Ok(Some(t))
+                }
+            }
+        };
+    let (bos, eos) = (side(bos, "bos")?, side(eos, "eos")?);
+    let part = |a: &str, type_id: u64| {
+        let mut v = Vec::new();
+        if let Some(b) = &bos {
+            v.push(special(b, type_id));
+        }
+        v.push(seq(a, type_id));
+        if let Some(e) = &eos {
+            v.push(special(e, type_id));
+        }
+        v
+    };
+    let single = part("A", 0);
+    let mut pair = single.clone();
+    pair.extend(part("B", 1));
+    Ok(serde_json::json!({
+        "type": "TemplateProcessing",
+        "single": single,
+        "pair": pair,
+        "special_tokens": tokens,
+    }))
 }
 
 /// Python's `clean_up_tokenization`.

@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 use std::path::Path;
 
 /// Hyperparameters: the config's members in order, as a Python dict.
+#[derive(Clone)]
 pub struct Hparams {
     /// The members.
     pub map: Map<String, Value>,
@@ -127,6 +128,12 @@ impl Hparams {
                 .map(Some)
                 .ok_or_else(|| Error::field(&self.path, keys[0], format!("{v} is not a number"))),
         }
+    }
+
+    /// The first of `keys` present, as a float; an error naming the field otherwise.
+    pub fn float(&self, keys: &[&str]) -> Result<f64> {
+        self.opt_float(keys)?
+            .ok_or_else(|| Error::field(&self.path, keys.join("|"), "missing"))
     }
 
     /// `hparams["architectures"][0]`.

@@ -195,6 +195,7 @@ fn run(
     let ckpt = open_checkpoint(dir)?;
     let mut cx = Ctx {
         dir: &folder,
+        hp,
         arch: model.arch(),
         block_count,
         file_type: 0,
@@ -426,9 +427,12 @@ fn modify_tensors(
             }
             continue;
         }
-        for (name, change) in model.modify_tensors(cx, name)? {
+        for (name, mut change) in model.modify_tensors(cx, name, &e.shape)? {
             if let Some(h) = change.permute_heads {
-                let rows = e.shape.first().copied().unwrap_or(0);
+                let rows = match change.rows {
+                    Some((a, b)) => b.saturating_sub(a),
+                    None => e.shape.first().copied().unwrap_or(0),
+                };
                 if h == 0 || rows % (2 * h) != 0 {
                     return Err(Error::field(
                         &ckpt.parts[e.part].path,
@@ -441,8 +445,27 @@ fn modify_tensors(
                 }
             }
             let mut shape = e.shape.clone();
-            if let (Some(limit), Some(first)) = (change.rows, shape.first_mut()) {
-                *first = (*first).min(limit);
+            if let Some((a, b)) = change.rows.as_mut() {
+                // A slice past the end stops at it, as Python's does.
+                let stored = shape.first().copied().unwrap_or(0);
+                *b = (*b).min(stored);
+                let (a, b) = (*a, *b);
+                if a > b {
+                    return Err(Error::field(
+                        &ckpt.parts[e.part].path,
+                        format!("{}.shape", e.name),
+                        format!("{stored} rows, and rows {a}..{b} were asked for"),
+                    ));
+                }
+                shape[0] = b - a;
+            }
+            if change.drop_if_zero {
+                if all_zero(e.dtype, ckpt.bytes(e)) {
+                    continue;
+                }
+                return Err(Error::reference(format!(
+                    "Bias tensor {name:?} is not zero."
+                )));
             }
             let src = Src::Entry {
                 index: *index,
@@ -732,8 +755,10 @@ struct Segment<'a> {
     bytes: &'a [u8],
     dtype: Dtype,
     change: Rearrange,
-    /// Rows as stored (along the first axis) and elements in each.
-    stored_rows: u64,
+    /// The stored rows (along the first axis) this output takes: `first..first + rows`.
+    first: u64,
+    rows: u64,
+    /// Elements in each row.
     row_len: u64,
     /// Output type and its row length (`ne[0]`).
     ty: GgmlType,
@@ -749,10 +774,11 @@ impl Segment<'_> {
         let mut f32s: Vec<f32> = Vec::new();
         let mut raw16: Vec<u8> = Vec::new();
         for r in rows {
-            let src = match self.change.permute_heads {
-                Some(h) => permuted_row(r, self.stored_rows, h),
-                None => r,
-            };
+            let src = self.first
+                + match self.change.permute_heads {
+                    Some(h) => permuted_row(r, self.rows, h),
+                    None => r,
+                };
             let a = (src * self.row_len * w) as usize;
             let b = a + (self.row_len * w) as usize;
             if keep16 {
@@ -823,11 +849,13 @@ fn rows_source<'a>(
     let len = p.bytes;
     let mut segments = segments.into_iter().map(move |(e, change)| {
         let stored_rows = e.shape.first().copied().unwrap_or(1).max(1);
+        let (first, end) = change.rows.unwrap_or((0, stored_rows));
         let segment = Segment {
             bytes: ckpt.bytes(e),
             dtype: e.dtype,
             change,
-            stored_rows,
+            first,
+            rows: end - first,
             row_len: if e.shape.is_empty() {
                 1
             } else {
@@ -842,13 +870,13 @@ fn rows_source<'a>(
     let mut start = 0u64;
     let chunks = std::iter::from_fn(move || loop {
         let (e, segment) = current.as_ref()?;
-        let rows = segment
-            .change
-            .rows
-            .map_or(segment.stored_rows, |r| r.min(segment.stored_rows));
+        let rows = segment.rows;
+        let w = segment.dtype.size() as u64 * segment.row_len;
+        let at = |row: u64| (row * w) as usize;
         if start >= rows {
             // Permuted rows are read out of order: their pages go when the tensor is done.
-            ckpt.release(e, segment.bytes);
+            let (a, b) = (segment.first, segment.first + rows);
+            ckpt.release(e, &segment.bytes[at(a)..at(b)]);
             current = segments.next();
             start = 0;
             continue;
@@ -857,8 +885,8 @@ fn rows_source<'a>(
         let end = (start + group).min(rows);
         let converted = segment.convert_on(start..end, threads);
         if segment.change.permute_heads.is_none() {
-            let w = segment.dtype.size() as u64 * segment.row_len;
-            ckpt.release(e, &segment.bytes[(start * w) as usize..(end * w) as usize]);
+            let first = segment.first;
+            ckpt.release(e, &segment.bytes[at(first + start)..at(first + end)]);
         }
         start = end;
         let mut out = match converted {
@@ -874,6 +902,13 @@ fn rows_source<'a>(
         chunks: Box::new(chunks),
         len,
     }
+}
+
+/// Whether every element of a tensor is zero (negative zero too, as torch's `!= 0` sees it).
+fn all_zero(dtype: Dtype, bytes: &[u8]) -> bool {
+    let mut values = Vec::new();
+    widen(dtype, bytes, &mut values);
+    values.iter().all(|&x| x == 0.0)
 }
 
 /// Rounds each value to the nearest float16 (ties to even), as a float16 tensor holds it.

@@ -71,6 +71,14 @@ impl Kv {
         }
     }
 
+    /// `add_array` of Python bools (BOOL items).
+    pub fn bools(&mut self, key: &str, v: Vec<bool>) {
+        if !v.is_empty() {
+            let v: Vec<ggufrw::schema::GgufBool> = v.into_iter().map(Into::into).collect();
+            self.set(key, Value::Array(Array::new(v.into())));
+        }
+    }
+
     /// `remove_key`.
     pub fn remove(&mut self, key: &str) {
         self.pairs.retain(|(k, _)| k != key);

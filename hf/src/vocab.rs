@@ -366,6 +366,8 @@ pub struct SpecialVocab {
     strip_accents: Option<bool>,
     types: Vec<String>,
     n_vocab: Option<u64>,
+    /// A template already written stays (the converter set `chat_template = None`).
+    keep_template: bool,
 }
 
 const DEFAULT_TYPES: [&str; 7] = ["bos", "eos", "unk", "sep", "pad", "cls", "mask"];
@@ -373,8 +375,18 @@ const DEFAULT_TYPES: [&str; 7] = ["bos", "eos", "unk", "sep", "pad", "cls", "mas
 impl SpecialVocab {
     /// Loads what `SpecialVocab(dir, load_merges=load_merges, n_vocab=n_vocab)` loads.
     pub fn load(dir: &ModelDir, n_vocab: Option<u64>, load_merges: bool) -> Result<SpecialVocab> {
+        SpecialVocab::load_types(dir, n_vocab, load_merges, &DEFAULT_TYPES)
+    }
+
+    /// [`SpecialVocab::load`] with `special_token_types=types`.
+    pub fn load_types(
+        dir: &ModelDir,
+        n_vocab: Option<u64>,
+        load_merges: bool,
+        types: &[&str],
+    ) -> Result<SpecialVocab> {
         let mut s = SpecialVocab {
-            types: DEFAULT_TYPES.iter().map(|t| (*t).to_owned()).collect(),
+            types: types.iter().map(|t| (*t).to_owned()).collect(),
             n_vocab,
             ..SpecialVocab::default()
         };
@@ -384,6 +396,19 @@ impl SpecialVocab {
         s.load_tokenizer_json(dir)?;
         s.load_config_json(dir)?;
         Ok(s)
+    }
+
+    /// `_set_special_token(typ, id)` with an id given by the converter.
+    pub fn set_special(&mut self, typ: &str, id: u64) {
+        if self.n_vocab.is_none_or(|n| id < n) && !self.ids.iter().any(|(t, _)| t == typ) {
+            self.ids.push((typ.to_owned(), id));
+        }
+    }
+
+    /// `chat_template = None`: nothing of a template is written.
+    pub fn without_chat_template(&mut self) {
+        self.chat_template = None;
+        self.keep_template = true;
     }
 
     fn set_id(&mut self, path: &Path, typ: &str, id: Option<&Value>) -> Result<()> {
@@ -716,6 +741,7 @@ impl SpecialVocab {
                     "a list of named chat templates is not written yet",
                 ))
             }
+            _ if self.keep_template => {}
             _ => kv.remove("tokenizer.chat_template"),
         }
         if let Some(b) = self.lowercase {

@@ -95,6 +95,12 @@ class Fixture:
     # with a token and a special token added past it): the reference reads it as LlamaHfVocab
     fast_only: bool = False
     bare: bool = False                # the bare model (AutoModel: `LlamaModel`, …), no LM head
+    extra: dict = field(default_factory=dict)  # configuration fields added to the common ones
+    custom: bool = False              # `extra` alone (the class names its fields otherwise)
+    zero_biases: bool = False         # every bias zero after the random weights
+    architectures: str | None = None  # config.json's class, where the reference registers
+                                      # another name on the same class
+    args: list = field(default_factory=list)  # added to every case's arguments
 
 
 FIXTURES = [
@@ -224,6 +230,87 @@ FIXTURES += [
         name="Qwen3-Embedding-Tiny", seed=1919, arch="qwen3", dtype="float16", kv_heads=2,
         head_dim=16, bare=True, bpe="qwen2",
     ),
+    # dense decoders of other families, each written by its transformers class
+    Fixture(
+        name="gemma-tiny-it", seed=2222, arch="gemma", dtype="bfloat16", kv_heads=1, head_dim=16,
+        tie=True, spm=dict(model_type="unigram", vocab_size=320),
+    ),
+    Fixture(
+        name="phi-2-tiny", seed=2323, arch="phi", dtype="float16", kv_heads=4, bpe="gpt-2",
+        extra=dict(partial_rotary_factor=0.5),
+    ),
+    Fixture(
+        name="granite-3.3-tiny-instruct", seed=2424, arch="granite", dtype="bfloat16", kv_heads=2,
+        tie=True, bpe="starcoder", extra=dict(attention_multiplier=0.0625, embedding_multiplier=12.0,
+                                               residual_multiplier=0.22, logits_scaling=8.0),
+    ),
+    Fixture(
+        name="OLMo-1-Tiny-hf", seed=2525, arch="olmo", dtype="float32", kv_heads=2, bpe="gpt-neox",
+        extra=dict(clip_qkv=8.0),
+    ),
+    Fixture(
+        name="OLMo-2-Tiny-Instruct", seed=2626, arch="olmo2", dtype="bfloat16", kv_heads=2,
+        bpe="gpt-neox",
+    ),
+    Fixture(
+        name="Olmo-3-Tiny-Think", seed=2727, arch="olmo3", dtype="bfloat16", kv_heads=2,
+        bpe="gpt-neox", extra=dict(sliding_window=64),
+    ),
+    Fixture(
+        name="Seed-OSS-Tiny-Instruct", seed=2828, arch="seed_oss", dtype="bfloat16", kv_heads=2,
+        head_dim=16, bpe="deepseek-llm",
+    ),
+    Fixture(
+        name="santacoder-tiny", seed=2929, arch="gpt_bigcode", dtype="float32", bpe="starcoder",
+        custom=True, extra=dict(n_positions=256, n_embd=64, n_layer=2, n_head=4, n_inner=128),
+    ),
+    Fixture(
+        name="starcoder2-tiny", seed=3030, arch="starcoder2", dtype="bfloat16", kv_heads=2,
+        tie=True, bpe="starcoder", extra=dict(use_bias=True),
+    ),
+    Fixture(
+        name="c4ai-command-r-tiny", seed=3131, arch="cohere", dtype="float16", kv_heads=2,
+        tie=True, bpe="gpt-2",
+    ),
+    Fixture(
+        name="c4ai-command-r7b-tiny", seed=3232, arch="cohere2", dtype="bfloat16", kv_heads=2,
+        tie=True, bpe="gpt-2", extra=dict(rotary_pct=1.0, sliding_window=32),
+    ),
+    # with zero biases, which the reference drops: its lazy mode cannot test them (`torch.any`
+    # of a lazy tensor: "len() of a 0-d tensor"), so these cases run it eager (--no-lazy)
+    Fixture(
+        name="c4ai-command-r7b-zero-bias", seed=3939, arch="cohere2", dtype="bfloat16", kv_heads=2,
+        tie=True, bpe="gpt-2", zero_biases=True, args=["--no-lazy"],
+        extra=dict(rotary_pct=1.0, sliding_window=32, attention_bias=True),
+    ),
+    # the same with its biases random: the reference refuses it ("Bias tensor ... is not zero")
+    Fixture(
+        name="c4ai-command-r7b-nonzero-bias", seed=3333, arch="cohere2", dtype="bfloat16",
+        kv_heads=2, tie=True, bpe="gpt-2", args=["--no-lazy"],
+        extra=dict(rotary_pct=1.0, sliding_window=32, attention_bias=True),
+    ),
+    Fixture(
+        name="EXAONE-4.0-Tiny", seed=3434, arch="exaone4", dtype="bfloat16", kv_heads=2,
+        bpe="qwen2", extra=dict(sliding_window=64, sliding_window_pattern=4),
+    ),
+    Fixture(
+        name="ERNIE-4.5-Tiny-PT", seed=3535, arch="ernie4_5", dtype="bfloat16", kv_heads=2,
+        head_dim=16, tie=True, spm=dict(model_type="bpe", vocab_size=320),
+        tokenizer=dict(add_prefix_space=False),
+    ),
+    Fixture(
+        name="Minitron-Tiny-Base", seed=3636, arch="nemotron", dtype="bfloat16", kv_heads=2,
+        spm=dict(model_type="unigram", vocab_size=320),
+    ),
+    # classes the reference registers on Llama's and Qwen 2's own classes
+    Fixture(
+        name="IQuest-Coder-Tiny", seed=3737, dtype="bfloat16", kv_heads=2,
+        spm=dict(model_type="bpe", vocab_size=320), architectures="IQuestCoderForCausalLM",
+    ),
+    Fixture(
+        name="KORMo-Tiny", seed=3838, arch="qwen2", dtype="bfloat16", kv_heads=2, bpe="qwen2",
+        architectures="KORMoForCausalLM",
+    ),
     # Llama's subclasses under their own architectures
     Fixture(
         name="AFM-Tiny-Arcee", seed=2020, arch="arcee", dtype="bfloat16", kv_heads=2,
@@ -340,7 +427,11 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
     moe = dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32)
     if fx.head_dim is not None:
         common["head_dim"] = fx.head_dim
-    if fx.arch == "llama":
+    if fx.custom:
+        cfg = getattr(transformers, CONFIGS[fx.arch][0])(
+            vocab_size=n_vocab + fx.extra_vocab, tie_word_embeddings=fx.tie, **special_ids,
+            **fx.extra)
+    elif fx.arch == "llama":
         cfg = LlamaConfig(rope_scaling=fx.rope_scaling, **common)
     else:
         class_name, extra = CONFIGS[fx.arch]
@@ -348,7 +439,7 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
             extra = dict(extra, sliding_window=fx.sliding_window)
         if fx.arch in ("qwen2_moe", "qwen3_moe"):
             extra = dict(extra, **moe)
-        cfg = getattr(transformers, class_name)(**extra, **common)
+        cfg = getattr(transformers, class_name)(**{**common, **extra, **fx.extra})
 
     torch.manual_seed(fx.seed)
     model = (AutoModel if fx.bare else AutoModelForCausalLM).from_config(cfg)
@@ -360,6 +451,10 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
                 p.copy_(1.0 + 0.1 * noise)
             else:
                 p.copy_(0.02 * noise)
+        if fx.zero_biases:
+            for name, p in model.named_parameters():
+                if name.endswith(".bias"):
+                    p.zero_()
         if fx.edge_values:
             row = model.lm_head.weight[7]
             for i, v in enumerate(EDGE_VALUES):
@@ -374,6 +469,11 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
     model.save_pretrained(str(folder), **save)
     if fx.readme is not None:
         (folder / "README.md").write_text(fx.readme, encoding="utf-8")
+    if fx.architectures is not None:
+        config_path = folder / "config.json"
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+        config["architectures"] = [fx.architectures]
+        config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     (folder / ".complete").write_text("")
 
 
@@ -389,6 +489,20 @@ CONFIGS = {
     "gemma3": ("Gemma3TextConfig", dict(sliding_window=64, query_pre_attn_scalar=16)),
     "phi3": ("Phi3Config", dict(original_max_position_embeddings=256, sliding_window=None)),
     "arcee": ("ArceeConfig", {}),
+    "gemma": ("GemmaConfig", {}),
+    "phi": ("PhiConfig", {}),
+    "granite": ("GraniteConfig", {}),
+    "olmo": ("OlmoConfig", {}),
+    "olmo2": ("Olmo2Config", {}),
+    "olmo3": ("Olmo3Config", {}),
+    "seed_oss": ("SeedOssConfig", {}),
+    "gpt_bigcode": ("GPTBigCodeConfig", {}),
+    "starcoder2": ("Starcoder2Config", {}),
+    "cohere": ("CohereConfig", {}),
+    "cohere2": ("Cohere2Config", {}),
+    "exaone4": ("Exaone4Config", {}),
+    "ernie4_5": ("Ernie4_5Config", {}),
+    "nemotron": ("NemotronConfig", {}),
     "smollm3": ("SmolLM3Config", {}),
 }
 
@@ -426,7 +540,7 @@ def all_cases() -> list[Case]:
     for fx in FIXTURES:
         for t in OUTTYPES:
             name = f"{fx.name}__{t}"
-            cases.append(Case(name, fx.name, ["--outtype", t, "--outfile", f"{name}.gguf"]))
+            cases.append(Case(name, fx.name, ["--outtype", t, "--outfile", f"{name}.gguf", *fx.args]))
     first = FIXTURES[0].name
 
     def extra(short: str, args: list[str], outfile: str | None = None, make_dirs=()):
@@ -468,6 +582,13 @@ FAST = {
     "Qwen3-Embedding-Tiny__q8_0",
     "AFM-Tiny-Arcee__auto",
     "SmolLM3-Tiny__f16",
+    "gemma-tiny-it__q8_0",
+    "phi-2-tiny__f16",
+    "granite-3.3-tiny-instruct__auto",
+    "OLMo-2-Tiny-Instruct__bf16",
+    "Seed-OSS-Tiny-Instruct__f16",
+    "c4ai-command-r7b-zero-bias__bf16",
+    "Minitron-Tiny-Base__f16",
 }
 
 

@@ -18,6 +18,8 @@ use serde_json::{Map, Value};
 pub(crate) struct Ctx<'a> {
     /// The model folder (config and tokenizer files, parsed once).
     pub dir: &'a ModelDir,
+    /// The hyperparameters: the folder's, or a class's changed copy (`self.hparams[...] =`).
+    pub hp: &'a Hparams,
     /// The converted class's architecture.
     pub arch: &'static ArchTable,
     /// `block_count`.
@@ -33,7 +35,20 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     /// The hyperparameters.
     pub fn hp(&self) -> &Hparams {
-        &self.dir.hparams
+        self.hp
+    }
+
+    /// The same context with changed hyperparameters (a class that edits `self.hparams`).
+    pub fn with_hparams<'b>(&'b self, hp: &'b Hparams) -> Ctx<'b> {
+        Ctx {
+            dir: self.dir,
+            hp,
+            arch: self.arch,
+            block_count: self.block_count,
+            file_type: self.file_type,
+            tokenizer_pre: self.tokenizer_pre,
+            class: self.class,
+        }
     }
 
     /// The architecture's key `name` (`{arch}.{name}`).
@@ -54,8 +69,11 @@ pub(crate) struct Rearrange {
     pub permute_heads: Option<u64>,
     /// Added to every element (Gemma's norms: the checkpoint stores weight - 1).
     pub add: f32,
-    /// Only the first rows (Gemma 3's embeddings past the vocabulary).
-    pub rows: Option<u64>,
+    /// Only the stored rows `first..end` (a split of a fused tensor; Gemma 3's embeddings
+    /// cut at the vocabulary). A permutation applies within them.
+    pub rows: Option<(u64, u64)>,
+    /// Dropped when every element is zero, refused otherwise (Cohere2's biases).
+    pub drop_if_zero: bool,
 }
 
 /// How a family gathers per-expert tensors into one 3-D tensor per block.
@@ -114,9 +132,14 @@ pub(crate) trait TextModel: Sync {
     /// `modify_tensors` for one checkpoint tensor (experts aside: [`TextModel::experts`]):
     /// the names it yields the tensor under (before `map_tensor_name`), each with its change;
     /// none when it drops the tensor.
-    fn modify_tensors(&self, cx: &Ctx, name: &str) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(
+        &self,
+        cx: &Ctx,
+        name: &str,
+        _shape: &[u64],
+    ) -> Result<Vec<(String, Rearrange)>> {
         match self.parent() {
-            Some(p) => p.modify_tensors(cx, name),
+            Some(p) => p.modify_tensors(cx, name, _shape),
             None => Ok(vec![(name.to_owned(), Rearrange::default())]),
         }
     }
@@ -486,6 +509,26 @@ pub(crate) fn pooling(cx: &Ctx) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// `[t == "sliding_attention" for t in layer_types]`.
+pub(crate) fn sliding_layers(hp: &Hparams, types: &Value) -> Result<Vec<bool>> {
+    types
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|t| t.as_str() == Some("sliding_attention"))
+                .collect()
+        })
+        .ok_or_else(|| Error::field(&hp.path, "layer_types", "not a list"))
+}
+
+/// `rope_parameters["partial_rotary_factor"]`, which the class requires.
+pub(crate) fn partial_rotary(cx: &Ctx) -> Result<f64> {
+    cx.rope()
+        .get("partial_rotary_factor")
+        .and_then(Value::as_f64)
+        .ok_or_else(|| Error::field(&cx.hp().path, "partial_rotary_factor", "missing"))
 }
 
 /// The head dimension: `head_dim`, else `hidden_size / num_attention_heads`.

@@ -16,6 +16,79 @@ fn norm_offset(name: &str) -> f32 {
     }
 }
 
+/// `GemmaModel`: Gemma 1.
+pub(crate) struct Gemma;
+
+impl TextModel for Gemma {
+    fn arch(&self) -> &'static ArchTable {
+        &tables::GEMMA
+    }
+
+    fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
+        base::filter_tensors(name).filter(|n| n != "lm_head.weight")
+    }
+
+    /// It does not call `TextModel`'s.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let n = |key: &str| -> Result<u32> { Ok(hp.int(&[key])? as u32) };
+        kv.u32(&k("context_length"), n("max_position_embeddings")?);
+        kv.u32(&k("embedding_length"), n("hidden_size")?);
+        kv.u32(&k("block_count"), cx.block_count as u32);
+        kv.u32(&k("feed_forward_length"), n("intermediate_size")?);
+        kv.u32(&k("attention.head_count"), n("num_attention_heads")?);
+        let kv_heads = if hp.map.contains_key("num_key_value_heads") {
+            n("num_key_value_heads")?
+        } else {
+            n("num_attention_heads")?
+        };
+        kv.u32(&k("attention.head_count_kv"), kv_heads);
+        kv.f32(
+            &k("attention.layer_norm_rms_epsilon"),
+            hp.float(&["rms_norm_eps"])?,
+        );
+        kv.u32(&k("attention.key_length"), n("head_dim")?);
+        kv.u32(&k("attention.value_length"), n("head_dim")?);
+        kv.u32("general.file_type", cx.file_type);
+        Ok(())
+    }
+
+    fn modify_tensors(
+        &self,
+        _cx: &Ctx,
+        name: &str,
+        _shape: &[u64],
+    ) -> Result<Vec<(String, Rearrange)>> {
+        let change = Rearrange {
+            add: norm_offset(name),
+            ..Rearrange::default()
+        };
+        base::yield_as(name, change)
+    }
+
+    /// SentencePiece, then CodeGemma's fill-in-the-middle ids (of which gguf-py writes only
+    /// the end of turn, 107), then no space prefix.
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::sentencepiece_required(cx, kv)?;
+        let types = ["prefix", "suffix", "middle", "fsep", "eot"];
+        let mut special = vocab::SpecialVocab::load_types(cx.dir, None, false, &types)?;
+        for (typ, id) in [
+            ("prefix", 67),
+            ("suffix", 69),
+            ("middle", 68),
+            ("fsep", 70),
+            ("eot", 107),
+        ] {
+            special.set_special(typ, id);
+        }
+        special.without_chat_template();
+        special.add_to(kv)?;
+        kv.bool("tokenizer.ggml.add_space_prefix", false);
+        Ok(())
+    }
+}
+
 /// `Gemma2Model`.
 pub(crate) struct Gemma2;
 
@@ -59,7 +132,12 @@ impl TextModel for Gemma2 {
         Ok(())
     }
 
-    fn modify_tensors(&self, _cx: &Ctx, name: &str) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(
+        &self,
+        _cx: &Ctx,
+        name: &str,
+        _shape: &[u64],
+    ) -> Result<Vec<(String, Rearrange)>> {
         let change = Rearrange {
             add: norm_offset(name),
             ..Rearrange::default()
@@ -132,13 +210,18 @@ impl TextModel for Gemma3 {
         Ok(())
     }
 
-    fn modify_tensors(&self, cx: &Ctx, name: &str) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(
+        &self,
+        cx: &Ctx,
+        name: &str,
+        _shape: &[u64],
+    ) -> Result<Vec<(String, Rearrange)>> {
         let mut r = Rearrange {
             add: norm_offset(name),
             ..Rearrange::default()
         };
         if name.contains("embed_tokens.weight") {
-            r.rows = Some(vocab_rows(cx)?);
+            r.rows = Some((0, vocab_rows(cx)?));
         }
         base::yield_as(name, r)
     }

@@ -27,7 +27,12 @@ impl TextModel for Llama {
         Ok(())
     }
 
-    fn modify_tensors(&self, cx: &Ctx, name: &str) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(
+        &self,
+        cx: &Ctx,
+        name: &str,
+        _shape: &[u64],
+    ) -> Result<Vec<(String, Rearrange)>> {
         // The bare model's names are the causal model's without `model.`.
         let name = match cx.class {
             "LlamaModel" => format!("model.{name}"),

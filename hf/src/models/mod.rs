@@ -8,10 +8,17 @@
 //! checks every line against the reference's `TEXT_MODEL_MAP` (generated into `tables.rs`).
 
 pub(crate) mod base;
+mod command_r;
+mod ernie;
+mod exaone;
 mod gemma;
+mod granite;
 mod llama;
+mod nemotron;
+mod olmo;
 mod phi;
 mod qwen;
+mod starcoder;
 
 pub(crate) use base::{Ctx, Experts, Force, Rearrange, TextModel};
 pub(crate) use llama::llama3_factors;
@@ -33,10 +40,28 @@ pub(crate) const CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Qwen3Model", &qwen::Qwen3),
     ("Qwen2MoeForCausalLM", &qwen::Qwen2Moe),
     ("Qwen3MoeForCausalLM", &qwen::Qwen3Moe),
+    ("IQuestCoderForCausalLM", &llama::Llama),
+    ("KORMoForCausalLM", &qwen::Qwen2),
+    ("GemmaForCausalLM", &gemma::Gemma),
     ("Gemma2ForCausalLM", &gemma::Gemma2),
     ("Gemma3ForCausalLM", &gemma::Gemma3),
     ("Gemma3ForConditionalGeneration", &gemma::Gemma3),
+    ("PhiForCausalLM", &phi::Phi2),
     ("Phi3ForCausalLM", &phi::Phi3),
+    ("GraniteForCausalLM", &granite::Granite),
+    ("OlmoForCausalLM", &olmo::Olmo),
+    ("OLMoForCausalLM", &olmo::Olmo),
+    ("Olmo2ForCausalLM", &olmo::Olmo2),
+    ("Olmo3ForCausalLM", &olmo::Olmo2),
+    ("SeedOssForCausalLM", &olmo::SeedOss),
+    ("GPTBigCodeForCausalLM", &starcoder::StarCoder),
+    ("Starcoder2ForCausalLM", &starcoder::StarCoder2),
+    ("CohereForCausalLM", &command_r::CommandR),
+    ("Cohere2ForCausalLM", &command_r::Cohere2),
+    ("Exaone4ForCausalLM", &exaone::Exaone4),
+    ("Ernie4_5ForCausalLM", &ernie::Ernie45),
+    ("Ernie4_5_ForCausalLM", &ernie::Ernie45),
+    ("NemotronForCausalLM", &nemotron::Nemotron),
 ];
 
 /// The model of an `architectures` class name; a class ggufrw does not convert is refused,

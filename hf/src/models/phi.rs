@@ -7,6 +7,48 @@ use crate::tables::{self, ArchTable};
 use crate::vocab;
 use serde_json::Value;
 
+/// `Phi2Model`: `PhiForCausalLM` (phi-1, 1.5 and 2).
+pub(crate) struct Phi2;
+
+impl TextModel for Phi2 {
+    fn arch(&self) -> &'static ArchTable {
+        &tables::PHI2
+    }
+
+    /// It does not call `TextModel`'s: the feed-forward is 4 × n_embd, every head its own
+    /// kv head, no BOS added.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let pct = base::partial_rotary(cx)?;
+        let n_embd = hp.int(&["hidden_size", "n_embd"])?;
+        let n_head = hp.int(&["num_attention_heads", "n_head"])?;
+        if n_head == 0 {
+            return Err(Error::field(&hp.path, "num_attention_heads", "is 0"));
+        }
+        kv.u32(
+            &k("context_length"),
+            hp.int(&["n_positions", "max_position_embeddings"])? as u32,
+        );
+        kv.u32(&k("embedding_length"), n_embd as u32);
+        kv.u32(&k("feed_forward_length"), 4 * n_embd as u32);
+        kv.u32(&k("block_count"), cx.block_count as u32);
+        kv.u32(&k("attention.head_count"), n_head as u32);
+        kv.u32(&k("attention.head_count_kv"), n_head as u32);
+        kv.f32(
+            &k("attention.layer_norm_epsilon"),
+            hp.float(&["layer_norm_epsilon", "layer_norm_eps"])?,
+        );
+        kv.u32(
+            &k("rope.dimension_count"),
+            ((pct * n_embd as f64) as u64 / n_head) as u32,
+        );
+        kv.u32("general.file_type", cx.file_type);
+        kv.bool("tokenizer.ggml.add_bos_token", false);
+        Ok(())
+    }
+}
+
 /// `Phi3MiniModel`.
 pub(crate) struct Phi3;
 

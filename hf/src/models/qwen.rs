@@ -19,7 +19,12 @@ impl TextModel for Qwen2 {
         base::pooling(cx)
     }
 
-    fn modify_tensors(&self, cx: &Ctx, name: &str) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(
+        &self,
+        cx: &Ctx,
+        name: &str,
+        _shape: &[u64],
+    ) -> Result<Vec<(String, Rearrange)>> {
         // The bare model's names are the causal model's without `model.`.
         let name = match cx.class {
             "Qwen2Model" => format!("model.{name}"),

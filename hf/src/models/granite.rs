@@ -1,0 +1,60 @@
+//! `conversion/granite.py` (the dense class).
+
+use super::base::{Ctx, TextModel};
+use super::llama::Llama;
+use crate::error::Result;
+use crate::kv::Kv;
+use crate::tables::{self, ArchTable};
+
+/// `GraniteModel(LlamaModel)`.
+pub(crate) struct Granite;
+
+impl TextModel for Granite {
+    fn arch(&self) -> &'static ArchTable {
+        &tables::GRANITE
+    }
+
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Llama)
+    }
+
+    /// The vision model's tensors are dropped, then Llama's filter.
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        if name.starts_with("encoder.")
+            || name.contains("image_")
+            || name.contains("layerwise_projectors")
+            || name.contains("spatial_projectors")
+        {
+            return None;
+        }
+        Llama.filter_tensors(cx, name)
+    }
+
+    /// Llama's keys without `head_dim` (popped first), then the multipliers that are set.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let hp = cx.hp();
+        if hp.map.contains_key("spatial_target_layers")
+            || hp.map.contains_key("deepstack_layer_map")
+        {
+            return Err(crate::error::Error::not_yet(
+                "Granite 4 Vision's deepstack mapping is not written yet",
+            ));
+        }
+        let mut popped = hp.clone();
+        popped.map.remove("head_dim");
+        Llama.set_gguf_parameters(&cx.with_hparams(&popped), kv)?;
+        let scales = [
+            ("attention_multiplier", "attention.scale"),
+            ("embedding_multiplier", "embedding_scale"),
+            ("residual_multiplier", "residual_scale"),
+            ("logits_scaling", "logit_scale"),
+        ];
+        for (from, key) in scales {
+            // `if x := hparams.get(...)`: a zero or a null is not written.
+            if let Some(v) = hp.opt_float(&[from])?.filter(|v| *v != 0.0) {
+                kv.f32(&cx.key(key), v);
+            }
+        }
+        Ok(())
+    }
+}

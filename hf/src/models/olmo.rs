@@ -1,0 +1,86 @@
+//! `conversion/olmo.py`.
+
+use super::base::{self, Ctx, Rearrange, TextModel};
+use crate::error::Result;
+use crate::kv::Kv;
+use crate::tables::{self, ArchTable};
+
+/// `OlmoModel`: `OlmoForCausalLM`, `OLMoForCausalLM`.
+pub(crate) struct Olmo;
+
+impl TextModel for Olmo {
+    fn arch(&self) -> &'static ArchTable {
+        &tables::OLMO
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::set_gguf_parameters(cx, kv)?;
+        kv.f32(&cx.key("attention.layer_norm_epsilon"), 1e-5);
+        if let Some(clip) = cx.hp().opt_float(&["clip_qkv"])? {
+            kv.f32(&cx.key("attention.clamp_kqv"), clip);
+        }
+        Ok(())
+    }
+
+    /// Llama's q/k permutation, of the weights only.
+    fn modify_tensors(
+        &self,
+        cx: &Ctx,
+        name: &str,
+        _shape: &[u64],
+    ) -> Result<Vec<(String, Rearrange)>> {
+        let hp = cx.hp();
+        let n_head = hp.int(&["num_attention_heads"])?;
+        let heads = if name.ends_with("q_proj.weight") {
+            Some(n_head)
+        } else if name.ends_with("k_proj.weight") {
+            // `permute(w, n_head, n_kv)`: the kv count where it is given and differs.
+            Some(hp.opt_int(&["num_key_value_heads"])?.unwrap_or(n_head))
+        } else {
+            None
+        };
+        let change = Rearrange {
+            permute_heads: heads,
+            ..Rearrange::default()
+        };
+        base::yield_as(name, change)
+    }
+}
+
+/// `SeedOssModel`: `TextModel` under its own architecture.
+pub(crate) struct SeedOss;
+
+impl TextModel for SeedOss {
+    fn arch(&self) -> &'static ArchTable {
+        &tables::SEED_OSS
+    }
+}
+
+/// `Olmo2Model`: `Olmo2ForCausalLM`, `Olmo3ForCausalLM`.
+pub(crate) struct Olmo2;
+
+impl TextModel for Olmo2 {
+    fn arch(&self) -> &'static ArchTable {
+        &tables::OLMO2
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        if hp.map.contains_key("sliding_window") {
+            kv.u32(
+                &cx.key("attention.sliding_window"),
+                hp.int(&["sliding_window"])? as u32,
+            );
+            let pattern = match hp.map.get("layer_types") {
+                Some(types) => base::sliding_layers(hp, types)?,
+                // Olmo 3's default: every fourth layer attends fully.
+                None => (0..hp.int(&["num_hidden_layers"])?)
+                    .map(|i| (i + 1) % 4 != 0)
+                    .collect(),
+            };
+            kv.bools(&cx.key("attention.sliding_window_pattern"), pattern);
+        }
+        Ok(())
+    }
+}
