@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::metadata::Metadata;
 use crate::model_dir::ModelDir;
-use crate::models::{self, Ctx, Experts, Force, Rearrange, TextModel};
+use crate::models::{self, Ctx, Experts, Force, Order, Rearrange, TextModel};
 use crate::names::{self, NameMap};
 use crate::safetensors::{open_checkpoint, Checkpoint, Dtype, Entry};
 use crate::tables;
@@ -428,21 +428,16 @@ fn modify_tensors(
             continue;
         }
         for (name, mut change) in model.modify_tensors(cx, name, &e.shape)? {
-            if let Some(h) = change.permute_heads {
-                let rows = match change.rows {
-                    Some((a, b)) => b.saturating_sub(a),
-                    None => e.shape.first().copied().unwrap_or(0),
-                };
-                if h == 0 || rows % (2 * h) != 0 {
-                    return Err(Error::field(
-                        &ckpt.parts[e.part].path,
-                        format!("{}.shape", e.name),
-                        format!(
-                            "{rows} rows cannot be split into {h} heads of two halves (config: {})",
-                            hp.path.display()
-                        ),
-                    ));
-                }
+            let rows = match change.rows {
+                Some((a, b)) => b.saturating_sub(a),
+                None => e.shape.first().copied().unwrap_or(0),
+            };
+            if let Err(why) = change.order.check(rows) {
+                return Err(Error::field(
+                    &ckpt.parts[e.part].path,
+                    format!("{}.shape", e.name),
+                    format!("{why} (config: {})", hp.path.display()),
+                ));
             }
             let mut shape = e.shape.clone();
             if let Some((a, b)) = change.rows.as_mut() {
@@ -458,6 +453,16 @@ fn modify_tensors(
                     ));
                 }
                 shape[0] = b - a;
+            }
+            if change.transpose {
+                if shape.len() != 2 || change.rows.is_some() {
+                    return Err(Error::field(
+                        &ckpt.parts[e.part].path,
+                        format!("{}.shape", e.name),
+                        format!("{shape:?} is not a matrix to transpose"),
+                    ));
+                }
+                shape.swap(0, 1);
             }
             if change.drop_if_zero {
                 if all_zero(e.dtype, ckpt.bytes(e)) {
@@ -766,6 +771,24 @@ struct Segment<'a> {
 }
 
 impl Segment<'_> {
+    /// The rows of the output (a transposed tensor's are its stored columns).
+    fn out_rows(&self) -> u64 {
+        if self.change.transpose {
+            self.row_len
+        } else {
+            self.rows
+        }
+    }
+
+    /// The elements of an output row.
+    fn out_row_len(&self) -> u64 {
+        if self.change.transpose {
+            self.rows
+        } else {
+            self.row_len
+        }
+    }
+
     /// Output rows `rows` of this tensor, converted: the source rows (permuted where the
     /// change says), widened, shifted, then stored as the output type.
     fn convert(&self, rows: std::ops::Range<u64>) -> ggufrw::Result<Vec<u8>> {
@@ -774,11 +797,21 @@ impl Segment<'_> {
         let mut f32s: Vec<f32> = Vec::new();
         let mut raw16: Vec<u8> = Vec::new();
         for r in rows {
-            let src = self.first
-                + match self.change.permute_heads {
-                    Some(h) => permuted_row(r, self.rows, h),
-                    None => r,
-                };
+            if self.change.transpose {
+                // Output row r is stored column r: one element of each stored row.
+                let mut column = Vec::with_capacity((self.rows * w) as usize);
+                for i in 0..self.rows {
+                    let a = ((i * self.row_len + r) * w) as usize;
+                    column.extend_from_slice(&self.bytes[a..a + w as usize]);
+                }
+                if keep16 {
+                    raw16.extend_from_slice(&column);
+                } else {
+                    widen(self.dtype, &column, &mut f32s);
+                }
+                continue;
+            }
+            let src = self.first + self.change.order.source(r, self.rows);
             let a = (src * self.row_len * w) as usize;
             let b = a + (self.row_len * w) as usize;
             if keep16 {
@@ -808,7 +841,7 @@ impl Segment<'_> {
     fn convert_on(&self, rows: std::ops::Range<u64>, threads: usize) -> ggufrw::Result<Vec<u8>> {
         let n = rows.end - rows.start;
         let threads = (threads as u64).min(n).max(1);
-        if threads == 1 || n * self.row_len < 2 * PIECE_ELEMENTS {
+        if threads == 1 || n * self.out_row_len() < 2 * PIECE_ELEMENTS {
             return self.convert(rows);
         }
         let per = n.div_ceil(threads);
@@ -870,21 +903,21 @@ fn rows_source<'a>(
     let mut start = 0u64;
     let chunks = std::iter::from_fn(move || loop {
         let (e, segment) = current.as_ref()?;
-        let rows = segment.rows;
+        let rows = segment.out_rows();
         let w = segment.dtype.size() as u64 * segment.row_len;
         let at = |row: u64| (row * w) as usize;
         if start >= rows {
             // Permuted rows are read out of order: their pages go when the tensor is done.
-            let (a, b) = (segment.first, segment.first + rows);
+            let (a, b) = (segment.first, segment.first + segment.rows);
             ckpt.release(e, &segment.bytes[at(a)..at(b)]);
             current = segments.next();
             start = 0;
             continue;
         }
-        let group = (PIECE_ELEMENTS * threads as u64 / segment.row_len.max(1)).max(1);
+        let group = (PIECE_ELEMENTS * threads as u64 / segment.out_row_len().max(1)).max(1);
         let end = (start + group).min(rows);
         let converted = segment.convert_on(start..end, threads);
-        if segment.change.permute_heads.is_none() {
+        if segment.change.order == Order::Stored && !segment.change.transpose {
             let first = segment.first;
             ckpt.release(e, &segment.bytes[at(first + start)..at(first + end)]);
         }
@@ -920,15 +953,6 @@ fn round_to_f16(values: &mut [f32]) {
     if ggufrw::quant::dequantize(GgmlType::F16, &bits, ByteOrder::Little, &mut back).is_ok() {
         values.copy_from_slice(&back);
     }
-}
-
-/// `LlamaModel.permute`: the source row of output row `r` when `rows` rows of `heads` heads
-/// are reshaped to `(heads, 2, rows / heads / 2)` and the last two axes swapped.
-fn permuted_row(r: u64, rows: u64, heads: u64) -> u64 {
-    let half = rows / heads / 2;
-    let (h, rest) = (r / (2 * half), r % (2 * half));
-    let (i, j) = (rest / 2, rest % 2);
-    h * 2 * half + j * half + i
 }
 
 /// Torch's conversion of a checkpoint dtype to float32 (floats widened exactly or rounded to
@@ -987,13 +1011,6 @@ fn swap(ty: GgmlType, out: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_permutation_interleaves_the_halves_of_each_head() {
-        // 2 heads of 4 rows: head rows [0 1 | 2 3] become [0 2 1 3].
-        let rows: Vec<u64> = (0..8).map(|r| permuted_row(r, 8, 2)).collect();
-        assert_eq!(rows, vec![0, 2, 1, 3, 4, 6, 5, 7]);
-    }
 
     #[test]
     fn templates_fill_as_python_format() {

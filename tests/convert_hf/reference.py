@@ -302,6 +302,36 @@ FIXTURES += [
         name="Minitron-Tiny-Base", seed=3636, arch="nemotron", dtype="bfloat16", kv_heads=2,
         spm=dict(model_type="unigram", vocab_size=320),
     ),
+    # fused q/k/v stored per head (GPT-NeoX, Bloom) or per kv group (Falcon); GPT-2's Conv1D
+    Fixture(
+        name="pythia-tiny-deduped", seed=4040, arch="gpt_neox", dtype="float16", kv_heads=4,
+        bpe="gpt-neox", extra=dict(rotary_pct=0.25),
+    ),
+    Fixture(
+        name="bloom-tiny", seed=4141, arch="bloom", dtype="bfloat16", bpe="gpt-2", tie=True,
+        custom=True, extra=dict(hidden_size=64, n_layer=2, n_head=4),
+    ),
+    Fixture(
+        name="bloom-tiny-base-model", seed=4242, arch="bloom", dtype="float32", bpe="gpt-2",
+        tie=True, bare=True, custom=True, extra=dict(hidden_size=64, n_layer=2, n_head=4),
+    ),
+    Fixture(
+        name="falcon-tiny-40b-style", seed=4343, arch="falcon", dtype="bfloat16", bpe="falcon",
+        tie=True, custom=True,
+        extra=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=2,
+                   new_decoder_architecture=True, bias=False),
+    ),
+    Fixture(
+        name="falcon-tiny-7b-style", seed=4444, arch="falcon", dtype="bfloat16", bpe="falcon",
+        tie=True, custom=True, architectures="RWForCausalLM",
+        extra=dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=1,
+                   multi_query=True, new_decoder_architecture=False, bias=False,
+                   parallel_attn=True),
+    ),
+    Fixture(
+        name="gpt2-tiny", seed=4545, arch="gpt2", dtype="float32", bpe="gpt-2", tie=True,
+        custom=True, extra=dict(n_embd=64, n_layer=2, n_head=4, n_positions=256, n_ctx=256),
+    ),
     # classes the reference registers on Llama's and Qwen 2's own classes
     Fixture(
         name="IQuest-Coder-Tiny", seed=3737, dtype="bfloat16", kv_heads=2,
@@ -503,6 +533,10 @@ CONFIGS = {
     "exaone4": ("Exaone4Config", {}),
     "ernie4_5": ("Ernie4_5Config", {}),
     "nemotron": ("NemotronConfig", {}),
+    "gpt_neox": ("GPTNeoXConfig", {}),
+    "bloom": ("BloomConfig", {}),
+    "falcon": ("FalconConfig", {}),
+    "gpt2": ("GPT2Config", {}),
     "smollm3": ("SmolLM3Config", {}),
 }
 
@@ -589,6 +623,9 @@ FAST = {
     "Seed-OSS-Tiny-Instruct__f16",
     "c4ai-command-r7b-zero-bias__bf16",
     "Minitron-Tiny-Base__f16",
+    "pythia-tiny-deduped__q8_0",
+    "falcon-tiny-40b-style__auto",
+    "gpt2-tiny__f16",
 }
 
 

@@ -65,8 +65,10 @@ impl Ctx<'_> {
 /// How a checkpoint tensor is changed before it is named (`modify_tensors`' arithmetic).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Rearrange {
-    /// The head count of Llama's q/k permutation.
-    pub permute_heads: Option<u64>,
+    /// The order the rows are written in.
+    pub order: Order,
+    /// Written transposed (a 2-D `Conv1D` weight, stored input-major).
+    pub transpose: bool,
     /// Added to every element (Gemma's norms: the checkpoint stores weight - 1).
     pub add: f32,
     /// Only the stored rows `first..end` (a split of a fused tensor; Gemma 3's embeddings
@@ -74,6 +76,78 @@ pub(crate) struct Rearrange {
     pub rows: Option<(u64, u64)>,
     /// Dropped when every element is zero, refused otherwise (Cohere2's biases).
     pub drop_if_zero: bool,
+}
+
+/// The order of a tensor's rows (along its first axis) in the output: each a reshape and a
+/// transposition of some axes in `modify_tensors`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Order {
+    /// As stored.
+    #[default]
+    Stored,
+    /// `LlamaModel.permute` over this many heads: each head's two halves interleaved.
+    LlamaHeads(u64),
+    /// A fused q/k/v stored per head (`[n_head, 3, head_dim]`, GPT-NeoX and Bloom) written
+    /// as all q, then all k, then all v.
+    QkvPerHead(u64),
+    /// A fused q/k/v stored per kv group (`[n_kv, q_per_kv + 2, head_dim]`: the group's
+    /// queries, its key, its value; Falcon) written as all q, all k, all v.
+    KvGroups {
+        /// Kv heads (groups).
+        kv: u64,
+        /// Query heads per group.
+        q_per_kv: u64,
+    },
+}
+
+impl Order {
+    /// Why `rows` rows cannot take this order, if they cannot.
+    pub fn check(self, rows: u64) -> std::result::Result<(), String> {
+        let (parts, what) = match self {
+            Order::Stored => return Ok(()),
+            Order::LlamaHeads(h) => (2 * h, format!("{h} heads of two halves")),
+            Order::QkvPerHead(h) => (3 * h, format!("{h} heads of q, k and v")),
+            Order::KvGroups { kv, q_per_kv } => (
+                kv * (q_per_kv + 2),
+                format!("{kv} groups of {q_per_kv} queries, a key and a value"),
+            ),
+        };
+        if parts == 0 || rows % parts != 0 {
+            return Err(format!("{rows} rows cannot be split into {what}"));
+        }
+        Ok(())
+    }
+
+    /// The stored row of output row `r` of `rows`.
+    pub fn source(self, r: u64, rows: u64) -> u64 {
+        match self {
+            Order::Stored => r,
+            Order::LlamaHeads(heads) => {
+                let half = rows / heads / 2;
+                let (h, rest) = (r / (2 * half), r % (2 * half));
+                let (i, j) = (rest / 2, rest % 2);
+                h * 2 * half + j * half + i
+            }
+            Order::QkvPerHead(heads) => {
+                let hd = rows / heads / 3;
+                let (which, within) = (r / (heads * hd), r % (heads * hd));
+                let (h, d) = (within / hd, within % hd);
+                (h * 3 + which) * hd + d
+            }
+            Order::KvGroups { kv, q_per_kv } => {
+                let hd = rows / kv / (q_per_kv + 2);
+                let group = (q_per_kv + 2) * hd;
+                let q_rows = kv * q_per_kv * hd;
+                if r < q_rows {
+                    (r / (q_per_kv * hd)) * group + r % (q_per_kv * hd)
+                } else {
+                    let r = r - q_rows;
+                    let (which, within) = (r / (kv * hd), r % (kv * hd));
+                    (within / hd) * group + (q_per_kv + which) * hd + within % hd
+                }
+            }
+        }
+    }
 }
 
 /// How a family gathers per-expert tensors into one 3-D tensor per block.
@@ -553,4 +627,52 @@ pub(crate) fn yield_as(name: &str, change: Rearrange) -> Result<Vec<(String, Rea
 /// The name of a computed tensor outside the blocks (`format_tensor_name(key)` + `.weight`).
 pub(crate) fn extra_name(tensor: Tensor) -> String {
     crate::names::format_name(tensor, None, ".weight")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Order;
+
+    /// The rows `order` writes, by their stored index.
+    fn written(order: Order, rows: u64) -> Vec<u64> {
+        (0..rows).map(|r| order.source(r, rows)).collect()
+    }
+
+    #[test]
+    fn llama_interleaves_the_halves_of_each_head() {
+        // 2 heads of 4 rows: head rows [0 1 | 2 3] become [0 2 1 3].
+        assert_eq!(
+            written(Order::LlamaHeads(2), 8),
+            vec![0, 2, 1, 3, 4, 6, 5, 7]
+        );
+    }
+
+    #[test]
+    fn fused_qkv_per_head_becomes_q_then_k_then_v() {
+        // 2 heads of 2 rows, stored [h0: q q k k v v | h1: q q k k v v].
+        let stored = [
+            "q0", "q0", "k0", "k0", "v0", "v0", "q1", "q1", "k1", "k1", "v1", "v1",
+        ];
+        let out: Vec<&str> = written(Order::QkvPerHead(2), 12)
+            .into_iter()
+            .map(|i| stored[i as usize])
+            .collect();
+        assert_eq!(
+            out,
+            ["q0", "q0", "q1", "q1", "k0", "k0", "k1", "k1", "v0", "v0", "v1", "v1"]
+        );
+    }
+
+    #[test]
+    fn kv_groups_become_queries_then_keys_then_values() {
+        // 2 groups of 2 queries (1 row each), stored [qa qb k v | qc qd k' v'].
+        let stored = ["qa", "qb", "k", "v", "qc", "qd", "k'", "v'"];
+        let order = Order::KvGroups { kv: 2, q_per_kv: 2 };
+        let out: Vec<&str> = written(order, 8)
+            .into_iter()
+            .map(|i| stored[i as usize])
+            .collect();
+        assert_eq!(out, ["qa", "qb", "qc", "qd", "k", "k'", "v", "v'"]);
+        assert!(order.check(9).is_err());
+    }
 }

@@ -1,6 +1,6 @@
 //! `conversion/llama.py`.
 
-use super::base::{self, Ctx, Rearrange, TextModel};
+use super::base::{self, Ctx, Order, Rearrange, TextModel};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::tables::{self, ArchTable, Tensor};
@@ -39,7 +39,7 @@ impl TextModel for Llama {
             _ => name.to_owned(),
         };
         let change = Rearrange {
-            permute_heads: permutation(cx, &name)?,
+            order: permutation(cx, &name)?.map_or(Order::Stored, Order::LlamaHeads),
             ..Rearrange::default()
         };
         base::yield_as(&name, change)

@@ -12,6 +12,7 @@ mod command_r;
 mod ernie;
 mod exaone;
 mod gemma;
+mod gptneox;
 mod granite;
 mod llama;
 mod nemotron;
@@ -20,7 +21,7 @@ mod phi;
 mod qwen;
 mod starcoder;
 
-pub(crate) use base::{Ctx, Experts, Force, Rearrange, TextModel};
+pub(crate) use base::{Ctx, Experts, Force, Order, Rearrange, TextModel};
 pub(crate) use llama::llama3_factors;
 
 use crate::error::{Result, Unsupported};
@@ -62,6 +63,12 @@ pub(crate) const CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Ernie4_5ForCausalLM", &ernie::Ernie45),
     ("Ernie4_5_ForCausalLM", &ernie::Ernie45),
     ("NemotronForCausalLM", &nemotron::Nemotron),
+    ("GPTNeoXForCausalLM", &gptneox::GptNeoX),
+    ("BloomForCausalLM", &gptneox::Bloom),
+    ("BloomModel", &gptneox::Bloom),
+    ("FalconForCausalLM", &gptneox::Falcon),
+    ("RWForCausalLM", &gptneox::Falcon),
+    ("GPT2LMHeadModel", &gptneox::Gpt2),
 ];
 
 /// The model of an `architectures` class name; a class ggufrw does not convert is refused,

@@ -1,6 +1,6 @@
 //! `conversion/olmo.py`.
 
-use super::base::{self, Ctx, Rearrange, TextModel};
+use super::base::{self, Ctx, Order, Rearrange, TextModel};
 use crate::error::Result;
 use crate::kv::Kv;
 use crate::tables::{self, ArchTable};
@@ -40,7 +40,7 @@ impl TextModel for Olmo {
             None
         };
         let change = Rearrange {
-            permute_heads: heads,
+            order: heads.map_or(Order::Stored, Order::LlamaHeads),
             ..Rearrange::default()
         };
         base::yield_as(name, change)
