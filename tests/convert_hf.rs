@@ -283,3 +283,29 @@ fn quantize_after_conversion(cases: &[serde_json::Value], work: &Path, failures:
     }
     eprintln!("convert-hf --quantize: {compared} conversions byte-identical with the reference then llama-quantize");
 }
+
+/// docs/convert-hf.md's class table is `convert-hf --list`'s output (`GGUFRW_BLESS=1`
+/// rewrites it).
+#[test]
+fn the_docs_table_is_the_registrys() {
+    let out = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+        .args(["convert-hf", "--list"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let table = String::from_utf8(out.stdout).unwrap();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/convert-hf.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (open, close) = ("<!-- convert-hf --list -->\n", "<!-- end of convert-hf --list -->");
+    let a = doc.find(open).expect("the table's opening marker") + open.len();
+    let b = doc.find(close).expect("the table's closing marker");
+    let wanted = format!("\n{table}\n");
+    if doc[a..b] == wanted {
+        return;
+    }
+    if std::env::var_os("GGUFRW_BLESS").is_some() {
+        std::fs::write(&path, format!("{}{wanted}{}", &doc[..a], &doc[b..])).unwrap();
+        return;
+    }
+    panic!("docs/convert-hf.md's class table is not `ggufrw convert-hf --list`'s output: rewrite it with GGUFRW_BLESS=1");
+}

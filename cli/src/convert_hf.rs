@@ -167,6 +167,9 @@ pub fn run(args: Args) -> ExitCode {
                     eprintln!("{}: {note}", t.name);
                 }
             }
+            for w in &r.warnings {
+                eprintln!("warning: {w}");
+            }
             let bytes: u64 = r.tensors.iter().map(|t| t.bytes).sum();
             for (path, n) in r.outputs.iter().zip(&r.shard_sizes) {
                 text.push_str(&format!("{}: {n} tensors\n", path.display()));
@@ -219,7 +222,10 @@ fn convert_and_quantize(
         };
     }
     match convert_quantized(model, &options, &qopts, &run, &Bar::new()) {
-        Ok((_, Some(q))) => {
+        Ok((r, Some(q))) => {
+            for w in &r.warnings {
+                eprintln!("warning: {w}");
+            }
             for o in &q.outputs {
                 eprintln!("wrote {}", o.display());
             }

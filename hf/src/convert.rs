@@ -142,6 +142,8 @@ pub struct Report {
     pub parameters: u64,
     /// `general.file_type`.
     pub file_type: u32,
+    /// What the reference does silently that the user should know (an override it ignores).
+    pub warnings: Vec<String>,
 }
 
 /// Converts the checkpoint folder `dir` as `convert_hf_to_gguf.py DIR` with `options` would.
@@ -261,6 +263,7 @@ fn run(
             shard_sizes: vec![0],
             parameters: 0,
             file_type,
+            warnings: meta.warnings.clone(),
         };
         if !options.dry_run {
             write_header_only(&out_path, kv, order)?;
@@ -304,6 +307,7 @@ fn run(
         tensors: plan,
         parameters: count.total,
         file_type,
+        warnings: meta.warnings.clone(),
     };
     if options.dry_run {
         return Ok((report, None));

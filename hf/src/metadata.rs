@@ -51,6 +51,8 @@ pub(crate) const ENTRY_FIELDS: [&str; 9] = [
 /// whatever JSON or YAML gave; it is checked when written, where the reference would fail).
 #[derive(Default, Debug, Clone)]
 pub struct Metadata {
+    /// What the reference would silently ignore, said.
+    pub warnings: Vec<String>,
     fields: Map<String, Value>,
     base_models: Option<Vec<Value>>,
     datasets: Option<Vec<Value>>,
@@ -337,6 +339,17 @@ impl Metadata {
         }
         for (attr, key) in FIELDS {
             if let Some(v) = o.get(key) {
+                // `Metadata.load` takes `license.name` and `license.link` from the override,
+                // never `license` itself: the reference keeps the model card's.
+                if attr == "license" {
+                    self.warnings.push(format!(
+                        "{}: general.license is not taken from a --metadata file (the reference \
+                         ignores it and keeps the model card's); set it afterwards with \
+                         `ggufrw edit OUT.gguf --set general.license=string:...`",
+                        path.display()
+                    ));
+                    continue;
+                }
                 self.fields.insert(attr.to_owned(), v.clone());
             }
         }

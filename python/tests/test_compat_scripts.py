@@ -206,3 +206,18 @@ def test_gguf_convert_endian_writes_through_every_part(gguf, samples, tmp, sampl
 def test_gguf_hash(samples, sample):
     out = same_run(HASH, samples[sample])
     assert out.stdout.count("\n") > 3
+
+
+def test_a_missing_dependency_of_gguf_py_is_named(tmp_path):
+    # gguf-py's scripts import its own dependencies (tqdm, yaml, ...), which ggufrw does not
+    # bring: the runner says which one is missing and how to get them all.
+    script = tmp_path / "needs_tqdm.py"
+    script.write_text("import sys\nsys.modules['tqdm'] = None\nimport tqdm\n", encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "ggufrw.compat", str(script)], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "'tqdm'" in r.stderr and "pip install 'ggufrw[compat]'" in r.stderr, r.stderr
+    # any other missing module is the script's own error, as Python reports it
+    other = tmp_path / "needs_other.py"
+    other.write_text("import no_such_module_here\n", encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "ggufrw.compat", str(other)], capture_output=True, text=True)
+    assert r.returncode == 1 and "ModuleNotFoundError" in r.stderr, r.stderr

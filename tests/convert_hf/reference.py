@@ -593,12 +593,15 @@ def all_cases() -> list[Case]:
     # an existing empty folder: the reference names the file by its convention inside it
     extra("outfile-dir", [], "outdir", make_dirs=["outdir"])
     extra("ftype-template-auto", ["--outtype", "auto"], "name-{ftype}.gguf")
+    # an override with general.license, which the reference's Metadata.load does not take
+    extra("metadata-license", ["--metadata", "{work}/metadata-license.json"])
     return cases
 
 
 FAST = {
     f"{FIXTURES[0].name}__{t}" for t in OUTTYPES
 } | {
+    f"{FIXTURES[0].name}__metadata-license",
     f"{FIXTURES[1].name}__f16",
     f"{FIXTURES[2].name}__auto",
     f"{FIXTURES[4].name}__q8_0",
@@ -738,7 +741,12 @@ def main() -> int:
         install()
     work.mkdir(parents=True, exist_ok=True)
 
+    (work / "metadata-license.json").write_text(json.dumps({
+        "general.license": "mit", "general.license.name": "Custom Licence",
+        "general.name": "Overridden Name"}) + "\n", encoding="utf-8")
     cases = all_cases()
+    for c in cases:
+        c.args = [a.replace("{work}", str(work)) for a in c.args]
     if opts.set == "fast":
         cases = [c for c in cases if c.name in FAST]
     wanted = [fx for fx in FIXTURES if any(c.fixture == fx.name for c in cases)]

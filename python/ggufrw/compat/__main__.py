@@ -18,8 +18,26 @@ from ._install import install
 
 USAGE = "usage: python -m ggufrw.compat SCRIPT.py [ARGS...] | -m MODULE [ARGS...]"
 
+# gguf-py's own dependencies (its pyproject), which scripts written for it import: the module
+# name and the package that brings it.
+GGUF_PY_DEPENDENCIES = {"numpy": "numpy", "tqdm": "tqdm", "yaml": "pyyaml", "requests": "requests"}
+
 
 def main(argv: list[str]) -> None:
+    try:
+        run(argv)
+    except ModuleNotFoundError as e:
+        top = (e.name or "").split(".")[0]
+        if top not in GGUF_PY_DEPENDENCIES:
+            raise
+        raise SystemExit(
+            f"python -m ggufrw.compat: the script needs {top!r} ({GGUF_PY_DEPENDENCIES[top]}), one "
+            "of gguf-py's own dependencies, which ggufrw does not need: "
+            "pip install 'ggufrw[compat]' brings them all"
+        ) from None
+
+
+def run(argv: list[str]) -> None:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE, file=sys.stderr if not argv else sys.stdout)
         raise SystemExit(2 if not argv else 0)
