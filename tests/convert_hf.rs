@@ -296,7 +296,10 @@ fn the_docs_table_is_the_registrys() {
     let table = String::from_utf8(out.stdout).unwrap();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/convert-hf.md");
     let doc = std::fs::read_to_string(&path).unwrap();
-    let (open, close) = ("<!-- convert-hf --list -->\n", "<!-- end of convert-hf --list -->");
+    let (open, close) = (
+        "<!-- convert-hf --list -->\n",
+        "<!-- end of convert-hf --list -->",
+    );
     let a = doc.find(open).expect("the table's opening marker") + open.len();
     let b = doc.find(close).expect("the table's closing marker");
     let wanted = format!("\n{table}\n");

@@ -332,6 +332,19 @@ FIXTURES += [
         name="gpt2-tiny", seed=4545, arch="gpt2", dtype="float32", bpe="gpt-2", tie=True,
         custom=True, extra=dict(n_embd=64, n_layer=2, n_head=4, n_positions=256, n_ctx=256),
     ),
+    Fixture(
+        name="stablelm-2-tiny", seed=4646, arch="stablelm", dtype="bfloat16", kv_heads=2,
+        bpe="gpt-neox", extra=dict(partial_rotary_factor=0.25, use_qkv_bias=True),
+    ),
+    Fixture(
+        name="stablelm-tiny-epoch", seed=4747, arch="stablelm", dtype="float16", kv_heads=4,
+        bpe="gpt-neox", architectures="StableLMEpochForCausalLM",
+        extra=dict(partial_rotary_factor=0.5, use_parallel_residual=True),
+    ),
+    Fixture(
+        name="llama-embed-tiny", seed=4848, dtype="bfloat16", kv_heads=2, bare=True,
+        spm=dict(model_type="unigram", vocab_size=320), architectures="LlamaBidirectionalModel",
+    ),
     # classes the reference registers on Llama's and Qwen 2's own classes
     Fixture(
         name="IQuest-Coder-Tiny", seed=3737, dtype="bfloat16", kv_heads=2,
@@ -537,6 +550,7 @@ CONFIGS = {
     "bloom": ("BloomConfig", {}),
     "falcon": ("FalconConfig", {}),
     "gpt2": ("GPT2Config", {}),
+    "stablelm": ("StableLmConfig", {}),
     "smollm3": ("SmolLM3Config", {}),
 }
 
@@ -629,6 +643,8 @@ FAST = {
     "pythia-tiny-deduped__q8_0",
     "falcon-tiny-40b-style__auto",
     "gpt2-tiny__f16",
+    "stablelm-2-tiny__q8_0",
+    "llama-embed-tiny__f16",
 }
 
 

@@ -138,6 +138,19 @@ impl TextModel for SmolLm3 {
     }
 }
 
+/// `LlamaEmbedNemotronModel(LlamaModel)`: `LlamaBidirectionalModel`.
+pub(crate) struct LlamaEmbed;
+
+impl TextModel for LlamaEmbed {
+    fn arch(&self) -> &'static ArchTable {
+        &tables::LLAMA_EMBED
+    }
+
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Llama)
+    }
+}
+
 /// The head count of `LlamaModel.permute` for a q or k projection.
 fn permutation(cx: &Ctx, name: &str) -> Result<Option<u64>> {
     if name.contains("block_sparse_moe.experts") {

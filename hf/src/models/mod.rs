@@ -19,6 +19,7 @@ mod nemotron;
 mod olmo;
 mod phi;
 mod qwen;
+mod stablelm;
 mod starcoder;
 
 pub(crate) use base::{Ctx, Experts, Force, Order, Rearrange, TextModel};
@@ -69,6 +70,9 @@ pub(crate) const CLASSES: &[(&str, &dyn TextModel)] = &[
     ("FalconForCausalLM", &gptneox::Falcon),
     ("RWForCausalLM", &gptneox::Falcon),
     ("GPT2LMHeadModel", &gptneox::Gpt2),
+    ("StableLmForCausalLM", &stablelm::StableLm),
+    ("StableLMEpochForCausalLM", &stablelm::StableLm),
+    ("LlamaBidirectionalModel", &llama::LlamaEmbed),
 ];
 
 /// The model of an `architectures` class name; a class ggufrw does not convert is refused,
@@ -144,8 +148,8 @@ mod tests {
 
     #[test]
     fn a_class_not_converted_names_the_references_module() {
-        let e = for_class("StableLmForCausalLM").err().unwrap().to_string();
-        assert!(e.contains("conversion/stablelm.py"), "{e}");
+        let e = for_class("MPTForCausalLM").err().unwrap().to_string();
+        assert!(e.contains("conversion/mpt.py"), "{e}");
         let e = for_class("NoSuchForCausalLM").err().unwrap().to_string();
         assert!(e.contains("does not convert it either"), "{e}");
     }

@@ -1,26 +1,6 @@
 //! Which of llama.cpp's BPE pre-tokenizers a `tokenizer.json` can say exactly.
 
-use super::pre_tables::{CUSTOM_SPLITS, PRE_NAMES, PRE_TYPES};
-
-/// A `LLAMA_VOCAB_PRE_TYPE_*` (generated).
-pub(super) struct PreType {
-    pub name: &'static str,
-    pub regexes: &'static [&'static str],
-    pub byte_encode: bool,
-}
-
-/// A `tokenizer.ggml.pre` value (generated).
-pub(super) struct PreName {
-    pub name: &'static str,
-    pub pre_type: &'static str,
-    pub ignore_merges: bool,
-    #[allow(dead_code)]
-    pub clean_spaces: Option<bool>,
-    pub add_bos: Option<bool>,
-    pub escape_whitespaces: Option<bool>,
-    #[allow(dead_code)]
-    pub add_sep: Option<bool>,
-}
+use super::pre_tables::{PreName, PreType, CUSTOM_SPLITS, PRE_NAMES, PRE_TYPES};
 
 /// The functions of llama.cpp's src/unicode.cpp that split exactly as their expression does
 /// under Oniguruma (the others, Kimi-K2's and AFMoE's digit grouping, are code of their own).

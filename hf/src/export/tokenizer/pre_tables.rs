@@ -2,7 +2,25 @@
 // Regenerate: python3 scripts/gen_pre_tokenizers.py LLAMA_CPP_ROOT > hf/src/export/tokenizer/pre_tables.rs
 //! llama.cpp's BPE pre-tokenizers (src/llama-vocab.cpp, src/unicode.cpp).
 
-use super::pre::{PreName, PreType};
+/// An `LLAMA_VOCAB_PRE_TYPE_*` (generated).
+pub(super) struct PreType {
+    pub name: &'static str,
+    pub regexes: &'static [&'static str],
+    pub byte_encode: bool,
+}
+
+/// A `tokenizer.ggml.pre` value (generated).
+pub(super) struct PreName {
+    pub name: &'static str,
+    pub pre_type: &'static str,
+    pub ignore_merges: bool,
+    #[allow(dead_code)]
+    pub clean_spaces: Option<bool>,
+    pub add_bos: Option<bool>,
+    pub escape_whitespaces: Option<bool>,
+    #[allow(dead_code)]
+    pub add_sep: Option<bool>,
+}
 
 /// Each `LLAMA_VOCAB_PRE_TYPE_*` (`DEFAULT`: the switch's default) with the regular
 /// expressions llama.cpp splits by, in turn, and whether it byte-encodes the pieces.
