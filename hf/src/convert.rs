@@ -192,13 +192,13 @@ fn run(
     let folder = ModelDir::open(dir)?;
     let hp = &folder.hparams;
     let class = hp.architecture()?;
-    let model = models::for_class(&class)?;
+    let (arch, model) = models::for_class(&class)?;
     let block_count = hp.int(&["n_layers", "num_hidden_layers", "n_layer", "num_layers"])?;
     let ckpt = open_checkpoint(dir)?;
     let mut cx = Ctx {
         dir: &folder,
         hp,
-        arch: model.arch(),
+        arch,
         block_count,
         file_type: 0,
         tokenizer_pre: options.tokenizer_pre.as_deref(),

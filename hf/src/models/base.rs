@@ -62,6 +62,11 @@ impl Ctx<'_> {
     }
 }
 
+/// `TextModel` itself, for the classes that override nothing but `model_arch`.
+pub(crate) struct Text;
+
+impl TextModel for Text {}
+
 /// How a checkpoint tensor is changed before it is named (`modify_tensors`' arithmetic).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Rearrange {
@@ -175,12 +180,11 @@ pub(crate) enum Force {
     Type(GgmlType),
 }
 
-/// A reference model class. Each method is the Python method of the same name; the defaults
-/// are the parent's (when [`TextModel::parent`] names one) or `TextModel`'s.
+/// A reference model class's behaviour. Each method is the Python method of the same name; the
+/// defaults are the parent's (when [`TextModel::parent`] names one) or `TextModel`'s. The
+/// class's `model_arch` is its registry line's, handed to every method in [`Ctx::arch`]: a
+/// Python subclass that changes only `model_arch` is its parent's behaviour on another line.
 pub(crate) trait TextModel: Sync {
-    /// `model_arch`.
-    fn arch(&self) -> &'static ArchTable;
-
     /// The Python class this one derives from, when it is not `TextModel` itself.
     fn parent(&self) -> Option<&'static dyn TextModel> {
         None
@@ -206,12 +210,7 @@ pub(crate) trait TextModel: Sync {
     /// `modify_tensors` for one checkpoint tensor (experts aside: [`TextModel::experts`]):
     /// the names it yields the tensor under (before `map_tensor_name`), each with its change;
     /// none when it drops the tensor.
-    fn modify_tensors(
-        &self,
-        cx: &Ctx,
-        name: &str,
-        _shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
         match self.parent() {
             Some(p) => p.modify_tensors(cx, name, _shape),
             None => Ok(vec![(name.to_owned(), Rearrange::default())]),
@@ -585,6 +584,27 @@ pub(crate) fn pooling(cx: &Ctx) -> Result<()> {
     Ok(())
 }
 
+/// The keys the older decoders' own `set_gguf_parameters` write after the context length:
+/// the embedding width, a feed-forward of four widths, the blocks, the heads, the kv heads,
+/// the LayerNorm epsilon (`layer_norm_epsilon`) and the file type.
+pub(crate) fn wide_ffn_keys(
+    cx: &Ctx,
+    kv: &mut Kv,
+    n_embd: u64,
+    n_head: u64,
+    n_kv: u64,
+) -> Result<()> {
+    kv.u32(&cx.key("embedding_length"), n_embd as u32);
+    kv.u32(&cx.key("feed_forward_length"), 4 * n_embd as u32);
+    kv.u32(&cx.key("block_count"), cx.block_count as u32);
+    kv.u32(&cx.key("attention.head_count"), n_head as u32);
+    kv.u32(&cx.key("attention.head_count_kv"), n_kv as u32);
+    let eps = cx.hp().float(&["layer_norm_epsilon"])?;
+    kv.f32(&cx.key("attention.layer_norm_epsilon"), eps);
+    kv.u32("general.file_type", cx.file_type);
+    Ok(())
+}
+
 /// `[t == "sliding_attention" for t in layer_types]`.
 pub(crate) fn sliding_layers(hp: &Hparams, types: &Value) -> Result<Vec<bool>> {
     types
@@ -619,9 +639,26 @@ pub(crate) fn head_dim(hp: &Hparams) -> Result<u64> {
     }
 }
 
+/// What `modify_tensors` yields for one tensor: each name with its change.
+pub(crate) type Yields = Result<Vec<(String, Rearrange)>>;
+
 /// `modify_tensors` yielding the tensor once, under its own name, with `change`.
-pub(crate) fn yield_as(name: &str, change: Rearrange) -> Result<Vec<(String, Rearrange)>> {
+pub(crate) fn yield_as(name: &str, change: Rearrange) -> Yields {
     Ok(vec![(name.to_owned(), change)])
+}
+
+/// `modify_tensors` of the classes whose norms are stored as `weight - 1` (Gemma's,
+/// LayerNorm1p): one added to every `*norm.weight`.
+pub(crate) fn norms_plus_one(name: &str) -> Yields {
+    let change = Rearrange {
+        add: if name.ends_with("norm.weight") {
+            1.0
+        } else {
+            0.0
+        },
+        ..Rearrange::default()
+    };
+    yield_as(name, change)
 }
 
 /// The name of a computed tensor outside the blocks (`format_tensor_name(key)` + `.weight`).

@@ -1,18 +1,13 @@
 //! `conversion/command_r.py` (the dense classes).
 
-use super::base::{self, Ctx, Rearrange, TextModel};
+use super::base::{self, Ctx, Rearrange, TextModel, Yields};
 use crate::error::Result;
 use crate::kv::Kv;
-use crate::tables::{self, ArchTable};
 
 /// `CommandR2Model`: `CohereForCausalLM`.
 pub(crate) struct CommandR;
 
 impl TextModel for CommandR {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::COMMAND_R
-    }
-
     /// The context is `model_max_length` where the config has it (`__init__`).
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         let hp = cx.hp();
@@ -34,10 +29,6 @@ impl TextModel for CommandR {
 pub(crate) struct Cohere2;
 
 impl TextModel for Cohere2 {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::COHERE2
-    }
-
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::set_gguf_parameters(cx, kv)?;
         let hp = cx.hp();
@@ -56,12 +47,7 @@ impl TextModel for Cohere2 {
     }
 
     /// The biases are all zero and llama.cpp has none: dropped (refused when not zero).
-    fn modify_tensors(
-        &self,
-        _cx: &Ctx,
-        name: &str,
-        _shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
         let change = Rearrange {
             drop_if_zero: name.ends_with(".bias"),
             ..Rearrange::default()

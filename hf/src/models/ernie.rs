@@ -1,30 +1,20 @@
 //! `conversion/ernie.py` (the dense class).
 
-use super::base::{self, Ctx, Rearrange, TextModel};
+use super::base::{self, Ctx, Rearrange, TextModel, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::tables::{self, ArchTable};
 
 /// `Ernie4_5Model`: `Ernie4_5ForCausalLM`, `Ernie4_5_ForCausalLM`.
 pub(crate) struct Ernie45;
 
 impl TextModel for Ernie45 {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::ERNIE4_5
-    }
-
     fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
         base::filter_tensors(&name.replace("ernie.", "model."))
     }
 
     /// The Paddle checkpoints' fused projections are split: q, k, v by the head counts; the
     /// gate first, then up.
-    fn modify_tensors(
-        &self,
-        cx: &Ctx,
-        name: &str,
-        shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
         let hp = cx.hp();
         let rows = |a: u64, b: u64| Rearrange {
             rows: Some((a, b)),

@@ -3,17 +3,12 @@
 use super::base::{self, Ctx, TextModel};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::tables::{self, ArchTable, Tensor};
 use serde_json::Value;
 
 /// `Exaone4Model`.
 pub(crate) struct Exaone4;
 
 impl TextModel for Exaone4 {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::EXAONE4
-    }
-
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::set_gguf_parameters(cx, kv)?;
         let hp = cx.hp();
@@ -59,28 +54,6 @@ impl TextModel for Exaone4 {
 
     /// Llama 3's RoPE factors, the factor's default 16.
     fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {
-        let params = base::rope_params(&cx.rope());
-        let llama3 = params
-            .get("rope_type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t.to_lowercase() == "llama3");
-        if params.is_empty() || !llama3 {
-            return Ok(Vec::new());
-        }
-        let f = |k: &str, d: f64| params.get(k).and_then(Value::as_f64).unwrap_or(d);
-        let hp = cx.hp();
-        let dim = match hp.opt_int(&["head_dim"])? {
-            Some(d) => d,
-            None => hp.int(&["hidden_size"])? / hp.int(&["num_attention_heads"])?.max(1),
-        };
-        let out = super::llama::llama3_factors(
-            f("rope_theta", 10000.0),
-            dim,
-            f("factor", 16.0),
-            f("low_freq_factor", 1.0),
-            f("high_freq_factor", 4.0),
-            f("original_max_position_embeddings", 8192.0),
-        );
-        Ok(vec![(base::extra_name(Tensor::ROPE_FREQS), out)])
+        super::llama::llama3_rope_freqs(cx, 16.0)
     }
 }

@@ -1,9 +1,8 @@
 //! `conversion/gemma.py`.
 
-use super::base::{self, Ctx, Rearrange, TextModel};
+use super::base::{self, Ctx, Rearrange, TextModel, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::tables::{self, ArchTable};
 use crate::vocab;
 use serde_json::Value;
 
@@ -20,51 +19,17 @@ fn norm_offset(name: &str) -> f32 {
 pub(crate) struct Gemma;
 
 impl TextModel for Gemma {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::GEMMA
-    }
-
     fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
         base::filter_tensors(name).filter(|n| n != "lm_head.weight")
     }
 
     /// It does not call `TextModel`'s.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        let hp = cx.hp();
-        let k = |s: &str| cx.key(s);
-        let n = |key: &str| -> Result<u32> { Ok(hp.int(&[key])? as u32) };
-        kv.u32(&k("context_length"), n("max_position_embeddings")?);
-        kv.u32(&k("embedding_length"), n("hidden_size")?);
-        kv.u32(&k("block_count"), cx.block_count as u32);
-        kv.u32(&k("feed_forward_length"), n("intermediate_size")?);
-        kv.u32(&k("attention.head_count"), n("num_attention_heads")?);
-        let kv_heads = if hp.map.contains_key("num_key_value_heads") {
-            n("num_key_value_heads")?
-        } else {
-            n("num_attention_heads")?
-        };
-        kv.u32(&k("attention.head_count_kv"), kv_heads);
-        kv.f32(
-            &k("attention.layer_norm_rms_epsilon"),
-            hp.float(&["rms_norm_eps"])?,
-        );
-        kv.u32(&k("attention.key_length"), n("head_dim")?);
-        kv.u32(&k("attention.value_length"), n("head_dim")?);
-        kv.u32("general.file_type", cx.file_type);
-        Ok(())
+        gemma_keys(cx, kv)
     }
 
-    fn modify_tensors(
-        &self,
-        _cx: &Ctx,
-        name: &str,
-        _shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
-        let change = Rearrange {
-            add: norm_offset(name),
-            ..Rearrange::default()
-        };
-        base::yield_as(name, change)
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        base::norms_plus_one(name)
     }
 
     /// SentencePiece, then CodeGemma's fill-in-the-middle ids (of which gguf-py writes only
@@ -89,14 +54,36 @@ impl TextModel for Gemma {
     }
 }
 
+/// The keys `GemmaModel.set_gguf_parameters` writes (Gemma 2's begins with them).
+fn gemma_keys(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    let hp = cx.hp();
+    let k = |s: &str| cx.key(s);
+    let n = |key: &str| -> Result<u32> { Ok(hp.int(&[key])? as u32) };
+    kv.u32(&k("context_length"), n("max_position_embeddings")?);
+    kv.u32(&k("embedding_length"), n("hidden_size")?);
+    kv.u32(&k("block_count"), cx.block_count as u32);
+    kv.u32(&k("feed_forward_length"), n("intermediate_size")?);
+    kv.u32(&k("attention.head_count"), n("num_attention_heads")?);
+    let kv_heads = if hp.map.contains_key("num_key_value_heads") {
+        n("num_key_value_heads")?
+    } else {
+        n("num_attention_heads")?
+    };
+    kv.u32(&k("attention.head_count_kv"), kv_heads);
+    kv.f32(
+        &k("attention.layer_norm_rms_epsilon"),
+        hp.float(&["rms_norm_eps"])?,
+    );
+    kv.u32(&k("attention.key_length"), n("head_dim")?);
+    kv.u32(&k("attention.value_length"), n("head_dim")?);
+    kv.u32("general.file_type", cx.file_type);
+    Ok(())
+}
+
 /// `Gemma2Model`.
 pub(crate) struct Gemma2;
 
 impl TextModel for Gemma2 {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::GEMMA2
-    }
-
     fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
         // The output is tied to the embeddings (llama.cpp reads it so).
         base::filter_tensors(name).filter(|n| n != "lm_head.weight")
@@ -111,38 +98,15 @@ impl TextModel for Gemma2 {
             hp.opt_float(&[key])?
                 .ok_or_else(|| Error::field(&hp.path, key, "missing"))
         };
-        kv.u32(&k("context_length"), n("max_position_embeddings")?);
-        kv.u32(&k("embedding_length"), n("hidden_size")?);
-        kv.u32(&k("block_count"), cx.block_count as u32);
-        kv.u32(&k("feed_forward_length"), n("intermediate_size")?);
-        kv.u32(&k("attention.head_count"), n("num_attention_heads")?);
-        let kv_heads = if hp.map.contains_key("num_key_value_heads") {
-            n("num_key_value_heads")?
-        } else {
-            n("num_attention_heads")?
-        };
-        kv.u32(&k("attention.head_count_kv"), kv_heads);
-        kv.f32(&k("attention.layer_norm_rms_epsilon"), f("rms_norm_eps")?);
-        kv.u32(&k("attention.key_length"), n("head_dim")?);
-        kv.u32(&k("attention.value_length"), n("head_dim")?);
-        kv.u32("general.file_type", cx.file_type);
+        gemma_keys(cx, kv)?;
         kv.f32(&k("attn_logit_softcapping"), f("attn_logit_softcapping")?);
         kv.f32(&k("final_logit_softcapping"), f("final_logit_softcapping")?);
         kv.u32(&k("attention.sliding_window"), n("sliding_window")?);
         Ok(())
     }
 
-    fn modify_tensors(
-        &self,
-        _cx: &Ctx,
-        name: &str,
-        _shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
-        let change = Rearrange {
-            add: norm_offset(name),
-            ..Rearrange::default()
-        };
-        base::yield_as(name, change)
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        base::norms_plus_one(name)
     }
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
@@ -156,10 +120,6 @@ impl TextModel for Gemma2 {
 pub(crate) struct Gemma3;
 
 impl TextModel for Gemma3 {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::GEMMA3
-    }
-
     /// `TextModel`'s keys, then Gemma 3's (some set again, in place).
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::set_gguf_parameters(cx, kv)?;
@@ -210,12 +170,7 @@ impl TextModel for Gemma3 {
         Ok(())
     }
 
-    fn modify_tensors(
-        &self,
-        cx: &Ctx,
-        name: &str,
-        _shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
         let mut r = Rearrange {
             add: norm_offset(name),
             ..Rearrange::default()

@@ -1,19 +1,14 @@
 //! `conversion/gptneox.py`, `conversion/bloom.py`, `conversion/falcon.py` and
 //! `conversion/gpt2.py`: the decoders with a fused q/k/v and LayerNorm with biases.
 
-use super::base::{self, Ctx, Order, Rearrange, TextModel};
+use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::tables::{self, ArchTable};
 
 /// `GPTNeoXModel`: Pythia and GPT-NeoX.
 pub(crate) struct GptNeoX;
 
 impl TextModel for GptNeoX {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::GPTNEOX
-    }
-
     /// It does not call `TextModel`'s, and writes no kv head count, no RoPE base and no file
     /// type.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
@@ -51,12 +46,7 @@ impl TextModel for GptNeoX {
         Ok(())
     }
 
-    fn modify_tensors(
-        &self,
-        cx: &Ctx,
-        name: &str,
-        _shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
         let fused = name.starts_with("gpt_neox.layers.")
             && (name.ends_with(".attention.query_key_value.weight")
                 || name.ends_with(".attention.query_key_value.bias"));
@@ -80,10 +70,6 @@ fn per_head_qkv(cx: &Ctx, fused: bool) -> Result<Rearrange> {
 pub(crate) struct Bloom;
 
 impl TextModel for Bloom {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::BLOOM
-    }
-
     /// It does not call `TextModel`'s; the context is `seq_length`, else the embedding width.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         let hp = cx.hp();
@@ -91,25 +77,10 @@ impl TextModel for Bloom {
         let n_head = hp.int(&["n_head", "num_attention_heads"])?;
         let ctx = hp.opt_int(&["seq_length"])?.unwrap_or(n_embed);
         kv.u32(&cx.key("context_length"), ctx as u32);
-        kv.u32(&cx.key("embedding_length"), n_embed as u32);
-        kv.u32(&cx.key("feed_forward_length"), 4 * n_embed as u32);
-        kv.u32(&cx.key("block_count"), cx.block_count as u32);
-        kv.u32(&cx.key("attention.head_count"), n_head as u32);
-        kv.u32(&cx.key("attention.head_count_kv"), n_head as u32);
-        kv.f32(
-            &cx.key("attention.layer_norm_epsilon"),
-            hp.float(&["layer_norm_epsilon"])?,
-        );
-        kv.u32("general.file_type", cx.file_type);
-        Ok(())
+        base::wide_ffn_keys(cx, kv, n_embed, n_head, n_head)
     }
 
-    fn modify_tensors(
-        &self,
-        cx: &Ctx,
-        name: &str,
-        _shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
         let name = name.replace("transformer.", "");
         let fused = name.starts_with("h.")
             && name
@@ -126,42 +97,17 @@ impl TextModel for Bloom {
 pub(crate) struct Falcon;
 
 impl TextModel for Falcon {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::FALCON
-    }
-
     /// It does not call `TextModel`'s: the context is 2048, the feed-forward 4 × hidden.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         let hp = cx.hp();
         let (n_head, n_kv) = falcon_heads(cx)?;
         kv.u32(&cx.key("context_length"), 2048);
         kv.string(&cx.key("tensor_data_layout"), "jploski");
-        kv.u32(
-            &cx.key("embedding_length"),
-            hp.int(&["hidden_size"])? as u32,
-        );
-        kv.u32(
-            &cx.key("feed_forward_length"),
-            4 * hp.int(&["hidden_size"])? as u32,
-        );
-        kv.u32(&cx.key("block_count"), cx.block_count as u32);
-        kv.u32(&cx.key("attention.head_count"), n_head as u32);
-        kv.u32(&cx.key("attention.head_count_kv"), n_kv as u32);
-        kv.f32(
-            &cx.key("attention.layer_norm_epsilon"),
-            hp.float(&["layer_norm_epsilon"])?,
-        );
-        kv.u32("general.file_type", cx.file_type);
-        Ok(())
+        base::wide_ffn_keys(cx, kv, hp.int(&["hidden_size"])?, n_head, n_kv)
     }
 
     /// The fused q/k/v stored per kv group, written as all q, all k, all v.
-    fn modify_tensors(
-        &self,
-        cx: &Ctx,
-        name: &str,
-        shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
         if !name.contains("query_key_value") {
             return base::yield_as(name, Rearrange::default());
         }
@@ -199,10 +145,6 @@ fn falcon_heads(cx: &Ctx) -> Result<(u64, u64)> {
 pub(crate) struct Gpt2;
 
 impl TextModel for Gpt2 {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::GPT2
-    }
-
     /// It does not call `TextModel`'s: the context is `n_ctx`, the feed-forward 4 × n_embd.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         let hp = cx.hp();
@@ -221,12 +163,7 @@ impl TextModel for Gpt2 {
     }
 
     /// `Conv1D` weights are stored input-major: transposed.
-    fn modify_tensors(
-        &self,
-        _cx: &Ctx,
-        name: &str,
-        _shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
         let conv1d = [".c_attn.weight", ".c_proj.weight", ".c_fc.weight"];
         let change = Rearrange {
             transpose: conv1d.iter().any(|s| name.ends_with(s)),

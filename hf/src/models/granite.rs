@@ -4,16 +4,11 @@ use super::base::{Ctx, TextModel};
 use super::llama::Llama;
 use crate::error::Result;
 use crate::kv::Kv;
-use crate::tables::{self, ArchTable};
 
 /// `GraniteModel(LlamaModel)`.
 pub(crate) struct Granite;
 
 impl TextModel for Granite {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::GRANITE
-    }
-
     fn parent(&self) -> Option<&'static dyn TextModel> {
         Some(&Llama)
     }

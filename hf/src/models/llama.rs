@@ -1,9 +1,9 @@
 //! `conversion/llama.py`.
 
-use super::base::{self, Ctx, Order, Rearrange, TextModel};
+use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::tables::{self, ArchTable, Tensor};
+use crate::tables::Tensor;
 use crate::vocab;
 use serde_json::Value;
 
@@ -11,10 +11,6 @@ use serde_json::Value;
 pub(crate) struct Llama;
 
 impl TextModel for Llama {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::LLAMA
-    }
-
     fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
         base::filter_tensors(&name.replace("text_model.", ""))
     }
@@ -27,12 +23,7 @@ impl TextModel for Llama {
         Ok(())
     }
 
-    fn modify_tensors(
-        &self,
-        cx: &Ctx,
-        name: &str,
-        _shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
         // The bare model's names are the causal model's without `model.`.
         let name = match cx.class {
             "LlamaModel" => format!("model.{name}"),
@@ -46,29 +37,7 @@ impl TextModel for Llama {
     }
 
     fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {
-        let params = base::rope_params(&cx.rope());
-        let is_llama3 = params
-            .get("rope_type")
-            .and_then(Value::as_str)
-            .is_some_and(|t| t.to_lowercase() == "llama3");
-        if params.is_empty() || !is_llama3 {
-            return Ok(Vec::new());
-        }
-        let f = |k: &str, d: f64| params.get(k).and_then(Value::as_f64).unwrap_or(d);
-        let hp = cx.hp();
-        let dim = match hp.opt_int(&["head_dim"])? {
-            Some(d) => d,
-            None => hp.int(&["hidden_size"])? / hp.int(&["num_attention_heads"])?.max(1),
-        };
-        let out = llama3_factors(
-            f("rope_theta", 10000.0),
-            dim,
-            f("factor", 8.0),
-            f("low_freq_factor", 1.0),
-            f("high_freq_factor", 4.0),
-            f("original_max_position_embeddings", 8192.0),
-        );
-        Ok(vec![(base::extra_name(Tensor::ROPE_FREQS), out)])
+        llama3_rope_freqs(cx, 8.0)
     }
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
@@ -111,10 +80,6 @@ impl TextModel for Llama {
 pub(crate) struct Arcee;
 
 impl TextModel for Arcee {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::ARCEE
-    }
-
     fn parent(&self) -> Option<&'static dyn TextModel> {
         Some(&Llama)
     }
@@ -122,32 +87,6 @@ impl TextModel for Arcee {
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         Llama.set_gguf_parameters(cx, kv)?;
         base::pooling(cx)
-    }
-}
-
-/// `SmolLM3Model(LlamaModel)`: Llama's conversion under its own architecture.
-pub(crate) struct SmolLm3;
-
-impl TextModel for SmolLm3 {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::SMOLLM3
-    }
-
-    fn parent(&self) -> Option<&'static dyn TextModel> {
-        Some(&Llama)
-    }
-}
-
-/// `LlamaEmbedNemotronModel(LlamaModel)`: `LlamaBidirectionalModel`.
-pub(crate) struct LlamaEmbed;
-
-impl TextModel for LlamaEmbed {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::LLAMA_EMBED
-    }
-
-    fn parent(&self) -> Option<&'static dyn TextModel> {
-        Some(&Llama)
     }
 }
 
@@ -189,6 +128,34 @@ fn llama_hf_style(cx: &Ctx) -> Result<bool> {
         .and_then(Value::as_str)
         == Some("Sequence");
     Ok(bpe && flag("byte_fallback", false) && sequence)
+}
+
+/// `rope_freqs.weight` where the RoPE type is `llama3` (`factor` defaulting to
+/// `default_factor`), as `LlamaModel.generate_extra_tensors` makes it.
+pub(crate) fn llama3_rope_freqs(cx: &Ctx, default_factor: f64) -> Result<Vec<(String, Vec<f32>)>> {
+    let params = base::rope_params(&cx.rope());
+    let is_llama3 = params
+        .get("rope_type")
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.to_lowercase() == "llama3");
+    if params.is_empty() || !is_llama3 {
+        return Ok(Vec::new());
+    }
+    let f = |k: &str, d: f64| params.get(k).and_then(Value::as_f64).unwrap_or(d);
+    let hp = cx.hp();
+    let dim = match hp.opt_int(&["head_dim"])? {
+        Some(d) => d,
+        None => hp.int(&["hidden_size"])? / hp.int(&["num_attention_heads"])?.max(1),
+    };
+    let out = llama3_factors(
+        f("rope_theta", 10000.0),
+        dim,
+        f("factor", default_factor),
+        f("low_freq_factor", 1.0),
+        f("high_freq_factor", 4.0),
+        f("original_max_position_embeddings", 8192.0),
+    );
+    Ok(vec![(base::extra_name(Tensor::ROPE_FREQS), out)])
 }
 
 /// Llama 3's RoPE factors (`rope_freqs.weight`), one per pair of a head's dimensions, as

@@ -3,8 +3,9 @@
 //! overrides only what its Python class overrides; a Python subclass names its parent in
 //! [`TextModel::parent`] and inherits the rest.
 //!
-//! Adding a class: its module (or a struct in its family's module) implementing
-//! [`TextModel`], and one line in [`CLASSES`]. The test `the_registry_is_the_references`
+//! Adding a class: one line in [`CLASSES`] (its name, its `model_arch`, its model), and where
+//! its Python class overrides more than `model_arch`, a struct in its family's module (a new
+//! module for a new family) implementing [`TextModel`]. The test `the_registry_is_the_references`
 //! checks every line against the reference's `TEXT_MODEL_MAP` (generated into `tables.rs`).
 
 pub(crate) mod base;
@@ -26,60 +27,89 @@ pub(crate) use base::{Ctx, Experts, Force, Order, Rearrange, TextModel};
 pub(crate) use llama::llama3_factors;
 
 use crate::error::{Result, Unsupported};
-use crate::tables::{RefClass, TEXT_CLASSES};
+use crate::tables::{self, ArchTable, RefClass, TEXT_CLASSES};
 
-/// Every class ggufrw converts: the `architectures` name and its model. One line a class.
-pub(crate) const CLASSES: &[(&str, &dyn TextModel)] = &[
-    ("LLaMAForCausalLM", &llama::Llama),
-    ("LlamaForCausalLM", &llama::Llama),
-    ("LlamaModel", &llama::Llama),
-    ("MistralForCausalLM", &llama::Llama),
-    ("ArceeForCausalLM", &llama::Arcee),
-    ("SmolLM3ForCausalLM", &llama::SmolLm3),
-    ("Qwen2ForCausalLM", &qwen::Qwen2),
-    ("Qwen2Model", &qwen::Qwen2),
-    ("Qwen3ForCausalLM", &qwen::Qwen3),
-    ("Qwen3Model", &qwen::Qwen3),
-    ("Qwen2MoeForCausalLM", &qwen::Qwen2Moe),
-    ("Qwen3MoeForCausalLM", &qwen::Qwen3Moe),
-    ("IQuestCoderForCausalLM", &llama::Llama),
-    ("KORMoForCausalLM", &qwen::Qwen2),
-    ("GemmaForCausalLM", &gemma::Gemma),
-    ("Gemma2ForCausalLM", &gemma::Gemma2),
-    ("Gemma3ForCausalLM", &gemma::Gemma3),
-    ("Gemma3ForConditionalGeneration", &gemma::Gemma3),
-    ("PhiForCausalLM", &phi::Phi2),
-    ("Phi3ForCausalLM", &phi::Phi3),
-    ("GraniteForCausalLM", &granite::Granite),
-    ("OlmoForCausalLM", &olmo::Olmo),
-    ("OLMoForCausalLM", &olmo::Olmo),
-    ("Olmo2ForCausalLM", &olmo::Olmo2),
-    ("Olmo3ForCausalLM", &olmo::Olmo2),
-    ("SeedOssForCausalLM", &olmo::SeedOss),
-    ("GPTBigCodeForCausalLM", &starcoder::StarCoder),
-    ("Starcoder2ForCausalLM", &starcoder::StarCoder2),
-    ("CohereForCausalLM", &command_r::CommandR),
-    ("Cohere2ForCausalLM", &command_r::Cohere2),
-    ("Exaone4ForCausalLM", &exaone::Exaone4),
-    ("Ernie4_5ForCausalLM", &ernie::Ernie45),
-    ("Ernie4_5_ForCausalLM", &ernie::Ernie45),
-    ("NemotronForCausalLM", &nemotron::Nemotron),
-    ("GPTNeoXForCausalLM", &gptneox::GptNeoX),
-    ("BloomForCausalLM", &gptneox::Bloom),
-    ("BloomModel", &gptneox::Bloom),
-    ("FalconForCausalLM", &gptneox::Falcon),
-    ("RWForCausalLM", &gptneox::Falcon),
-    ("GPT2LMHeadModel", &gptneox::Gpt2),
-    ("StableLmForCausalLM", &stablelm::StableLm),
-    ("StableLMEpochForCausalLM", &stablelm::StableLm),
-    ("LlamaBidirectionalModel", &llama::LlamaEmbed),
+/// Every class ggufrw converts: the `architectures` name, its `model_arch` and the model that
+/// converts it (the Python class's behaviour). One line a class, in the order of the modules.
+pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
+    ("LLaMAForCausalLM", &tables::LLAMA, &llama::Llama),
+    ("LlamaForCausalLM", &tables::LLAMA, &llama::Llama),
+    ("LlamaModel", &tables::LLAMA, &llama::Llama),
+    ("MistralForCausalLM", &tables::LLAMA, &llama::Llama),
+    ("IQuestCoderForCausalLM", &tables::LLAMA, &llama::Llama),
+    ("ArceeForCausalLM", &tables::ARCEE, &llama::Arcee),
+    ("SmolLM3ForCausalLM", &tables::SMOLLM3, &llama::Llama),
+    (
+        "LlamaBidirectionalModel",
+        &tables::LLAMA_EMBED,
+        &llama::Llama,
+    ),
+    ("Qwen2ForCausalLM", &tables::QWEN2, &qwen::Qwen2),
+    ("Qwen2Model", &tables::QWEN2, &qwen::Qwen2),
+    ("KORMoForCausalLM", &tables::QWEN2, &qwen::Qwen2),
+    ("Qwen3ForCausalLM", &tables::QWEN3, &qwen::Qwen3),
+    ("Qwen3Model", &tables::QWEN3, &qwen::Qwen3),
+    ("Qwen2MoeForCausalLM", &tables::QWEN2MOE, &qwen::Qwen2Moe),
+    ("Qwen3MoeForCausalLM", &tables::QWEN3MOE, &qwen::Qwen2Moe),
+    ("GemmaForCausalLM", &tables::GEMMA, &gemma::Gemma),
+    ("Gemma2ForCausalLM", &tables::GEMMA2, &gemma::Gemma2),
+    ("Gemma3ForCausalLM", &tables::GEMMA3, &gemma::Gemma3),
+    (
+        "Gemma3ForConditionalGeneration",
+        &tables::GEMMA3,
+        &gemma::Gemma3,
+    ),
+    ("PhiForCausalLM", &tables::PHI2, &phi::Phi2),
+    ("Phi3ForCausalLM", &tables::PHI3, &phi::Phi3),
+    ("GraniteForCausalLM", &tables::GRANITE, &granite::Granite),
+    ("OlmoForCausalLM", &tables::OLMO, &olmo::Olmo),
+    ("OLMoForCausalLM", &tables::OLMO, &olmo::Olmo),
+    ("Olmo2ForCausalLM", &tables::OLMO2, &olmo::Olmo2),
+    ("Olmo3ForCausalLM", &tables::OLMO2, &olmo::Olmo2),
+    ("SeedOssForCausalLM", &tables::SEED_OSS, &base::Text),
+    (
+        "GPTBigCodeForCausalLM",
+        &tables::STARCODER,
+        &starcoder::StarCoder,
+    ),
+    ("Starcoder2ForCausalLM", &tables::STARCODER2, &base::Text),
+    (
+        "CohereForCausalLM",
+        &tables::COMMAND_R,
+        &command_r::CommandR,
+    ),
+    ("Cohere2ForCausalLM", &tables::COHERE2, &command_r::Cohere2),
+    ("Exaone4ForCausalLM", &tables::EXAONE4, &exaone::Exaone4),
+    ("Ernie4_5ForCausalLM", &tables::ERNIE4_5, &ernie::Ernie45),
+    ("Ernie4_5_ForCausalLM", &tables::ERNIE4_5, &ernie::Ernie45),
+    (
+        "NemotronForCausalLM",
+        &tables::NEMOTRON,
+        &nemotron::Nemotron,
+    ),
+    ("GPTNeoXForCausalLM", &tables::GPTNEOX, &gptneox::GptNeoX),
+    ("BloomForCausalLM", &tables::BLOOM, &gptneox::Bloom),
+    ("BloomModel", &tables::BLOOM, &gptneox::Bloom),
+    ("FalconForCausalLM", &tables::FALCON, &gptneox::Falcon),
+    ("RWForCausalLM", &tables::FALCON, &gptneox::Falcon),
+    ("GPT2LMHeadModel", &tables::GPT2, &gptneox::Gpt2),
+    (
+        "StableLmForCausalLM",
+        &tables::STABLELM,
+        &stablelm::StableLm,
+    ),
+    (
+        "StableLMEpochForCausalLM",
+        &tables::STABLELM,
+        &stablelm::StableLm,
+    ),
 ];
 
-/// The model of an `architectures` class name; a class ggufrw does not convert is refused,
-/// naming the reference's module for it when there is one.
-pub(crate) fn for_class(class: &str) -> Result<&'static dyn TextModel> {
-    if let Some((_, m)) = CLASSES.iter().find(|(c, _)| *c == class) {
-        return Ok(*m);
+/// The architecture and model of an `architectures` class name; a class ggufrw does not
+/// convert is refused, naming the reference's module for it when there is one.
+pub(crate) fn for_class(class: &str) -> Result<(&'static ArchTable, &'static dyn TextModel)> {
+    if let Some((_, arch, m)) = CLASSES.iter().find(|(c, _, _)| *c == class) {
+        return Ok((*arch, *m));
     }
     Err(match reference_class(class) {
         Some(r) => Unsupported::Class {
@@ -117,13 +147,16 @@ pub fn classes() -> Vec<ClassState> {
     TEXT_CLASSES
         .iter()
         .map(|r| {
-            let ours = CLASSES.iter().find(|(c, _)| *c == r.hf).map(|(_, m)| *m);
+            let ours = CLASSES
+                .iter()
+                .find(|(c, _, _)| *c == r.hf)
+                .map(|(_, a, _)| *a);
             ClassState {
                 class: r.hf,
                 module: r.module,
                 py_class: r.class,
                 converted: ours.is_some(),
-                arch: ours.map(|m| m.arch().name),
+                arch: ours.map(|a| a.name),
             }
         })
         .collect()
@@ -137,7 +170,7 @@ mod tests {
     #[test]
     fn the_registry_is_the_references() {
         let mut seen = std::collections::HashSet::new();
-        for (class, _) in CLASSES {
+        for (class, _, _) in CLASSES {
             assert!(seen.insert(*class), "{class} is registered twice");
             assert!(
                 reference_class(class).is_some(),

@@ -1,19 +1,14 @@
 //! `conversion/nemotron.py` (the dense class).
 
-use super::base::{self, Ctx, Rearrange, TextModel};
+use super::base::{self, Ctx, TextModel, Yields};
 use crate::error::Result;
 use crate::kv::Kv;
-use crate::tables::{self, ArchTable};
 use serde_json::Value;
 
 /// `NemotronModel`.
 pub(crate) struct Nemotron;
 
 impl TextModel for Nemotron {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::NEMOTRON
-    }
-
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::set_gguf_parameters(cx, kv)?;
         let hp = cx.hp();
@@ -52,21 +47,8 @@ impl TextModel for Nemotron {
     }
 
     /// LayerNorm1p: the norms' weights are stored minus one.
-    fn modify_tensors(
-        &self,
-        _cx: &Ctx,
-        name: &str,
-        _shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
-        let change = Rearrange {
-            add: if name.ends_with("norm.weight") {
-                1.0
-            } else {
-                0.0
-            },
-            ..Rearrange::default()
-        };
-        base::yield_as(name, change)
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        base::norms_plus_one(name)
     }
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {

@@ -1,18 +1,13 @@
 //! `conversion/olmo.py`.
 
-use super::base::{self, Ctx, Order, Rearrange, TextModel};
+use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
 use crate::error::Result;
 use crate::kv::Kv;
-use crate::tables::{self, ArchTable};
 
 /// `OlmoModel`: `OlmoForCausalLM`, `OLMoForCausalLM`.
 pub(crate) struct Olmo;
 
 impl TextModel for Olmo {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::OLMO
-    }
-
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::set_gguf_parameters(cx, kv)?;
         kv.f32(&cx.key("attention.layer_norm_epsilon"), 1e-5);
@@ -23,12 +18,7 @@ impl TextModel for Olmo {
     }
 
     /// Llama's q/k permutation, of the weights only.
-    fn modify_tensors(
-        &self,
-        cx: &Ctx,
-        name: &str,
-        _shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
         let hp = cx.hp();
         let n_head = hp.int(&["num_attention_heads"])?;
         let heads = if name.ends_with("q_proj.weight") {
@@ -47,23 +37,10 @@ impl TextModel for Olmo {
     }
 }
 
-/// `SeedOssModel`: `TextModel` under its own architecture.
-pub(crate) struct SeedOss;
-
-impl TextModel for SeedOss {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::SEED_OSS
-    }
-}
-
 /// `Olmo2Model`: `Olmo2ForCausalLM`, `Olmo3ForCausalLM`.
 pub(crate) struct Olmo2;
 
 impl TextModel for Olmo2 {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::OLMO2
-    }
-
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::set_gguf_parameters(cx, kv)?;
         let hp = cx.hp();

@@ -3,7 +3,6 @@
 use super::base::{self, Ctx, TextModel};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::tables::{self, ArchTable};
 use crate::vocab;
 use serde_json::Value;
 
@@ -11,10 +10,6 @@ use serde_json::Value;
 pub(crate) struct Phi2;
 
 impl TextModel for Phi2 {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::PHI2
-    }
-
     /// It does not call `TextModel`'s: the feed-forward is 4 × n_embd, every head its own
     /// kv head, no BOS added.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
@@ -53,10 +48,6 @@ impl TextModel for Phi2 {
 pub(crate) struct Phi3;
 
 impl TextModel for Phi3 {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::PHI3
-    }
-
     /// It does not call `TextModel`'s.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         let hp = cx.hp();

@@ -1,30 +1,20 @@
 //! `conversion/qwen.py`.
 
-use super::base::{self, Ctx, Experts, Rearrange, TextModel};
+use super::base::{self, Ctx, Experts, Rearrange, TextModel, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::tables::{self, ArchTable};
 use serde_json::Value;
 
 /// `Qwen2Model`.
 pub(crate) struct Qwen2;
 
 impl TextModel for Qwen2 {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::QWEN2
-    }
-
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::set_gguf_parameters(cx, kv)?;
         base::pooling(cx)
     }
 
-    fn modify_tensors(
-        &self,
-        cx: &Ctx,
-        name: &str,
-        _shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
         // The bare model's names are the causal model's without `model.`.
         let name = match cx.class {
             "Qwen2Model" => format!("model.{name}"),
@@ -45,10 +35,6 @@ impl TextModel for Qwen2 {
 pub(crate) struct Qwen3;
 
 impl TextModel for Qwen3 {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::QWEN3
-    }
-
     fn parent(&self) -> Option<&'static dyn TextModel> {
         Some(&Qwen2)
     }
@@ -90,29 +76,12 @@ fn moe_parameters(cx: &Ctx, kv: &mut Kv) -> Result<()> {
 pub(crate) struct Qwen2Moe;
 
 impl TextModel for Qwen2Moe {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::QWEN2MOE
-    }
-
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         moe_parameters(cx, kv)
     }
 
     fn experts(&self) -> Option<Experts> {
         Some(qwen_experts())
-    }
-}
-
-/// `Qwen3MoeModel(Qwen2MoeModel)`.
-pub(crate) struct Qwen3Moe;
-
-impl TextModel for Qwen3Moe {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::QWEN3MOE
-    }
-
-    fn parent(&self) -> Option<&'static dyn TextModel> {
-        Some(&Qwen2Moe)
     }
 }
 

@@ -1,18 +1,13 @@
 //! `conversion/stablelm.py`.
 
-use super::base::{self, Ctx, Rearrange, TextModel};
+use super::base::{self, Ctx, Rearrange, TextModel, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::tables::{self, ArchTable};
 
 /// `StableLMModel`: `StableLmForCausalLM`, `StableLMEpochForCausalLM`.
 pub(crate) struct StableLm;
 
 impl TextModel for StableLm {
-    fn arch(&self) -> &'static ArchTable {
-        &tables::STABLELM
-    }
-
     /// It does not call `TextModel`'s (no RoPE base).
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         let hp = cx.hp();
@@ -57,12 +52,7 @@ impl TextModel for StableLm {
     /// Per-head q/k norms are meant to be stacked; the pinned reference's `modify_tensors`
     /// returns the stacking generator instead of yielding from it, so it ends with
     /// "Unprocessed norms" for every such checkpoint: refused the same way.
-    fn modify_tensors(
-        &self,
-        _cx: &Ctx,
-        name: &str,
-        _shape: &[u64],
-    ) -> Result<Vec<(String, Rearrange)>> {
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
         if name.contains("q_layernorm.norms") || name.contains("k_layernorm.norms") {
             return Err(Error::reference(format!(
                 "Unprocessed norms: {name} (the pinned reference cannot convert StableLM's \\
