@@ -124,7 +124,7 @@ impl Hparams {
             None | Some(Value::Null) => Ok(None),
             Some(v) => v
                 .as_f64()
-                .or_else(|| crate::model_dir::non_finite(v))
+                .or_else(|| crate::json::non_finite(v))
                 .map(Some)
                 .ok_or_else(|| Error::field(&self.path, keys[0], format!("{v} is not a number"))),
         }

@@ -30,6 +30,7 @@ mod config;
 mod convert;
 mod error;
 pub mod export;
+mod json;
 mod kv;
 pub mod metadata;
 mod model_dir;
@@ -46,4 +47,4 @@ pub use error::{Error, Result, Unsupported};
 pub use export::{export_hf, Dtype, ExportOptions, ExportReport};
 pub use models::{classes, ClassState};
 
-pub(crate) use model_dir::read_json;
+pub(crate) use json::read_json;

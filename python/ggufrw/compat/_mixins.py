@@ -9,21 +9,21 @@ from typing import Any
 class ValueTypeMethods:
     """`GGUFValueType.get_type`."""
 
-    @staticmethod
-    def get_type(val: Any) -> Any:
+    @classmethod
+    def get_type(cls, val: Any) -> Any:
         """The type a Python value is written as when no type is given (as gguf-py picks it:
-        every int as INT32, every float as FLOAT32)."""
-        from ._tables import GGUFValueType
-
+        every int as INT32, every float as FLOAT32). A class method, so that the generated enum
+        this is mixed into needs no import back (called as gguf-py's static method is)."""
+        types: Any = cls
         if isinstance(val, (str, bytes, bytearray)):
-            return GGUFValueType.STRING
+            return types.STRING
         if isinstance(val, list):
-            return GGUFValueType.ARRAY
+            return types.ARRAY
         if isinstance(val, float):
-            return GGUFValueType.FLOAT32
+            return types.FLOAT32
         # bool before int: a bool is an int in Python
         if isinstance(val, bool):
-            return GGUFValueType.BOOL
+            return types.BOOL
         if isinstance(val, int):
-            return GGUFValueType.INT32
+            return types.INT32
         raise ValueError(f"Unknown type: {type(val)}")
