@@ -219,3 +219,37 @@ fn a_config_that_is_not_json_is_refused_naming_the_place() {
     let e = refused(dir.path());
     assert!(e.contains("config.json") && e.contains("line 2"), "{e}");
 }
+
+#[test]
+fn a_class_the_reference_converts_is_refused_naming_its_module() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let config = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        config.replace("LlamaForCausalLM", "MPTForCausalLM"),
+    )
+    .unwrap();
+    let e = refused(dir.path());
+    assert!(
+        e.contains("MPTForCausalLM") && e.contains("conversion/mpt.py") && e.contains("--list"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_config_python_wrote_with_infinity_and_nan_is_read() {
+    // json.dump writes float("inf") and float("nan") as bare words, which json.load reads.
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let config = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
+    let config = config.replace(
+        "\"rms_norm_eps\": 1e-5}",
+        "\"rms_norm_eps\": 1e-5, \"time_step_limit\": [0.0, Infinity], \"x\": NaN, \"y\": -Infinity, \"z\": \"NaN\"}",
+    );
+    assert!(config.contains("Infinity"));
+    std::fs::write(dir.path().join("config.json"), config).unwrap();
+    let out = dir.path().join("out.gguf");
+    let r = convert(dir.path(), &options(&out)).unwrap();
+    assert_eq!(r.tensors.len(), 4);
+}

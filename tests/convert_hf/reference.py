@@ -101,6 +101,7 @@ class Fixture:
     architectures: str | None = None  # config.json's class, where the reference registers
                                       # another name on the same class
     args: list = field(default_factory=list)  # added to every case's arguments
+    pooling: str | None = None        # sentence-transformers' Pooling module: its mode
 
 
 FIXTURES = [
@@ -228,7 +229,12 @@ FIXTURES += [
     ),
     Fixture(
         name="Qwen3-Embedding-Tiny", seed=1919, arch="qwen3", dtype="float16", kv_heads=2,
-        head_dim=16, bare=True, bpe="qwen2",
+        head_dim=16, bare=True, bpe="qwen2", pooling="lasttoken",
+    ),
+    Fixture(
+        name="embeddinggemma-tiny", seed=4949, arch="gemma3", dtype="float32", kv_heads=1,
+        head_dim=16, tie=True, bare=True, spm=dict(model_type="unigram", vocab_size=320),
+        pooling="mean", extra=dict(use_bidirectional_attention=True),
     ),
     # dense decoders of other families, each written by its transformers class
     Fixture(
@@ -512,6 +518,21 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
     model.save_pretrained(str(folder), **save)
     if fx.readme is not None:
         (folder / "README.md").write_text(fx.readme, encoding="utf-8")
+    if fx.pooling is not None:
+        # as sentence-transformers saves a model with a Pooling module
+        (folder / "modules.json").write_text(json.dumps([
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        ], indent=2) + "\n", encoding="utf-8")
+        (folder / "1_Pooling").mkdir()
+        modes = ["cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens",
+                 "weightedmean_tokens", "lasttoken"]
+        pooling = {"word_embedding_dimension": fx.hidden}
+        chosen = {"mean": "mean_tokens", "cls": "cls_token", "lasttoken": "lasttoken"}[fx.pooling]
+        pooling.update({f"pooling_mode_{m}": m == chosen for m in modes})
+        pooling["include_prompt"] = True
+        (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling, indent=2) + "\n",
+                                                          encoding="utf-8")
     if fx.architectures is not None:
         config_path = folder / "config.json"
         config = json.loads(config_path.read_text(encoding="utf-8"))
@@ -645,6 +666,7 @@ FAST = {
     "gpt2-tiny__f16",
     "stablelm-2-tiny__q8_0",
     "llama-embed-tiny__f16",
+    "embeddinggemma-tiny__f16",
 }
 
 

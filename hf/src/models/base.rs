@@ -567,19 +567,63 @@ pub(crate) fn gpt2(cx: &Ctx, kv: &mut Kv) -> Result<()> {
     vocab::SpecialVocab::load(cx.dir, None, true)?.add_to(kv)
 }
 
-/// `_try_set_pooling_type` for a checkpoint without sentence-transformers modules.
-pub(crate) fn pooling(cx: &Ctx) -> Result<()> {
-    if cx.dir.has("modules.json")
-        || cx
-            .hp()
-            .map
-            .get("classifier_pooling")
-            .is_some_and(|v| !v.is_null())
+/// `_try_set_pooling_type`: the pooling of sentence-transformers' `Pooling` module (its
+/// `config.json`, through `modules.json`) and a classification head's `classifier_pooling`.
+pub(crate) fn pooling(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    const MODES: [(&str, u32); 3] = [("mean", 1), ("cls", 2), ("lasttoken", 3)];
+    if let Some(modules) = cx.dir.json("modules.json")? {
+        let path = cx.dir.file("modules.json");
+        let list = modules
+            .as_array()
+            .ok_or_else(|| Error::field(&path, "(root)", "not a list"))?;
+        let pooling = list.iter().find(|m| {
+            m.get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.ends_with("Pooling"))
+        });
+        if let Some(m) = pooling {
+            let dir = m
+                .get("path")
+                .and_then(Value::as_str)
+                .ok_or_else(|| Error::field(&path, "path", "missing from the Pooling module"))?;
+            let name = format!("{dir}/config.json");
+            let config = cx.dir.json(&name)?.ok_or_else(|| {
+                Error::io(&cx.dir.file(&name), std::io::ErrorKind::NotFound.into())
+            })?;
+            let flag = |k: &str| config.get(k).is_some_and(crate::vocab::truthy);
+            let mode = config.get("pooling_mode").and_then(Value::as_str);
+            let ty = if flag("pooling_mode_mean_tokens") {
+                1
+            } else if flag("pooling_mode_cls_token") {
+                2
+            } else if flag("pooling_mode_lasttoken") {
+                3
+            } else if let Some((_, t)) = MODES.iter().find(|(m, _)| Some(*m) == mode) {
+                *t
+            } else {
+                return Err(Error::reference(
+                    "Only MEAN, CLS, and LAST pooling types supported",
+                ));
+            };
+            kv.u32(&cx.key("pooling_type"), ty);
+        }
+    }
+    if let Some(v) = cx
+        .hp()
+        .map
+        .get("classifier_pooling")
+        .filter(|v| !v.is_null())
     {
-        return Err(Error::not_yet(format!(
-            "{}: sentence-transformers pooling is not written yet",
-            cx.dir.path.display()
-        )));
+        let ty = match v.as_str() {
+            Some("cls") => 2,
+            Some("mean") => 1,
+            _ => {
+                return Err(Error::reference(format!(
+                    "Unsupported classifier_pooling: {v}"
+                )))
+            }
+        };
+        kv.u32(&cx.key("classifier.pooling_type"), ty);
     }
     Ok(())
 }

@@ -191,6 +191,39 @@ impl TextModel for Gemma3 {
     }
 }
 
+/// `EmbeddingGemma(Gemma3Model)`: `Gemma3TextModel` (EmbeddingGemma).
+pub(crate) struct EmbeddingGemma;
+
+impl TextModel for EmbeddingGemma {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Gemma3)
+    }
+
+    /// Gemma 3's keys, the sliding window as `config.json` has it (transformers' config class
+    /// changes it for bidirectional attention), then the pooling.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Gemma3.set_gguf_parameters(cx, kv)?;
+        let path = cx.dir.file("config.json");
+        let window = cx
+            .dir
+            .json("config.json")?
+            .and_then(|c| c.get("sliding_window").cloned())
+            .filter(|v| !v.is_null())
+            .ok_or_else(|| {
+                Error::field(
+                    &path,
+                    "sliding_window",
+                    "sliding_window not found in model config - this is required for the model",
+                )
+            })?;
+        let window = window
+            .as_u64()
+            .ok_or_else(|| Error::field(&path, "sliding_window", "not a count"))?;
+        kv.u32(&cx.key("attention.sliding_window"), window as u32);
+        base::pooling(cx, kv)
+    }
+}
+
 /// The vocabulary's size, to which Gemma 3 cuts its embedding rows.
 fn vocab_rows(cx: &Ctx) -> Result<u64> {
     if cx.dir.has("tokenizer.model") {

@@ -86,7 +86,7 @@ impl TextModel for Arcee {
 
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         Llama.set_gguf_parameters(cx, kv)?;
-        base::pooling(cx)
+        base::pooling(cx, kv)
     }
 }
 

@@ -59,6 +59,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::GEMMA3,
         &gemma::Gemma3,
     ),
+    (
+        "Gemma3TextModel",
+        &tables::GEMMA_EMBEDDING,
+        &gemma::EmbeddingGemma,
+    ),
     ("PhiForCausalLM", &tables::PHI2, &phi::Phi2),
     ("Phi3ForCausalLM", &tables::PHI3, &phi::Phi3),
     ("GraniteForCausalLM", &tables::GRANITE, &granite::Granite),

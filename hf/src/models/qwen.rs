@@ -11,7 +11,7 @@ pub(crate) struct Qwen2;
 impl TextModel for Qwen2 {
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::set_gguf_parameters(cx, kv)?;
-        base::pooling(cx)
+        base::pooling(cx, kv)
     }
 
     fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
@@ -44,7 +44,7 @@ impl TextModel for Qwen3 {
         if qwen3_reranker(cx)? {
             return Err(Error::not_yet("Qwen3 rerankers are not converted yet"));
         }
-        base::pooling(cx)
+        base::pooling(cx, kv)
     }
 }
 
