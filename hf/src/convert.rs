@@ -212,9 +212,13 @@ fn run(
     let (file_type, wanted, type_name) = outtype.resolved();
     cx.file_type = file_type;
     let type_name: &str = options.name_type.as_deref().unwrap_or(type_name);
-    let mut plan = extra_tensors(model, &cx)?;
-    let yielded = modify_tensors(model, &cx, &ckpt, &kept)?;
-    plan.extend(prepare_tensors(model, &cx, outtype, wanted, yielded)?);
+    // `write_vocab` prepares no tensor: what a tensor would be refused for does not matter.
+    let mut plan = Vec::new();
+    if !options.vocab_only {
+        plan = extra_tensors(model, &cx)?;
+        let yielded = modify_tensors(model, &cx, &ckpt, &kept)?;
+        plan.extend(prepare_tensors(model, &cx, outtype, wanted, yielded)?);
+    }
     let count = parameter_count(&plan, options.vocab_only)?;
     let (kv, meta) = metadata(model, &cx, options, &count)?;
     let target = options.outfile.clone().unwrap_or_else(|| dir.to_owned());

@@ -610,6 +610,9 @@ def all_cases() -> list[Case]:
         for t in OUTTYPES:
             name = f"{fx.name}__{t}"
             cases.append(Case(name, fx.name, ["--outtype", t, "--outfile", f"{name}.gguf", *fx.args]))
+        if fx is not FIXTURES[0]:  # the first fixture's vocab-only case is among its extras
+            name = f"{fx.name}__vocab-only"
+            cases.append(Case(name, fx.name, ["--vocab-only", "--outfile", f"{name}.gguf", *fx.args]))
     first = FIXTURES[0].name
 
     def extra(short: str, args: list[str], outfile: str | None = None, make_dirs=()):

@@ -12,38 +12,8 @@ impl TextModel for GptNeoX {
     /// It does not call `TextModel`'s, and writes no kv head count, no RoPE base and no file
     /// type.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        let hp = cx.hp();
-        let n = |key: &str| hp.int(&[key]);
-        kv.u32(
-            &cx.key("context_length"),
-            n("max_position_embeddings")? as u32,
-        );
-        kv.u32(&cx.key("embedding_length"), n("hidden_size")? as u32);
-        kv.u32(&cx.key("block_count"), cx.block_count as u32);
-        kv.u32(
-            &cx.key("feed_forward_length"),
-            n("intermediate_size")? as u32,
-        );
-        let heads = n("num_attention_heads")?;
-        if heads == 0 {
-            return Err(Error::field(&hp.path, "num_attention_heads", "is 0"));
-        }
-        let pct = hp.float(&["rotary_pct"])?;
-        kv.u32(
-            &cx.key("rope.dimension_count"),
-            (pct * (n("hidden_size")? / heads) as f64) as u32,
-        );
-        kv.u32(&cx.key("attention.head_count"), heads as u32);
-        let parallel = match hp.map.get("use_parallel_residual") {
-            None => true,
-            Some(v) => crate::vocab::truthy(v),
-        };
-        kv.bool(&cx.key("use_parallel_residual"), parallel);
-        kv.f32(
-            &cx.key("attention.layer_norm_epsilon"),
-            hp.float(&["layer_norm_eps"])?,
-        );
-        Ok(())
+        let pct = cx.hp().float(&["rotary_pct"])?;
+        parallel_keys(cx, kv, pct, None, &["layer_norm_eps"])
     }
 
     fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
@@ -52,6 +22,49 @@ impl TextModel for GptNeoX {
                 || name.ends_with(".attention.query_key_value.bias"));
         base::yield_as(name, per_head_qkv(cx, fused)?)
     }
+}
+
+/// The keys GPT-NeoX's and StableLM's own `set_gguf_parameters` write: the context, width,
+/// blocks, feed-forward, the rotated share of a head (`pct`), the heads (and kv heads where
+/// given), whether the residual is parallel (by default it is) and the LayerNorm epsilon.
+pub(crate) fn parallel_keys(
+    cx: &Ctx,
+    kv: &mut Kv,
+    pct: f64,
+    n_kv: Option<u64>,
+    eps_keys: &[&str],
+) -> Result<()> {
+    let hp = cx.hp();
+    let n = |key: &str| hp.int(&[key]);
+    kv.u32(
+        &cx.key("context_length"),
+        n("max_position_embeddings")? as u32,
+    );
+    kv.u32(&cx.key("embedding_length"), n("hidden_size")? as u32);
+    kv.u32(&cx.key("block_count"), cx.block_count as u32);
+    kv.u32(
+        &cx.key("feed_forward_length"),
+        n("intermediate_size")? as u32,
+    );
+    let heads = n("num_attention_heads")?;
+    if heads == 0 {
+        return Err(Error::field(&hp.path, "num_attention_heads", "is 0"));
+    }
+    kv.u32(
+        &cx.key("rope.dimension_count"),
+        (pct * (n("hidden_size")? / heads) as f64) as u32,
+    );
+    kv.u32(&cx.key("attention.head_count"), heads as u32);
+    if let Some(k) = n_kv {
+        kv.u32(&cx.key("attention.head_count_kv"), k as u32);
+    }
+    let parallel = match hp.map.get("use_parallel_residual") {
+        None => true,
+        Some(v) => crate::vocab::truthy(v),
+    };
+    kv.bool(&cx.key("use_parallel_residual"), parallel);
+    kv.f32(&cx.key("attention.layer_norm_epsilon"), hp.float(eps_keys)?);
+    Ok(())
 }
 
 /// The fused q/k/v stored per head, written as all q, all k, all v.
