@@ -40,11 +40,12 @@ pub mod safetensors;
 #[rustfmt::skip]
 mod tables;
 mod bpe;
-pub(crate) mod vocab;
+pub mod vocab;
 
 pub use convert::{convert, convert_quantized, convert_with, Options, OutType, Report, TensorPlan};
 pub use error::{Error, Result, Unsupported};
 pub use export::{export_hf, Dtype, ExportOptions, ExportReport};
+pub use model_dir::ModelDir;
 pub use models::{classes, ClassState};
 
 pub(crate) use json::read_json;

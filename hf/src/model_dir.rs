@@ -15,7 +15,7 @@ pub struct ModelDir {
     /// The folder.
     pub path: PathBuf,
     /// `config.json` as `AutoConfig(...).to_dict()` gives it.
-    pub hparams: Hparams,
+    pub(crate) hparams: Hparams,
     json: Mutex<HashMap<String, Option<Arc<Value>>>>,
 }
 
@@ -30,6 +30,18 @@ impl ModelDir {
             hparams: Hparams::load(path)?,
             json: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// A folder read for its tokenizer files alone (no `config.json` needed).
+    pub fn files(path: &Path) -> ModelDir {
+        ModelDir {
+            path: path.to_owned(),
+            hparams: Hparams {
+                map: serde_json::Map::new(),
+                path: path.join("config.json"),
+            },
+            json: Mutex::new(HashMap::new()),
+        }
     }
 
     /// The path of the folder's file `name`.
