@@ -102,6 +102,7 @@ class Fixture:
                                       # another name on the same class
     args: list = field(default_factory=list)  # added to every case's arguments
     pooling: str | None = None        # sentence-transformers' Pooling module: its mode
+    added: list = field(default_factory=list)  # special tokens added past a BPE vocabulary
 
 
 FIXTURES = [
@@ -351,6 +352,10 @@ FIXTURES += [
         name="llama-embed-tiny", seed=4848, dtype="bfloat16", kv_heads=2, bare=True,
         spm=dict(model_type="unigram", vocab_size=320), architectures="LlamaBidirectionalModel",
     ),
+    Fixture(
+        name="GLM-4-Tiny-0414", seed=5050, arch="glm4", dtype="bfloat16", kv_heads=2,
+        head_dim=16, bpe="gpt-2", added=["<|user|>"], extra=dict(pad_token_id=0),
+    ),
     # classes the reference registers on Llama's and Qwen 2's own classes
     Fixture(
         name="IQuest-Coder-Tiny", seed=3737, dtype="bfloat16", kv_heads=2,
@@ -441,6 +446,20 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
 
             facts = vocabs.build(fx.bpe, LLAMA_CPP, folder)
             n_vocab = facts["config"]["vocab_size"]
+            if fx.added:
+                # as tokenizer.add_special_tokens then save_pretrained write them
+                tj_path, tc_path = folder / "tokenizer.json", folder / "tokenizer_config.json"
+                tj = json.loads(tj_path.read_text(encoding="utf-8"))
+                tc = json.loads(tc_path.read_text(encoding="utf-8"))
+                for content in fx.added:
+                    entry = dict(content=content, single_word=False, lstrip=False, rstrip=False,
+                                 normalized=False, special=True)
+                    tj["added_tokens"].append(dict(id=n_vocab, **entry))
+                    tc.setdefault("added_tokens_decoder", {})[str(n_vocab)] = {
+                        k: v for k, v in entry.items()}
+                    n_vocab += 1
+                tj_path.write_text(json.dumps(tj, ensure_ascii=False), encoding="utf-8")
+                tc_path.write_text(json.dumps(tc, indent=2), encoding="utf-8")
             ids = dict(bos_token_id=facts["config"].get("bos_token_id"),
                        eos_token_id=facts["config"].get("eos_token_id"), pad_token_id=None)
             raise _Built(n_vocab, ids)
@@ -572,6 +591,7 @@ CONFIGS = {
     "falcon": ("FalconConfig", {}),
     "gpt2": ("GPT2Config", {}),
     "stablelm": ("StableLmConfig", {}),
+    "glm4": ("Glm4Config", {}),
     "smollm3": ("SmolLM3Config", {}),
 }
 
@@ -670,6 +690,7 @@ FAST = {
     "stablelm-2-tiny__q8_0",
     "llama-embed-tiny__f16",
     "embeddinggemma-tiny__f16",
+    "GLM-4-Tiny-0414__bf16",
 }
 
 

@@ -13,6 +13,7 @@ mod command_r;
 mod ernie;
 mod exaone;
 mod gemma;
+mod glm;
 mod gptneox;
 mod granite;
 mod llama;
@@ -98,6 +99,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("FalconForCausalLM", &tables::FALCON, &gptneox::Falcon),
     ("RWForCausalLM", &tables::FALCON, &gptneox::Falcon),
     ("GPT2LMHeadModel", &tables::GPT2, &gptneox::Gpt2),
+    ("Glm4ForCausalLM", &tables::GLM4, &glm::Glm4),
     (
         "StableLmForCausalLM",
         &tables::STABLELM,

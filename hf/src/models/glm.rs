@@ -1,0 +1,87 @@
+//! `conversion/glm.py` (the text class of GLM-4).
+
+use super::base::{self, Ctx, TextModel};
+use crate::error::{Error, Result};
+use crate::kv::Kv;
+use crate::vocab::SpecialVocab;
+use serde_json::Value;
+
+/// `Glm4Model`: `Glm4ForCausalLM`.
+pub(crate) struct Glm4;
+
+impl TextModel for Glm4 {
+    /// `TextModel`'s keys, then the rotated share of a head (`partial_rotary_factor`, by
+    /// default a half).
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::set_gguf_parameters(cx, kv)?;
+        let pct = cx
+            .rope()
+            .get("partial_rotary_factor")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.5);
+        let dim = base::head_dim(cx.hp())?;
+        kv.u32(&cx.key("rope.dimension_count"), (dim as f64 * pct) as u32);
+        Ok(())
+    }
+
+    /// GPT-2's BPE, then the end of text (eos, unk, bos) and `<|user|>` (eot) by their ids
+    /// among the tokenizer's added tokens, each where the tokenizer files name none.
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let added = added_vocab(cx)?;
+        let id = |t: &str| -> Result<u64> {
+            added
+                .iter()
+                .find(|(c, _)| c == t)
+                .map(|(_, i)| *i)
+                .ok_or_else(|| Error::reference(format!("KeyError: '{t}' (not an added token)")))
+        };
+        let (end, user) = (id("<|endoftext|>")?, id("<|user|>")?);
+        let v = crate::bpe::vocab(cx.dir, cx.tokenizer_pre)?;
+        kv.string("tokenizer.ggml.model", "gpt2");
+        kv.string("tokenizer.ggml.pre", &v.pre);
+        kv.strings("tokenizer.ggml.tokens", v.tokens);
+        kv.i32s("tokenizer.ggml.token_type", v.types);
+        let mut special = SpecialVocab::load(cx.dir, None, true)?;
+        for (typ, i) in [("eos", end), ("eot", user), ("unk", end), ("bos", end)] {
+            special.set_special(typ, i);
+        }
+        special.add_to(kv)
+    }
+}
+
+/// `tokenizer.get_added_vocab()`: the added tokens of `tokenizer.json`, then those of
+/// `tokenizer_config.json`'s `added_tokens_decoder`, by content.
+fn added_vocab(cx: &Ctx) -> Result<Vec<(String, u64)>> {
+    let mut out: Vec<(String, u64)> = Vec::new();
+    if let Some(t) = cx.dir.json("tokenizer.json")? {
+        for a in t
+            .get("added_tokens")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let (Some(c), Some(i)) = (
+                a.get("content").and_then(Value::as_str),
+                a.get("id").and_then(Value::as_u64),
+            ) {
+                out.push((c.to_owned(), i));
+            }
+        }
+    }
+    if let Some(c) = cx.dir.json("tokenizer_config.json")? {
+        for (i, a) in c
+            .get("added_tokens_decoder")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if let (Some(content), Ok(i)) = (a.get("content").and_then(Value::as_str), i.parse()) {
+                match out.iter_mut().find(|(c, _)| c == content) {
+                    Some(entry) => entry.1 = i,
+                    None => out.push((content.to_owned(), i)),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
