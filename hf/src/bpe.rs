@@ -10,7 +10,6 @@ use crate::vocab::{looks_special, token_type};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::str::FromStr;
 use tokenizers::Tokenizer;
 
 /// Tokenizer classes whose fast tokenizer is `tokenizer.json` as it is (no class that
@@ -128,7 +127,8 @@ pub fn load(dir: &ModelDir) -> Result<Tokenizer> {
             post_processor(&json, add_bos.then_some(bos), add_eos.then_some(eos))
                 .map_err(|m| Error::field(&cfg_path, "bos_token|eos_token", m))?;
     }
-    Tokenizer::from_str(&json.to_string()).map_err(|e| Error::field(&path, "(root)", e.to_string()))
+    serde_json::from_value::<Tokenizer>(json)
+        .map_err(|e| Error::field(&path, "(root)", e.to_string()))
 }
 
 /// `update_post_processor`'s `TemplateProcessing` (bos before and eos after each sequence,

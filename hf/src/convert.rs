@@ -219,8 +219,8 @@ fn run(
         let yielded = modify_tensors(model, &cx, &ckpt, &kept)?;
         plan.extend(prepare_tensors(model, &cx, outtype, wanted, yielded)?);
     }
-    let count = parameter_count(&plan, options.vocab_only)?;
-    let (kv, meta) = metadata(model, &cx, options, &count)?;
+    let count = parameter_count(&plan)?;
+    let (mut kv, meta) = metadata(model, &cx, options, &count)?;
     let target = options.outfile.clone().unwrap_or_else(|| dir.to_owned());
     let out_path = if target.is_dir() {
         let stem = if options.vocab_only {
@@ -252,7 +252,6 @@ fn run(
             .unwrap_or_default();
         target.with_file_name(fill_template(&name, type_name)?)
     };
-    let mut kv = kv;
     model.set_vocab(&cx, &mut kv)?;
 
     let order = if options.bigendian {
@@ -436,17 +435,6 @@ fn modify_tensors(
             continue;
         }
         for (name, mut change) in model.modify_tensors(cx, name, &e.shape)? {
-            let rows = match change.rows {
-                Some((a, b)) => b.saturating_sub(a),
-                None => e.shape.first().copied().unwrap_or(0),
-            };
-            if let Err(why) = change.order.check(rows) {
-                return Err(Error::field(
-                    &ckpt.parts[e.part].path,
-                    format!("{}.shape", e.name),
-                    format!("{why} (config: {})", hp.path.display()),
-                ));
-            }
             let mut shape = e.shape.clone();
             if let Some((a, b)) = change.rows.as_mut() {
                 // A slice past the end stops at it, as Python's does.
@@ -461,6 +449,13 @@ fn modify_tensors(
                     ));
                 }
                 shape[0] = b - a;
+            }
+            if let Err(why) = change.order.check(shape.first().copied().unwrap_or(0)) {
+                return Err(Error::field(
+                    &ckpt.parts[e.part].path,
+                    format!("{}.shape", e.name),
+                    format!("{why} (config: {})", hp.path.display()),
+                ));
             }
             if change.transpose {
                 if shape.len() != 2 || change.rows.is_some() {
@@ -625,11 +620,9 @@ fn prepare_tensors(
     Ok(plan)
 }
 
-/// The parameters the plan counts (none for the vocabulary alone: the reference plans no
-/// tensors then).
-fn parameter_count(plan: &[TensorPlan], vocab_only: bool) -> Result<ggufrw::params::ParamCount> {
-    let counted = if vocab_only { &plan[..0] } else { plan };
-    ggufrw::params::count_shapes(counted.iter().map(|t| (t.name.as_str(), t.dims.as_slice())))
+/// The parameters the plan counts (none for the vocabulary alone, whose plan is empty).
+fn parameter_count(plan: &[TensorPlan]) -> Result<ggufrw::params::ParamCount> {
+    ggufrw::params::count_shapes(plan.iter().map(|t| (t.name.as_str(), t.dims.as_slice())))
         .map_err(|e| Error::reference(e.to_string()))
 }
 

@@ -506,15 +506,6 @@ pub(crate) fn set_gguf_parameters(cx: &Ctx, kv: &mut Kv) -> Result<()> {
     Ok(())
 }
 
-/// The tokens, scores and types of a vocabulary as the `llama` tokenizer model writes them.
-fn write_llama_vocab(kv: &mut Kv, v: vocab::Vocab) {
-    kv.string("tokenizer.ggml.model", "llama");
-    kv.string("tokenizer.ggml.pre", "default");
-    kv.strings("tokenizer.ggml.tokens", v.tokens);
-    kv.f32s("tokenizer.ggml.scores", v.scores);
-    kv.i32s("tokenizer.ggml.token_type", v.types);
-}
-
 /// `_set_vocab_sentencepiece`, if there is a `tokenizer.model`.
 pub(crate) fn sentencepiece(cx: &Ctx, kv: &mut Kv) -> Result<bool> {
     let size = cx
@@ -523,9 +514,7 @@ pub(crate) fn sentencepiece(cx: &Ctx, kv: &mut Kv) -> Result<bool> {
     let Some(v) = vocab::sentencepiece(cx.dir, size)? else {
         return Ok(false);
     };
-    let n = v.tokens.len() as u64;
-    write_llama_vocab(kv, v);
-    vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)?;
+    llama_vocab(cx, kv, v)?;
     Ok(true)
 }
 
@@ -543,28 +532,36 @@ pub(crate) fn sentencepiece_required(cx: &Ctx, kv: &mut Kv) -> Result<()> {
 
 /// `_set_vocab_llama_hf`.
 pub(crate) fn llama_hf(cx: &Ctx, kv: &mut Kv) -> Result<()> {
-    let v = crate::bpe::llama_hf(cx.dir)?;
-    let n = v.tokens.len() as u64;
-    write_llama_vocab(kv, v);
-    vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)
+    llama_vocab(cx, kv, crate::bpe::llama_hf(cx.dir)?)
 }
 
-/// A vocabulary read the way `LlamaModel`'s SentencePiece reading of Phi-3 is (its own
-/// overlay of added tokens), with the special vocabulary.
+/// A vocabulary of the `llama` tokenizer model (tokens, scores, types), then the special
+/// vocabulary, as each of the reference's SentencePiece readings writes them.
 pub(crate) fn llama_vocab(cx: &Ctx, kv: &mut Kv, v: vocab::Vocab) -> Result<()> {
     let n = v.tokens.len() as u64;
-    write_llama_vocab(kv, v);
+    kv.string("tokenizer.ggml.model", "llama");
+    kv.string("tokenizer.ggml.pre", "default");
+    kv.strings("tokenizer.ggml.tokens", v.tokens);
+    kv.f32s("tokenizer.ggml.scores", v.scores);
+    kv.i32s("tokenizer.ggml.token_type", v.types);
     vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)
 }
 
 /// `_set_vocab_gpt2`.
 pub(crate) fn gpt2(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    gpt2_tokens(cx, kv)?;
+    vocab::SpecialVocab::load(cx.dir, None, true)?.add_to(kv)
+}
+
+/// `_set_vocab_gpt2` before its special vocabulary: `get_vocab_base`'s tokens, types and
+/// pre-tokenizer.
+pub(crate) fn gpt2_tokens(cx: &Ctx, kv: &mut Kv) -> Result<()> {
     let v = crate::bpe::vocab(cx.dir, cx.tokenizer_pre)?;
     kv.string("tokenizer.ggml.model", "gpt2");
     kv.string("tokenizer.ggml.pre", &v.pre);
     kv.strings("tokenizer.ggml.tokens", v.tokens);
     kv.i32s("tokenizer.ggml.token_type", v.types);
-    vocab::SpecialVocab::load(cx.dir, None, true)?.add_to(kv)
+    Ok(())
 }
 
 /// `_try_set_pooling_type`: the pooling of sentence-transformers' `Pooling` module (its
@@ -695,14 +692,19 @@ pub(crate) fn yield_as(name: &str, change: Rearrange) -> Yields {
 /// LayerNorm1p): one added to every `*norm.weight`.
 pub(crate) fn norms_plus_one(name: &str) -> Yields {
     let change = Rearrange {
-        add: if name.ends_with("norm.weight") {
-            1.0
-        } else {
-            0.0
-        },
+        add: norm_offset(name),
         ..Rearrange::default()
     };
     yield_as(name, change)
+}
+
+/// What is added to a tensor whose norms are stored as `weight - 1`: one to a norm's weight.
+pub(crate) fn norm_offset(name: &str) -> f32 {
+    if name.ends_with("norm.weight") {
+        1.0
+    } else {
+        0.0
+    }
 }
 
 /// The name of a computed tensor outside the blocks (`format_tensor_name(key)` + `.weight`).

@@ -6,15 +6,6 @@ use crate::kv::Kv;
 use crate::vocab;
 use serde_json::Value;
 
-/// Gemma's norms are stored as `weight - 1`.
-fn norm_offset(name: &str) -> f32 {
-    if name.ends_with("norm.weight") {
-        1.0
-    } else {
-        0.0
-    }
-}
-
 /// `GemmaModel`: Gemma 1.
 pub(crate) struct Gemma;
 
@@ -172,7 +163,7 @@ impl TextModel for Gemma3 {
 
     fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
         let mut r = Rearrange {
-            add: norm_offset(name),
+            add: base::norm_offset(name),
             ..Rearrange::default()
         };
         if name.contains("embed_tokens.weight") {

@@ -36,11 +36,7 @@ impl TextModel for Glm4 {
                 .ok_or_else(|| Error::reference(format!("KeyError: '{t}' (not an added token)")))
         };
         let (end, user) = (id("<|endoftext|>")?, id("<|user|>")?);
-        let v = crate::bpe::vocab(cx.dir, cx.tokenizer_pre)?;
-        kv.string("tokenizer.ggml.model", "gpt2");
-        kv.string("tokenizer.ggml.pre", &v.pre);
-        kv.strings("tokenizer.ggml.tokens", v.tokens);
-        kv.i32s("tokenizer.ggml.token_type", v.types);
+        base::gpt2_tokens(cx, kv)?;
         let mut special = SpecialVocab::load(cx.dir, None, true)?;
         for (typ, i) in [("eos", end), ("eot", user), ("unk", end), ("bos", end)] {
             special.set_special(typ, i);
