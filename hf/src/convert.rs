@@ -190,9 +190,11 @@ fn run(
     quantize: Quantize<'_>,
 ) -> Result<(Report, Option<ggufrw::quantize::Report>)> {
     let folder = ModelDir::open(dir)?;
-    let hp = &folder.hparams;
-    let class = hp.architecture()?;
+    let class = folder.hparams.architecture()?;
     let (arch, model) = models::for_class(&class)?;
+    let mut hparams = folder.hparams.clone();
+    model.init_hparams(&class, &mut hparams);
+    let hp = &hparams;
     let block_count = hp.int(&["n_layers", "num_hidden_layers", "n_layer", "num_layers"])?;
     let ckpt = open_checkpoint(dir)?;
     let mut cx = Ctx {
@@ -214,13 +216,14 @@ fn run(
     let type_name: &str = options.name_type.as_deref().unwrap_or(type_name);
     // `write_vocab` prepares no tensor: what a tensor would be refused for does not matter.
     let mut plan = Vec::new();
+    let mut early = Kv::default();
     if !options.vocab_only {
         plan = extra_tensors(model, &cx)?;
-        let yielded = modify_tensors(model, &cx, &ckpt, &kept)?;
+        let yielded = modify_tensors(model, &cx, &ckpt, &kept, &mut early)?;
         plan.extend(prepare_tensors(model, &cx, outtype, wanted, yielded)?);
     }
     let count = parameter_count(&plan)?;
-    let (mut kv, meta) = metadata(model, &cx, options, &count)?;
+    let (mut kv, meta) = metadata(model, &cx, options, &count, early)?;
     let target = options.outfile.clone().unwrap_or_else(|| dir.to_owned());
     let out_path = if target.is_dir() {
         let stem = if options.vocab_only {
@@ -396,17 +399,20 @@ fn extra_tensors(model: &dyn TextModel, cx: &Ctx) -> Result<Vec<TensorPlan>> {
 }
 
 /// `modify_tensors`: what each kept checkpoint tensor yields (renamed, rearranged, or merged
-/// with its block's other experts), in the order the reference writes them.
+/// with its block's other experts), in the order the reference writes them; the keys it
+/// writes from tensor values go to `early`.
 fn modify_tensors(
     model: &dyn TextModel,
     cx: &Ctx,
     ckpt: &Checkpoint,
     kept: &[(String, usize)],
+    early: &mut Kv,
 ) -> Result<Vec<Yielded>> {
     let hp = cx.hp();
     let mut yielded: Vec<Yielded> = Vec::new();
     let experts = model.experts();
     let mut pending: BTreeMap<u64, Vec<(String, usize)>> = BTreeMap::new();
+    let mut scalars: HashMap<&'static str, BTreeMap<u64, f32>> = HashMap::new();
     for (name, index) in kept {
         if name.ends_with(".attention.masked_bias")
             || name.ends_with(".attention.bias")
@@ -416,6 +422,23 @@ fn modify_tensors(
         }
         let e = &ckpt.entries[*index];
         let bid = block_of(name);
+        if let Some(key) = model.scalar_key(cx, name) {
+            let mut value = Vec::new();
+            widen(e.dtype, ckpt.bytes(e), &mut value);
+            let (Some(bid), [value]) = (bid, value.as_slice()) else {
+                return Err(Error::field(
+                    &ckpt.parts[e.part].path,
+                    format!("{}.shape", e.name),
+                    format!("{:?}: not one value of a numbered block", e.shape),
+                ));
+            };
+            let values = scalars.entry(key).or_default();
+            values.insert(bid, *value);
+            if values.len() as u64 == hp.int(&["num_hidden_layers"])? {
+                early.f32s(key, values.values().copied().collect());
+            }
+            continue;
+        }
         if let Some(ex) = experts.as_ref().filter(|ex| name.contains(ex.marker)) {
             let Some(bid) = bid else {
                 return Err(Error::reference(format!(
@@ -633,6 +656,7 @@ fn metadata(
     cx: &Ctx,
     options: &Options,
     count: &ggufrw::params::ParamCount,
+    early: Kv,
 ) -> Result<(Kv, Metadata)> {
     let total = count.gguf_py().0;
     let dir = &cx.dir.path;
@@ -653,6 +677,7 @@ fn metadata(
     }
     let mut kv = Kv::default();
     kv.string("general.architecture", cx.arch.name);
+    kv.extend(early);
     kv.string("general.type", "model");
     meta.add_to(&mut kv)?;
     model.set_gguf_parameters(cx, &mut kv)?;

@@ -18,6 +18,13 @@ impl Kv {
         }
     }
 
+    /// Every key of `other`, in its order, each as if set here.
+    pub fn extend(&mut self, other: Kv) {
+        for (k, v) in other.pairs {
+            self.set(&k, v);
+        }
+    }
+
     /// `add_uint32`.
     pub fn u32(&mut self, key: &str, v: u32) {
         self.set(key, Value::from(v));

@@ -227,12 +227,12 @@ fn a_class_the_reference_converts_is_refused_naming_its_module() {
     let config = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
     std::fs::write(
         dir.path().join("config.json"),
-        config.replace("LlamaForCausalLM", "MPTForCausalLM"),
+        config.replace("LlamaForCausalLM", "DbrxForCausalLM"),
     )
     .unwrap();
     let e = refused(dir.path());
     assert!(
-        e.contains("MPTForCausalLM") && e.contains("conversion/mpt.py") && e.contains("--list"),
+        e.contains("DbrxForCausalLM") && e.contains("conversion/dbrx.py") && e.contains("--list"),
         "{e}"
     );
 }

@@ -103,6 +103,12 @@ class Fixture:
     args: list = field(default_factory=list)  # added to every case's arguments
     pooling: str | None = None        # sentence-transformers' Pooling module: its mode
     added: list = field(default_factory=list)  # special tokens added past a BPE vocabulary
+    # config.json fields the transformers class does not keep but real checkpoints carry
+    # (written after saving; transformers reads them back as attributes)
+    saved_extra: dict = field(default_factory=dict)
+    # a class transformers does not have (remote code): `extra` is the whole config.json and
+    # this names the layout of its tensors (RAW_LAYOUTS), written with random values
+    raw: str | None = None
 
 
 FIXTURES = [
@@ -356,6 +362,15 @@ FIXTURES += [
         name="GLM-4-Tiny-0414", seed=5050, arch="glm4", dtype="bfloat16", kv_heads=2,
         head_dim=16, bpe="gpt-2", added=["<|user|>"], extra=dict(pad_token_id=0),
     ),
+    Fixture(
+        name="stablelm-tiny-llava-epoch", seed=5555, arch="stablelm", dtype="bfloat16", kv_heads=4,
+        bpe="gpt-neox", architectures="LlavaStableLMEpochForCausalLM",
+        extra=dict(partial_rotary_factor=0.25),
+    ),
+    Fixture(
+        name="SmolVLM2-Tiny-Text", seed=5656, dtype="bfloat16", kv_heads=2, tie=True,
+        spm=dict(model_type="bpe", vocab_size=320), architectures="VLlama3ForCausalLM",
+    ),
     # classes the reference registers on Llama's and Qwen 2's own classes
     Fixture(
         name="IQuest-Coder-Tiny", seed=3737, dtype="bfloat16", kv_heads=2,
@@ -373,6 +388,106 @@ FIXTURES += [
     Fixture(
         name="SmolLM3-Tiny", seed=2121, arch="smollm3", dtype="bfloat16", kv_heads=2, tie=True,
         bpe="llama-bpe",
+    ),
+    # Apertus: no q/k permutation; the xIELU activation's parameters become array keys; its
+    # configuration's default llama3 RoPE scaling adds rope_freqs.weight
+    Fixture(
+        name="Apertus-Tiny-Instruct", seed=5151, arch="apertus", dtype="bfloat16", kv_heads=2,
+        bpe="llama-bpe",
+    ),
+    # HunYuan dense: NTK-alpha RoPE (a scaled base, 256K context), the end-of-document id as
+    # eos and the generation config's first end id as eot
+    Fixture(
+        name="Hunyuan-Tiny-Instruct", seed=5252, arch="hunyuan_v1_dense", dtype="bfloat16",
+        kv_heads=2, head_dim=16, bpe="llama-bpe",
+        extra=dict(max_position_embeddings=32768,
+                   rope_scaling={"type": "dynamic", "alpha": 1000.0, "factor": 1.0}),
+        saved_extra=dict(eod_token_id=3),
+        generation=dict(eos_token_id=[5, 2]),
+    ),
+    # MPT: the reference registers MosaicML's own class name (transformers saves
+    # MptForCausalLM, which it does not take); ALiBi and the qkv clamp as keys
+    Fixture(
+        name="mpt-tiny-chat", seed=5454, arch="mpt", dtype="bfloat16", bpe="mpt", tie=True,
+        custom=True, architectures="MPTForCausalLM", extra=dict(d_model=64, n_heads=4, n_layers=2, max_seq_len=256,
+                                attn_config=dict(alibi=True, alibi_bias_max=8, clip_qkv=6.0)),
+    ),
+    # GLM-4 in transformers' format: chatglm's own keys (the context is the embedding width
+    # when there is no seq_length), fused gate/up kept as it is
+    Fixture(
+        name="glm-4-tiny-chat-hf", seed=5353, arch="glm", dtype="bfloat16", kv_heads=2,
+        head_dim=16, bpe="gpt-2", added=["<|user|>"], extra=dict(pad_token_id=0),
+    ),
+]
+
+
+def llama_config(model_type: str, **more) -> dict:
+    """The config.json fields a Llama-shaped remote-code checkpoint carries (tiny sizes)."""
+    return {**dict(model_type=model_type, hidden_size=64, intermediate_size=96,
+                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                   max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=10000.0,
+                   hidden_act="silu"), **more}
+
+
+# Classes transformers does not have (their modeling code ships with the checkpoint): the
+# config.json and tensor names are their published ones, written here
+FIXTURES += [
+    Fixture(
+        name="Orion-Tiny-Chat", seed=6161, dtype="bfloat16", raw="orion",
+        architectures="OrionForCausalLM", spm=dict(model_type="bpe", vocab_size=320),
+        extra=llama_config("orion", max_sequence_length=256),
+    ),
+    Fixture(
+        name="CodeShell-Tiny", seed=6262, dtype="bfloat16", raw="codeshell", bpe="starcoder",
+        architectures="CodeShellForCausalLM",
+        extra=dict(model_type="codeshell", n_positions=256, n_embd=64, n_layer=2, n_head=4,
+                   num_query_groups=2, group_query_attention=True, layer_norm_epsilon=1e-5,
+                   position_embedding_type="rope", rope_scaling=None, activation_function="gelu_pytorch_tanh"),
+    ),
+    Fixture(
+        name="Maincoder-Tiny", seed=6363, dtype="bfloat16", raw="qk-norm", bpe="starcoder",
+        architectures="MaincoderForCausalLM", tie=True,
+        extra=llama_config("maincoder", head_dim=16),
+    ),
+    Fixture(
+        name="Nanbeige-Tiny-Loop", seed=6464, dtype="bfloat16", raw="llama",
+        architectures="NanbeigeForCausalLM", spm=dict(model_type="unigram", vocab_size=320),
+        extra=llama_config("nanbeige", num_loops=2, skip_loop_final_norm=True),
+    ),
+    Fixture(
+        name="EXAONE-3.5-Tiny-Instruct", seed=6565, dtype="bfloat16", raw="exaone", bpe="gpt-2",
+        architectures="ExaoneForCausalLM",
+        extra=dict(model_type="exaone", hidden_size=64, intermediate_size=96, num_layers=2,
+                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                   layer_norm_epsilon=1e-5, rope_theta=1000000.0, activation_function="silu",
+                   rope_scaling={"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                                 "original_max_position_embeddings": 64, "rope_type": "llama3"}),
+    ),
+    Fixture(
+        name="PLM-Tiny-Instruct", seed=6666, dtype="bfloat16", raw="plm", bpe="qwen2",
+        architectures="PLMForCausalLM",
+        extra=llama_config("plm", kv_lora_rank=32, q_lora_rank=None, qk_nope_head_dim=16,
+                           qk_rope_head_dim=8, v_head_dim=16, hidden_act="relu2"),
+    ),
+    Fixture(
+        name="openPangu-Embedded-Tiny", seed=6767, dtype="bfloat16", raw="pangu",
+        architectures="PanguEmbeddedForCausalLM", spm=dict(model_type="bpe", vocab_size=320),
+        tokenizer=dict(add_prefix_space=False),
+        extra=llama_config("PanguEmbedded", bias=True),
+    ),
+    Fixture(
+        name="Jais-2-Tiny-Chat", seed=6868, dtype="bfloat16", raw="jais2", bpe="gpt-2",
+        architectures="Jais2ForCausalLM",
+        extra=dict(llama_config("jais2", layer_norm_eps=1e-5, hidden_act="relu2"),
+                   rms_norm_eps=None),
+    ),
+    Fixture(
+        name="granite-swa-tiny", seed=6969, dtype="bfloat16", raw="sinks", bpe="starcoder",
+        architectures="GraniteSWAForCausalLM", tie=True,
+        extra=llama_config("granite_swa", sliding_window=64, attention_multiplier=0.0625,
+                           embedding_multiplier=12.0, residual_multiplier=0.22,
+                           logits_scaling=8.0, no_rope_layers=[1, 0],
+                           layer_types=["sliding_attention", "full_attention"]),
     ),
 ]
 
@@ -486,6 +601,10 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
+    if fx.raw is not None:
+        build_raw(fx, folder, n_vocab, special_ids)
+        return
+
     common = dict(
         vocab_size=n_vocab + fx.extra_vocab, hidden_size=fx.hidden, intermediate_size=96,
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=fx.kv_heads,
@@ -529,8 +648,8 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
                 row[3 * i] = v
     model = model.to(getattr(torch, fx.dtype))
     if fx.generation is not None:
-        model.generation_config = GenerationConfig(
-            bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id, **fx.generation)
+        model.generation_config = GenerationConfig(**{
+            "bos_token_id": cfg.bos_token_id, "eos_token_id": cfg.eos_token_id, **fx.generation})
     save = dict(safe_serialization=True)
     if fx.max_shard_size is not None:
         save["max_shard_size"] = fx.max_shard_size
@@ -552,11 +671,155 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
         pooling["include_prompt"] = True
         (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling, indent=2) + "\n",
                                                           encoding="utf-8")
-    if fx.architectures is not None:
+    if fx.architectures is not None or fx.saved_extra:
         config_path = folder / "config.json"
         config = json.loads(config_path.read_text(encoding="utf-8"))
-        config["architectures"] = [fx.architectures]
+        if fx.architectures is not None:
+            config["architectures"] = [fx.architectures]
+        config.update(fx.saved_extra)
         config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    (folder / ".complete").write_text("")
+
+
+def llama_layout(c: dict, *, prefix="model.", norm_bias=False, attn_bias=False, qk_norm=False,
+                 gate=True, mlp_bias=False, sinks=False) -> list:
+    """A Llama-shaped decoder's tensors (names and shapes) for config `c`, with the options
+    remote-code variants add."""
+    h, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    heads = c["num_attention_heads"]
+    kv = c.get("num_key_value_heads", heads)
+    hd = c.get("head_dim") or h // heads
+    out = [(f"{prefix}embed_tokens.weight", [v, h])]
+
+    def norm(name, width):
+        out.append((f"{name}.weight", [width]))
+        if norm_bias:
+            out.append((f"{name}.bias", [width]))
+
+    def linear(name, rows, cols, bias):
+        out.append((f"{name}.weight", [rows, cols]))
+        if bias:
+            out.append((f"{name}.bias", [rows]))
+
+    n_layers = c.get("num_hidden_layers", c.get("num_layers"))
+    for i in range(n_layers):
+        b = f"{prefix}layers.{i}"
+        norm(f"{b}.input_layernorm", h)
+        linear(f"{b}.self_attn.q_proj", heads * hd, h, attn_bias)
+        linear(f"{b}.self_attn.k_proj", kv * hd, h, attn_bias)
+        linear(f"{b}.self_attn.v_proj", kv * hd, h, attn_bias)
+        linear(f"{b}.self_attn.o_proj", h, heads * hd, attn_bias)
+        if qk_norm:
+            out.append((f"{b}.self_attn.q_norm.weight", [hd]))
+            out.append((f"{b}.self_attn.k_norm.weight", [hd]))
+        if sinks:
+            out.append((f"{b}.self_attn.sinks", [heads]))
+        norm(f"{b}.post_attention_layernorm", h)
+        if gate:
+            linear(f"{b}.mlp.gate_proj", ff, h, mlp_bias)
+        linear(f"{b}.mlp.up_proj", ff, h, mlp_bias)
+        linear(f"{b}.mlp.down_proj", h, ff, mlp_bias)
+    norm(f"{prefix}norm", h)
+    if not c.get("tie_word_embeddings", False):
+        out.append(("lm_head.weight", [v, h]))
+    return out
+
+
+def plm_layout(c: dict) -> list:
+    """PLM: multi-head latent attention (a compressed kv with a rotated part), a ReLU² MLP."""
+    h, ff, v, heads = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["num_attention_heads"]
+    rank, nope, rope, vd = c["kv_lora_rank"], c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"]
+    out = [("model.embed_tokens.weight", [v, h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.{i}"
+        out += [(f"{b}.input_layernorm.weight", [h]),
+                (f"{b}.self_attn.q_proj.weight", [heads * (nope + rope), h]),
+                (f"{b}.self_attn.kv_a_proj_with_mqa.weight", [rank + rope, h]),
+                (f"{b}.self_attn.kv_a_layernorm.weight", [rank]),
+                (f"{b}.self_attn.kv_b_proj.weight", [heads * (nope + vd), rank]),
+                (f"{b}.self_attn.o_proj.weight", [h, heads * vd]),
+                (f"{b}.post_attention_layernorm.weight", [h]),
+                (f"{b}.mlp.up_proj.weight", [ff, h]),
+                (f"{b}.mlp.down_proj.weight", [h, ff])]
+    out += [("model.norm.weight", [h]), ("lm_head.weight", [v, h])]
+    return out
+
+
+def codeshell_layout(c: dict) -> list:
+    """CodeShell: GPT-2-style names, a fused q/k/v with grouped kv heads, biases throughout."""
+    h, v, heads, kv = c["n_embd"], c["vocab_size"], c["n_head"], c["num_query_groups"]
+    hd = h // heads
+    out = [("transformer.wte.weight", [v, h])]
+    for i in range(c["n_layer"]):
+        b = f"transformer.h.{i}"
+        for name, shape in [("ln_1", [h]), ("attn.c_attn", [h + 2 * kv * hd, h]),
+                            ("attn.c_proj", [h, h]), ("ln_2", [h]), ("mlp.c_fc", [4 * h, h]),
+                            ("mlp.c_proj", [h, 4 * h])]:
+            out += [(f"{b}.{name}.weight", shape), (f"{b}.{name}.bias", shape[:1])]
+    out += [("transformer.ln_f.weight", [h]), ("transformer.ln_f.bias", [h]),
+            ("lm_head.weight", [v, h])]
+    return out
+
+
+def exaone_layout(c: dict) -> list:
+    """EXAONE 3: GPT-J-style names around a Llama block."""
+    h, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
+    hd = h // heads
+    out = [("transformer.wte.weight", [v, h])]
+    for i in range(c["num_layers"]):
+        b = f"transformer.h.{i}"
+        out += [(f"{b}.ln_1.weight", [h]),
+                (f"{b}.attn.attention.q_proj.weight", [heads * hd, h]),
+                (f"{b}.attn.attention.k_proj.weight", [kv * hd, h]),
+                (f"{b}.attn.attention.v_proj.weight", [kv * hd, h]),
+                (f"{b}.attn.attention.out_proj.weight", [h, heads * hd]),
+                (f"{b}.ln_2.weight", [h]),
+                (f"{b}.mlp.c_fc_0.weight", [ff, h]),
+                (f"{b}.mlp.c_fc_1.weight", [ff, h]),
+                (f"{b}.mlp.c_proj.weight", [h, ff])]
+    out += [("transformer.ln_f.weight", [h]), ("lm_head.weight", [v, h])]
+    return out
+
+
+# The tensor layouts of the remote-code classes, as their modeling files name them.
+RAW_LAYOUTS = {
+    "llama": llama_layout,
+    "orion": lambda c: llama_layout(c, norm_bias=True),
+    "qk-norm": lambda c: llama_layout(c, qk_norm=True),
+    "pangu": lambda c: llama_layout(c, attn_bias=True),
+    "jais2": lambda c: llama_layout(c, norm_bias=True, attn_bias=True, gate=False, mlp_bias=True),
+    "sinks": lambda c: llama_layout(c, sinks=True),
+    "plm": plm_layout,
+    "codeshell": codeshell_layout,
+    "exaone": exaone_layout,
+}
+
+
+def build_raw(fx: Fixture, folder: Path, n_vocab: int, special_ids: dict) -> None:
+    """A remote-code checkpoint: config.json as written here (`extra`, with the tokenizer's
+    size and ids) and model.safetensors with random values in the layout's names."""
+    import torch
+    from safetensors.torch import save_file
+
+    config = dict(fx.extra)
+    config["architectures"] = [fx.architectures] if fx.architectures else config["architectures"]
+    config.setdefault("vocab_size", n_vocab + fx.extra_vocab)
+    config.setdefault("tie_word_embeddings", fx.tie)
+    for k, v in special_ids.items():
+        config.setdefault(k, v)
+    config["torch_dtype"] = fx.dtype
+    gen = torch.Generator().manual_seed(fx.seed)
+    tensors = {}
+    for name, shape in RAW_LAYOUTS[fx.raw](config):
+        noise = torch.randn(shape, generator=gen, dtype=torch.float32)
+        value = 1.0 + 0.1 * noise if "norm" in name or name.split(".")[-2].startswith("ln_") else 0.02 * noise
+        tensors[name] = value.to(getattr(torch, fx.dtype)).contiguous()
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    if fx.generation is not None:
+        (folder / "generation_config.json").write_text(json.dumps(fx.generation, indent=2) + "\n",
+                                                        encoding="utf-8")
     (folder / ".complete").write_text("")
 
 
@@ -593,6 +856,10 @@ CONFIGS = {
     "stablelm": ("StableLmConfig", {}),
     "glm4": ("Glm4Config", {}),
     "smollm3": ("SmolLM3Config", {}),
+    "apertus": ("ApertusConfig", {}),
+    "hunyuan_v1_dense": ("HunYuanDenseV1Config", {}),
+    "glm": ("GlmConfig", {}),
+    "mpt": ("MptConfig", {}),
 }
 
 
@@ -691,6 +958,10 @@ FAST = {
     "llama-embed-tiny__f16",
     "embeddinggemma-tiny__f16",
     "GLM-4-Tiny-0414__bf16",
+    "Apertus-Tiny-Instruct__bf16",
+    "glm-4-tiny-chat-hf__q8_0",
+    "Orion-Tiny-Chat__q8_0",
+    "EXAONE-3.5-Tiny-Instruct__f32",
 }
 
 
@@ -781,6 +1052,8 @@ def main() -> int:
     ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp root (convert_hf_to_gguf.py)")
     ap.add_argument("--work", required=True, type=Path, help="work folder (fixtures/, ref/, cases.json)")
     ap.add_argument("--set", choices=["fast", "full"], default="fast")
+    ap.add_argument("--only", action="append", default=[], metavar="TEXT",
+                    help="only the cases whose name contains TEXT (repeatable)")
     ap.add_argument("--verbose", action="store_true", help="show the reference's INFO log")
     ap.add_argument("--gguf", choices=["gguf-py", "ggufrw"], default="gguf-py",
                     help="the gguf package the converter runs on (ggufrw: ggufrw.compat)")
@@ -811,6 +1084,8 @@ def main() -> int:
         c.args = [a.replace("{work}", str(work)) for a in c.args]
     if opts.set == "fast":
         cases = [c for c in cases if c.name in FAST]
+    if opts.only:
+        cases = [c for c in cases if any(t in c.name for t in opts.only)]
     wanted = [fx for fx in FIXTURES if any(c.fixture == fx.name for c in cases)]
 
     t0 = time.monotonic()

@@ -190,6 +190,13 @@ pub(crate) trait TextModel: Sync {
         None
     }
 
+    /// `__init__`'s edits of `self.hparams` for class `class`, made before anything reads them.
+    fn init_hparams(&self, class: &str, hp: &mut Hparams) {
+        if let Some(p) = self.parent() {
+            p.init_hparams(class, hp);
+        }
+    }
+
     /// `filter_tensors`: the checkpoint name under which the tensor is kept, or `None` when
     /// it is dropped.
     fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
@@ -215,6 +222,13 @@ pub(crate) trait TextModel: Sync {
             Some(p) => p.modify_tensors(cx, name, _shape),
             None => Ok(vec![(name.to_owned(), Rearrange::default())]),
         }
+    }
+
+    /// A tensor `modify_tensors` keeps as one block's value of an array key instead of writing
+    /// it (Apertus's xIELU parameters): the key, which is written once every block's value is
+    /// in, right after `general.architecture` (tensors are prepared before the other keys).
+    fn scalar_key(&self, cx: &Ctx, name: &str) -> Option<&'static str> {
+        self.parent().and_then(|p| p.scalar_key(cx, name))
     }
 
     /// The expert layout `modify_tensors` stacks, if the class has experts.
@@ -250,6 +264,12 @@ pub(crate) trait TextModel: Sync {
             None => gpt2(cx, kv),
         }
     }
+}
+
+/// `tie_word_embeddings` of a configuration transformers reads (`AutoConfig`'s `to_dict`
+/// always has it; `save_pretrained` leaves it out when it is the default, true).
+pub(crate) fn tied(hp: &Hparams) -> bool {
+    hp.map.get("tie_word_embeddings").is_none_or(vocab::truthy)
 }
 
 /// `ModelBase.filter_tensors`.
@@ -710,6 +730,43 @@ pub(crate) fn norm_offset(name: &str) -> f32 {
 /// The name of a computed tensor outside the blocks (`format_tensor_name(key)` + `.weight`).
 pub(crate) fn extra_name(tensor: Tensor) -> String {
     crate::names::format_name(tensor, None, ".weight")
+}
+
+/// `tokenizer.get_added_vocab()`: the added tokens of `tokenizer.json`, then those of
+/// `tokenizer_config.json`'s `added_tokens_decoder`, by content.
+pub(crate) fn added_vocab(cx: &Ctx) -> Result<Vec<(String, u64)>> {
+    let mut out: Vec<(String, u64)> = Vec::new();
+    if let Some(t) = cx.dir.json("tokenizer.json")? {
+        for a in t
+            .get("added_tokens")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let (Some(c), Some(i)) = (
+                a.get("content").and_then(Value::as_str),
+                a.get("id").and_then(Value::as_u64),
+            ) {
+                out.push((c.to_owned(), i));
+            }
+        }
+    }
+    if let Some(c) = cx.dir.json("tokenizer_config.json")? {
+        for (i, a) in c
+            .get("added_tokens_decoder")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if let (Some(content), Ok(i)) = (a.get("content").and_then(Value::as_str), i.parse()) {
+                match out.iter_mut().find(|(c, _)| c == content) {
+                    Some(entry) => entry.1 = i,
+                    None => out.push((content.to_owned(), i)),
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,9 +1,43 @@
-//! `conversion/exaone.py` (EXAONE 4).
+//! `conversion/exaone.py` (EXAONE 3 and 4).
 
 use super::base::{self, Ctx, TextModel};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use serde_json::Value;
+
+/// `ExaoneModel`: `ExaoneForCausalLM` (EXAONE 3).
+pub(crate) struct Exaone;
+
+impl TextModel for Exaone {
+    /// `TextModel`'s keys (SiLU only), then the rotated share of a head.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let act = hp.map.get("activation_function").and_then(Value::as_str);
+        if act != Some("silu") {
+            return Err(Error::field(
+                &hp.path,
+                "activation_function",
+                format!("{act:?}: the reference converts SiLU only"),
+            ));
+        }
+        let pct = cx
+            .rope()
+            .get("partial_rotary_factor")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0);
+        let per_head = hp.int(&["hidden_size"])? / hp.int(&["num_attention_heads"])?.max(1);
+        kv.u32(
+            &cx.key("rope.dimension_count"),
+            (pct * per_head as f64) as u32,
+        );
+        Ok(())
+    }
+
+    fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {
+        super::llama::llama3_rope_freqs(cx, 8.0)
+    }
+}
 
 /// `Exaone4Model`.
 pub(crate) struct Exaone4;

@@ -27,7 +27,7 @@ impl TextModel for Glm4 {
     /// GPT-2's BPE, then the end of text (eos, unk, bos) and `<|user|>` (eot) by their ids
     /// among the tokenizer's added tokens, each where the tokenizer files name none.
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        let added = added_vocab(cx)?;
+        let added = base::added_vocab(cx)?;
         let id = |t: &str| -> Result<u64> {
             added
                 .iter()
@@ -43,41 +43,4 @@ impl TextModel for Glm4 {
         }
         special.add_to(kv)
     }
-}
-
-/// `tokenizer.get_added_vocab()`: the added tokens of `tokenizer.json`, then those of
-/// `tokenizer_config.json`'s `added_tokens_decoder`, by content.
-fn added_vocab(cx: &Ctx) -> Result<Vec<(String, u64)>> {
-    let mut out: Vec<(String, u64)> = Vec::new();
-    if let Some(t) = cx.dir.json("tokenizer.json")? {
-        for a in t
-            .get("added_tokens")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let (Some(c), Some(i)) = (
-                a.get("content").and_then(Value::as_str),
-                a.get("id").and_then(Value::as_u64),
-            ) {
-                out.push((c.to_owned(), i));
-            }
-        }
-    }
-    if let Some(c) = cx.dir.json("tokenizer_config.json")? {
-        for (i, a) in c
-            .get("added_tokens_decoder")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            if let (Some(content), Ok(i)) = (a.get("content").and_then(Value::as_str), i.parse()) {
-                match out.iter_mut().find(|(c, _)| c == content) {
-                    Some(entry) => entry.1 = i,
-                    None => out.push((content.to_owned(), i)),
-                }
-            }
-        }
-    }
-    Ok(out)
 }

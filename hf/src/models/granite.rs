@@ -1,6 +1,6 @@
-//! `conversion/granite.py` (the dense class).
+//! `conversion/granite.py` (the dense classes).
 
-use super::base::{Ctx, TextModel};
+use super::base::{self, Ctx, TextModel};
 use super::llama::Llama;
 use crate::error::Result;
 use crate::kv::Kv;
@@ -48,6 +48,48 @@ impl TextModel for Granite {
             // `if x := hparams.get(...)`: a zero or a null is not written.
             if let Some(v) = hp.opt_float(&[from])?.filter(|v| *v != 0.0) {
                 kv.f32(&cx.key(key), v);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `GraniteSWAModel(GraniteModel)`: interleaved sliding-window attention.
+pub(crate) struct GraniteSwa;
+
+impl TextModel for GraniteSwa {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Granite)
+    }
+
+    /// The attention sinks are named as weights, then Granite's filter.
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        match name.ends_with("sinks") {
+            true => Granite.filter_tensors(cx, &format!("{name}.weight")),
+            false => Granite.filter_tensors(cx, name),
+        }
+    }
+
+    /// Granite's keys, the window (128 by default), which layers slide (`layer_types`, else
+    /// all but every fourth) and which rotate (`no_rope_layers`, where given).
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Granite.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let window = hp.opt_int(&["sliding_window"])?.unwrap_or(128);
+        kv.u32(&cx.key("attention.sliding_window"), window as u32);
+        let pattern = match hp
+            .map
+            .get("layer_types")
+            .filter(|t| crate::vocab::truthy(t))
+        {
+            Some(types) => base::sliding_layers(hp, types)?,
+            None => (0..cx.block_count).map(|i| i % 4 != 0).collect(),
+        };
+        kv.bools(&cx.key("attention.sliding_window_pattern"), pattern);
+        if let Some(serde_json::Value::Array(layers)) = hp.map.get("no_rope_layers") {
+            if !layers.is_empty() {
+                let rope = layers.iter().map(crate::vocab::truthy).collect();
+                kv.bools(&cx.key("attention.rope_pattern"), rope);
             }
         }
         Ok(())

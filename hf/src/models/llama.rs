@@ -1,6 +1,7 @@
 //! `conversion/llama.py`.
 
 use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
+use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::tables::Tensor;
@@ -11,6 +12,13 @@ use serde_json::Value;
 pub(crate) struct Llama;
 
 impl TextModel for Llama {
+    /// SmolVLM2's text model has no `num_attention_heads`: 32.
+    fn init_hparams(&self, class: &str, hp: &mut Hparams) {
+        if class == "VLlama3ForCausalLM" && !hp.map.contains_key("num_attention_heads") {
+            hp.map.insert("num_attention_heads".into(), 32.into());
+        }
+    }
+
     fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
         base::filter_tensors(&name.replace("text_model.", ""))
     }
@@ -87,6 +95,32 @@ impl TextModel for Arcee {
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         Llama.set_gguf_parameters(cx, kv)?;
         base::pooling(cx, kv)
+    }
+}
+
+/// `ApertusModel(LlamaModel)`: no q/k permutation (`undo_permute = False`), and the xIELU
+/// activation's parameters written as one array key each instead of as tensors.
+pub(crate) struct Apertus;
+
+impl TextModel for Apertus {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Llama)
+    }
+
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        base::yield_as(name, Rearrange::default())
+    }
+
+    fn scalar_key(&self, _cx: &Ctx, name: &str) -> Option<&'static str> {
+        [
+            (".act_fn.alpha_n", "xielu.alpha_n"),
+            (".act_fn.alpha_p", "xielu.alpha_p"),
+            (".act_fn.beta", "xielu.beta"),
+            (".act_fn.eps", "xielu.eps"),
+        ]
+        .into_iter()
+        .find(|(suffix, _)| name.ends_with(suffix))
+        .map(|(_, key)| key)
     }
 }
 
@@ -172,7 +206,8 @@ pub(crate) fn llama3_factors(
     let high_wavelen = old / high;
     let steps = (high - low) as f32;
     // torch computes in float32 throughout: Python numbers meeting a float32 tensor are
-    // cast to float32 (comparisons too).
+    // cast to float32 (comparisons too), and a number divided by a tensor is the tensor's
+    // reciprocal times the number (`Tensor.__rtruediv__`).
     let (factor, low, old) = (factor as f32, low as f32, old as f32);
     let (low_wavelen, high_wavelen) = (low_wavelen as f32, high_wavelen as f32);
     let two_pi = (2.0 * std::f64::consts::PI) as f32;
@@ -181,13 +216,13 @@ pub(crate) fn llama3_factors(
     for i in (0..dim).step_by(2) {
         let exponent = i as f32 / dim as f32;
         let freq = 1.0f32 / base32.powf(exponent);
-        let wavelen = two_pi / freq;
+        let wavelen = (1.0 / freq) * two_pi;
         let v = if wavelen < high_wavelen {
             1.0
         } else if wavelen > low_wavelen {
             factor
         } else {
-            let smooth = (old / wavelen - low) / steps;
+            let smooth = ((1.0 / wavelen) * old - low) / steps;
             1.0 / ((1.0 - smooth) / factor + smooth)
         };
         out.push(v);

@@ -9,6 +9,8 @@
 //! checks every line against the reference's `TEXT_MODEL_MAP` (generated into `tables.rs`).
 
 pub(crate) mod base;
+mod chatglm;
+mod codeshell;
 mod command_r;
 mod ernie;
 mod exaone;
@@ -16,10 +18,18 @@ mod gemma;
 mod glm;
 mod gptneox;
 mod granite;
+mod hunyuan;
+mod jais;
 mod llama;
+mod maincoder;
+mod mpt;
+mod nanbeige;
 mod nemotron;
 mod olmo;
+mod orion;
+mod pangu;
 mod phi;
+mod plm;
 mod qwen;
 mod stablelm;
 mod starcoder;
@@ -38,8 +48,10 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("LlamaModel", &tables::LLAMA, &llama::Llama),
     ("MistralForCausalLM", &tables::LLAMA, &llama::Llama),
     ("IQuestCoderForCausalLM", &tables::LLAMA, &llama::Llama),
+    ("VLlama3ForCausalLM", &tables::LLAMA, &llama::Llama),
     ("ArceeForCausalLM", &tables::ARCEE, &llama::Arcee),
     ("SmolLM3ForCausalLM", &tables::SMOLLM3, &llama::Llama),
+    ("ApertusForCausalLM", &tables::APERTUS, &llama::Apertus),
     (
         "LlamaBidirectionalModel",
         &tables::LLAMA_EMBED,
@@ -68,6 +80,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("PhiForCausalLM", &tables::PHI2, &phi::Phi2),
     ("Phi3ForCausalLM", &tables::PHI3, &phi::Phi3),
     ("GraniteForCausalLM", &tables::GRANITE, &granite::Granite),
+    (
+        "GraniteSWAForCausalLM",
+        &tables::GRANITE_SWA,
+        &granite::GraniteSwa,
+    ),
     ("OlmoForCausalLM", &tables::OLMO, &olmo::Olmo),
     ("OLMoForCausalLM", &tables::OLMO, &olmo::Olmo),
     ("Olmo2ForCausalLM", &tables::OLMO2, &olmo::Olmo2),
@@ -85,6 +102,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &command_r::CommandR,
     ),
     ("Cohere2ForCausalLM", &tables::COHERE2, &command_r::Cohere2),
+    ("ExaoneForCausalLM", &tables::EXAONE, &exaone::Exaone),
     ("Exaone4ForCausalLM", &tables::EXAONE4, &exaone::Exaone4),
     ("Ernie4_5ForCausalLM", &tables::ERNIE4_5, &ernie::Ernie45),
     ("Ernie4_5_ForCausalLM", &tables::ERNIE4_5, &ernie::Ernie45),
@@ -100,6 +118,12 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("RWForCausalLM", &tables::FALCON, &gptneox::Falcon),
     ("GPT2LMHeadModel", &tables::GPT2, &gptneox::Gpt2),
     ("Glm4ForCausalLM", &tables::GLM4, &glm::Glm4),
+    ("GlmForCausalLM", &tables::CHATGLM, &chatglm::ChatGlm),
+    (
+        "HunYuanDenseV1ForCausalLM",
+        &tables::HUNYUAN_DENSE,
+        &hunyuan::HunYuan,
+    ),
     (
         "StableLmForCausalLM",
         &tables::STABLELM,
@@ -110,6 +134,35 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::STABLELM,
         &stablelm::StableLm,
     ),
+    (
+        "LlavaStableLMEpochForCausalLM",
+        &tables::STABLELM,
+        &stablelm::StableLm,
+    ),
+    ("MPTForCausalLM", &tables::MPT, &mpt::Mpt),
+    ("OrionForCausalLM", &tables::ORION, &orion::Orion),
+    (
+        "CodeShellForCausalLM",
+        &tables::CODESHELL,
+        &codeshell::CodeShell,
+    ),
+    (
+        "MaincoderForCausalLM",
+        &tables::MAINCODER,
+        &maincoder::Maincoder,
+    ),
+    (
+        "NanbeigeForCausalLM",
+        &tables::NANBEIGE,
+        &nanbeige::Nanbeige,
+    ),
+    ("PLMForCausalLM", &tables::PLM, &plm::Plm),
+    (
+        "PanguEmbeddedForCausalLM",
+        &tables::PANGU_EMBED,
+        &pangu::PanguEmbedded,
+    ),
+    ("Jais2ForCausalLM", &tables::JAIS2, &jais::Jais2),
 ];
 
 /// The architecture and model of an `architectures` class name; a class ggufrw does not
@@ -188,8 +241,8 @@ mod tests {
 
     #[test]
     fn a_class_not_converted_names_the_references_module() {
-        let e = for_class("MPTForCausalLM").err().unwrap().to_string();
-        assert!(e.contains("conversion/mpt.py"), "{e}");
+        let e = for_class("DbrxForCausalLM").err().unwrap().to_string();
+        assert!(e.contains("conversion/dbrx.py"), "{e}");
         let e = for_class("NoSuchForCausalLM").err().unwrap().to_string();
         assert!(e.contains("does not convert it either"), "{e}");
     }

@@ -1,0 +1,136 @@
+//! `conversion/chatglm.py`: GLM-4 in transformers' own format (`GlmForCausalLM`).
+
+use super::base::{self, Ctx, TextModel};
+use crate::error::{Error, Result};
+use crate::kv::Kv;
+use crate::vocab::SpecialVocab;
+use serde_json::Value;
+
+/// `ChatGLMModel`.
+pub(crate) struct ChatGlm;
+
+impl TextModel for ChatGlm {
+    /// The rotary embedding's cache is dropped and `transformer.` taken off.
+    fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
+        if name.ends_with(".rotary_pos_emb.inv_freq") {
+            return None;
+        }
+        base::filter_tensors(name.strip_prefix("transformer.").unwrap_or(name))
+    }
+
+    /// Its own keys, not `TextModel`'s: the context is `seq_length` or else the embedding
+    /// width, the RMS epsilon `layernorm_epsilon` or else 1e-5, the RoPE base 10000 times
+    /// `rope_ratio` (neither `rms_norm_eps` nor `rope_theta` is read).
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let hp = cx.hp();
+        let n_embd = hp.int(&["hidden_size", "n_embed"])?;
+        let n_head = hp.int(&["n_head", "num_attention_heads"])?;
+        let n_kv = match hp.opt_int(&["multi_query_group_num", "num_key_value_heads"])? {
+            Some(n) => n,
+            None => n_head,
+        };
+        let head = n_embd / n_head.max(1);
+        // llama.cpp takes a head as n_embd / n_head: a checkpoint whose heads are otherwise
+        // would be written with projections that contradict it.
+        if let Some(d) = hp.opt_int(&["head_dim"])?.filter(|d| *d != head) {
+            return Err(Error::field(
+                &hp.path,
+                "head_dim",
+                format!(
+                    "{d}, but chatglm models take a head as hidden_size / num_attention_heads \
+                     = {head} (the reference would write projections that contradict it)"
+                ),
+            ));
+        }
+        let u32_key = |kv: &mut Kv, key: &str, v: u64| -> Result<()> {
+            let v = u32::try_from(v)
+                .map_err(|_| Error::field(&hp.path, key, format!("{v} is not a 32-bit count")))?;
+            kv.u32(&cx.key(key), v);
+            Ok(())
+        };
+        u32_key(
+            kv,
+            "context_length",
+            hp.opt_int(&["seq_length"])?.unwrap_or(n_embd),
+        )?;
+        u32_key(kv, "embedding_length", n_embd)?;
+        let ff = hp.opt_int(&["ffn_hidden_size", "intermediate_size"])?;
+        u32_key(kv, "feed_forward_length", ff.unwrap_or(4 * n_embd))?;
+        u32_key(kv, "block_count", cx.block_count)?;
+        u32_key(kv, "attention.head_count", n_head)?;
+        u32_key(kv, "attention.head_count_kv", n_kv)?;
+        let eps = hp.opt_float(&["layernorm_epsilon"])?.unwrap_or(1e-5);
+        kv.f32(&cx.key("attention.layer_norm_rms_epsilon"), eps);
+        kv.u32("general.file_type", cx.file_type);
+        let rope_dim = match hp.opt_int(&["attention_dim"])? {
+            Some(d) => d,
+            None => hp.int(&["hidden_size"])? / hp.int(&["num_attention_heads"])?.max(1),
+        };
+        let pct = cx
+            .rope()
+            .get("partial_rotary_factor")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.5);
+        u32_key(kv, "rope.dimension_count", (rope_dim as f64 * pct) as u64)?;
+        kv.bool("tokenizer.ggml.add_bos_token", false);
+        let ratio = hp.opt_float(&["rope_ratio"])?.unwrap_or(1.0);
+        kv.f32(&cx.key("rope.freq_base"), 10000.0 * ratio);
+        Ok(())
+    }
+
+    /// GPT-2's BPE, then the end of text (eos, unk) and `<|user|>` (eot) by their ids among
+    /// the tokenizer's added tokens, each where the tokenizer files name none.
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        if cx.dir.path.to_string_lossy().contains("THUDM/chatglm3-6b") {
+            return Err(Error::not_yet(
+                "ChatGLM3's SentencePiece vocabulary is not read yet",
+            ));
+        }
+        let hp = cx.hp();
+        let vocab_size = hp.int(&["padded_vocab_size", "vocab_size"])?;
+        let added = base::added_vocab(cx)?;
+        let highest = highest_id(cx)?;
+        if highest.is_some_and(|h| h >= vocab_size) {
+            return Err(Error::reference(format!(
+                "AssertionError: the tokenizer's highest id {} is not below the vocabulary \
+                 size {vocab_size}",
+                highest.unwrap_or(0)
+            )));
+        }
+        let id = |t: &str| -> Result<u64> {
+            added
+                .iter()
+                .find(|(c, _)| c == t)
+                .map(|(_, i)| *i)
+                .ok_or_else(|| Error::reference(format!("KeyError: '{t}' (not an added token)")))
+        };
+        let (end, user) = (id("<|endoftext|>")?, id("<|user|>")?);
+        base::gpt2_tokens(cx, kv)?;
+        let mut special = SpecialVocab::load(cx.dir, None, true)?;
+        for (typ, i) in [("eos", end), ("eot", user), ("unk", end)] {
+            special.set_special(typ, i);
+        }
+        special.add_to(kv)
+    }
+}
+
+/// `max(tokenizer.get_vocab().values())`: the highest id of `tokenizer.json`'s vocabulary and
+/// added tokens.
+fn highest_id(cx: &Ctx) -> Result<Option<u64>> {
+    let Some(t) = cx.dir.json("tokenizer.json")? else {
+        return Ok(None);
+    };
+    let vocab = t
+        .get("model")
+        .and_then(|m| m.get("vocab"))
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|v| v.values());
+    let added = t
+        .get("added_tokens")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.get("id"));
+    Ok(vocab.chain(added).filter_map(Value::as_u64).max())
+}

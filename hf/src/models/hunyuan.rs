@@ -1,0 +1,114 @@
+//! `conversion/hunyuan.py` (the dense class).
+
+use super::base::{self, Ctx, TextModel, Yields};
+use crate::config::Hparams;
+use crate::error::{Error, Result};
+use crate::kv::Kv;
+use crate::vocab::SpecialVocab;
+use serde_json::Value;
+
+/// `HunYuanModel`: `HunYuanDenseV1ForCausalLM`.
+pub(crate) struct HunYuan;
+
+impl TextModel for HunYuan {
+    /// transformers' `HunYuanDenseV1Config` takes `eod_token_id` and does not keep it, so the
+    /// configuration the reference reads has none (and eos stays the config's).
+    fn init_hparams(&self, _class: &str, hp: &mut Hparams) {
+        if hp.map.get("model_type").and_then(Value::as_str) == Some("hunyuan_v1_dense") {
+            hp.map.remove("eod_token_id");
+        }
+    }
+
+    /// `TextModel`'s keys without the expert count (a single "expert" is not a mixture), then
+    /// the NTK-alpha RoPE: a scaled base and no scaling; `dynamic` also claims 256K context.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let hp = cx.hp();
+        let mut popped = hp.clone();
+        popped.map.remove("num_experts");
+        base::set_gguf_parameters(&cx.with_hparams(&popped), kv)?;
+        let rope = cx.rope();
+        let typ = rope.get("rope_type").and_then(Value::as_str);
+        if !matches!(typ, Some("dynamic" | "xdrope")) {
+            return Ok(());
+        }
+        let alpha = rope.get("alpha").and_then(Value::as_f64).unwrap_or(50.0);
+        let theta = rope
+            .get("rope_theta")
+            .and_then(Value::as_f64)
+            .unwrap_or(10000.0);
+        let dim = hp.int(&["head_dim"])? as f64;
+        kv.f32(
+            &cx.key("rope.freq_base"),
+            theta * alpha.powf(dim / (dim - 2.0)),
+        );
+        kv.string(&cx.key("rope.scaling.type"), "none");
+        kv.f32(&cx.key("rope.scaling.factor"), 1.0);
+        if typ == Some("dynamic") {
+            kv.u32(&cx.key("rope.scaling.original_context_length"), 256 * 1024);
+            kv.u32(&cx.key("context_length"), 256 * 1024);
+            let ctx = hp.int(&["max_position_embeddings"])?;
+            if theta != 10000.0 || !matches!(ctx, 32768 | 262144) {
+                return Err(Error::reference(
+                    "HunYuan dynamic RoPE scaling assumptions changed (rope_theta 10000, \
+                     max_position_embeddings 32768 or 262144)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A tied output is not written.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        if name == "lm_head.weight" && base::tied(cx.hp()) {
+            return Ok(Vec::new());
+        }
+        base::yield_as(name, base::Rearrange::default())
+    }
+
+    /// GPT-2's BPE (without a `pad` id when the config's is negative), then the end of
+    /// document as eos and the generation config's first end id as eot.
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        if !cx.dir.has("tokenizer.json") {
+            return Err(Error::not_yet(
+                "HunYuan's tiktoken vocabulary (no tokenizer.json) is not read yet",
+            ));
+        }
+        let hp = cx.hp();
+        base::gpt2_tokens(cx, kv)?;
+        let pad = hp.find(&["pad_token_id"]).and_then(Value::as_i64);
+        let special = if pad.unwrap_or(0) < 0 {
+            SpecialVocab::load_types(
+                cx.dir,
+                None,
+                true,
+                &["bos", "eos", "unk", "sep", "cls", "mask"],
+            )?
+        } else {
+            SpecialVocab::load(cx.dir, None, true)?
+        };
+        special.add_to(kv)?;
+        if let Some(eod) = hp.find(&["eod_token_id"]).filter(|v| !v.is_null()) {
+            kv.u32(
+                "tokenizer.ggml.eos_token_id",
+                base::u32_of(hp, "eod_token_id", eod)?,
+            );
+        }
+        if let Some(g) = cx.dir.json("generation_config.json")? {
+            if let Some(Value::Array(ids)) = g.get("eos_token_id") {
+                if ids.len() >= 2 {
+                    let path = cx.dir.file("generation_config.json");
+                    let id = ids[0].as_u64().and_then(|i| u32::try_from(i).ok());
+                    let id = id.ok_or_else(|| {
+                        Error::field(
+                            &path,
+                            "eos_token_id[0]",
+                            format!("{} is not a token id", ids[0]),
+                        )
+                    })?;
+                    kv.u32("tokenizer.ggml.eot_token_id", id);
+                }
+            }
+        }
+        Ok(())
+    }
+}
