@@ -42,7 +42,7 @@
 
 pub mod semantic;
 
-use crate::file::{tensor_byte_size, Gguf};
+use crate::file::Gguf;
 use crate::quant::{type_name, GgmlType};
 use ggufrw_schema::{
     ArrayValues, ByteOrder, GgufBool, Header, Layout, Magic, TextRef, Value, Width, ALIGNMENT_KEY,
@@ -205,6 +205,16 @@ pub fn validate_header(
         })
     });
     v.findings
+}
+
+/// `tensor[i].field`, formatted only when a finding names it.
+#[derive(Clone, Copy)]
+struct TensorField(usize, &'static str);
+
+impl fmt::Display for TensorField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "tensor[{}].{}", self.0, self.1)
+    }
 }
 
 struct Validator {
@@ -561,7 +571,7 @@ impl Validator {
             let (dims_at, type_at, offset_at) =
                 (fields.n_dimensions, fields.ggml_type, fields.offset);
             let name = info.name.text_ref();
-            let path = |field: &str| format!("tensor[{i}].{field}");
+            let path = |field: &'static str| TensorField(i, field);
             self.text(name, &path("name"), at + self.width.bytes(), "name");
             if let Some(first) = names.insert(Name(name.as_bytes()), i) {
                 names.insert(Name(name.as_bytes()), first);
@@ -614,49 +624,48 @@ impl Validator {
                     ),
                 );
             }
-            let size = if GgmlType::from_id(info.ggml_type).is_none() {
-                self.report(
-                    &[Spec, Ggml],
-                    Severity::Error,
-                    path("type"),
-                    type_at,
-                    match type_name(info.ggml_type).split_once(':') {
-                        Some(("retired", was)) => {
-                            format!("type id {} is retired (was {was})", info.ggml_type)
-                        }
-                        _ => format!("type id {} is unknown", info.ggml_type),
-                    },
-                );
-                None
-            } else {
-                if info.ggml_type >= GGML_TYPE_COUNT {
+            let size = match GgmlType::from_id(info.ggml_type) {
+                None => {
                     self.report(
-                        &[Ggml],
+                        &[Spec, Ggml],
                         Severity::Error,
                         path("type"),
                         type_at,
-                        format!(
-                            "type {} (id {}): ggml knows ids below {GGML_TYPE_COUNT}",
-                            type_name(info.ggml_type),
-                            info.ggml_type
-                        ),
+                        match type_name(info.ggml_type).split_once(':') {
+                            Some(("retired", was)) => {
+                                format!("type id {} is retired (was {was})", info.ggml_type)
+                            }
+                            _ => format!("type id {} is unknown", info.ggml_type),
+                        },
                     );
+                    None
                 }
-                match tensor_byte_size(i, info) {
-                    Ok(size) => Some(size),
-                    Err(e) => {
-                        let msg = match e {
-                            crate::Error::Tensor { source, .. } => source.to_string(),
-                            other => other.to_string(),
-                        };
+                Some(ty) => {
+                    if info.ggml_type >= GGML_TYPE_COUNT {
                         self.report(
-                            &[Spec, Ggml],
+                            &[Ggml],
                             Severity::Error,
-                            path("dimensions"),
-                            dims_at,
-                            msg,
+                            path("type"),
+                            type_at,
+                            format!(
+                                "type {} (id {}): ggml knows ids below {GGML_TYPE_COUNT}",
+                                type_name(info.ggml_type),
+                                info.ggml_type
+                            ),
                         );
-                        None
+                    }
+                    match ty.byte_size(&info.dimensions) {
+                        Ok(size) => Some(size),
+                        Err(e) => {
+                            self.report(
+                                &[Spec, Ggml],
+                                Severity::Error,
+                                path("dimensions"),
+                                dims_at,
+                                crate::error::TensorError::from(e).to_string(),
+                            );
+                            None
+                        }
                     }
                 }
             };

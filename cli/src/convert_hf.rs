@@ -92,13 +92,19 @@ pub fn class_table() -> String {
     let converted = classes.iter().filter(|c| c.converted).count();
     let mut out = format!(
         "{converted} of the reference's {} text classes are converted; the others are refused \
-         before anything is written, naming the reference's module.\n\n\
+         before anything is written, naming the reference's module (or what stops the \
+         reference itself).\n\n\
          | class | state | architecture | reference |\n|---|---|---|---|\n",
         classes.len()
     );
     for c in &classes {
-        let (state, arch) = match c.arch {
-            Some(a) if c.converted => ("converted", a),
+        let failing;
+        let (state, arch) = match (c.arch, c.reference_fails) {
+            (Some(a), _) if c.converted => ("converted", a),
+            (_, Some(why)) => {
+                failing = format!("refused: {why}");
+                (failing.as_str(), "")
+            }
             _ => ("not yet", ""),
         };
         out.push_str(&format!(

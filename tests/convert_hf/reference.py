@@ -482,6 +482,12 @@ FIXTURES += [
                    rms_norm_eps=None),
     ),
     Fixture(
+        name="Refact-Tiny-fim", seed=7070, dtype="bfloat16", raw="refact", bpe="refact",
+        architectures="GPTRefactForCausalLM",
+        extra=dict(model_type="gpt_refact", n_embd=64, n_head=4, n_layer=2, n_positions=256,
+                   layer_norm_epsilon=1e-5, multi_query=True),
+    ),
+    Fixture(
         name="granite-swa-tiny", seed=6969, dtype="bfloat16", raw="sinks", bpe="starcoder",
         architectures="GraniteSWAForCausalLM", tie=True,
         extra=llama_config("granite_swa", sliding_window=64, attention_multiplier=0.0625,
@@ -782,6 +788,22 @@ def exaone_layout(c: dict) -> list:
     return out
 
 
+def refact_layout(c: dict) -> list:
+    """Refact: GPT-2-style names; multi-query attention (q, then one fused key/value head) and
+    a fused gate/up of 256-rounded two-thirds width; no biases."""
+    h, v, heads = c["n_embd"], c["vocab_size"], c["n_head"]
+    hd, ff = h // heads, 256 * -(-(2 * 4 * h // 3) // 256)
+    out = [("transformer.wte.weight", [v, h])]
+    for i in range(c["n_layer"]):
+        b = f"transformer.h.{i}"
+        out += [(f"{b}.ln_1.weight", [h]), (f"{b}.attn.q.weight", [h, h]),
+                (f"{b}.attn.kv.weight", [2 * hd, h]), (f"{b}.attn.c_proj.weight", [h, h]),
+                (f"{b}.ln_2.weight", [h]), (f"{b}.mlp.gate_up_proj.weight", [2 * ff, h]),
+                (f"{b}.mlp.c_proj.weight", [h, ff])]
+    out += [("transformer.ln_f.weight", [h]), ("lm_head.weight", [v, h])]
+    return out
+
+
 # The tensor layouts of the remote-code classes, as their modeling files name them.
 RAW_LAYOUTS = {
     "llama": llama_layout,
@@ -793,6 +815,7 @@ RAW_LAYOUTS = {
     "plm": plm_layout,
     "codeshell": codeshell_layout,
     "exaone": exaone_layout,
+    "refact": refact_layout,
 }
 
 

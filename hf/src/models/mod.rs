@@ -31,6 +31,7 @@ mod pangu;
 mod phi;
 mod plm;
 mod qwen;
+mod refact;
 mod stablelm;
 mod starcoder;
 
@@ -163,13 +164,32 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &pangu::PanguEmbedded,
     ),
     ("Jais2ForCausalLM", &tables::JAIS2, &jais::Jais2),
+    ("GPTRefactForCausalLM", &tables::REFACT, &refact::Refact),
 ];
+
+/// Classes the reference registers but cannot convert, with what stops it: ggufrw refuses
+/// them too (with this reason), rather than write what the reference never has.
+pub(crate) const REFERENCE_FAILS: &[(&str, &str)] = &[
+    ("BaichuanForCausalLM", BAICHUAN_FAILS),
+    ("BaiChuanForCausalLM", BAICHUAN_FAILS),
+    (
+        "BitNetForCausalLM",
+        "the reference's bitnet table maps neither attn_sub_norm nor ffn_sub_norm, the names \
+         transformers' BitNet checkpoints use (Can not map tensor \
+         'model.layers.0.mlp.ffn_sub_norm.weight'), nor lm_head.weight when untied",
+    ),
+];
+
+const BAICHUAN_FAILS: &str = "the reference's BaichuanModel.modify_tensors calls itself again on every tensor but W_pack, with the name mapped to itself (RecursionError)";
 
 /// The architecture and model of an `architectures` class name; a class ggufrw does not
 /// convert is refused, naming the reference's module for it when there is one.
 pub(crate) fn for_class(class: &str) -> Result<(&'static ArchTable, &'static dyn TextModel)> {
     if let Some((_, arch, m)) = CLASSES.iter().find(|(c, _, _)| *c == class) {
         return Ok((*arch, *m));
+    }
+    if let Some((_, why)) = REFERENCE_FAILS.iter().find(|(c, _)| *c == class) {
+        return Err(crate::error::Error::reference(format!("{class}: {why}")));
     }
     Err(match reference_class(class) {
         Some(r) => Unsupported::Class {
@@ -200,6 +220,8 @@ pub struct ClassState {
     pub converted: bool,
     /// The architecture (`general.architecture`) it is written as, when converted.
     pub arch: Option<&'static str>,
+    /// Why the reference itself cannot convert it, when it cannot (ggufrw refuses it too).
+    pub reference_fails: Option<&'static str>,
 }
 
 /// Every text class of the reference's `TEXT_MODEL_MAP` (sorted), with its state here.
@@ -217,6 +239,10 @@ pub fn classes() -> Vec<ClassState> {
                 py_class: r.class,
                 converted: ours.is_some(),
                 arch: ours.map(|a| a.name),
+                reference_fails: REFERENCE_FAILS
+                    .iter()
+                    .find(|(c, _)| *c == r.hf)
+                    .map(|(_, why)| *why),
             }
         })
         .collect()
@@ -230,13 +256,20 @@ mod tests {
     #[test]
     fn the_registry_is_the_references() {
         let mut seen = std::collections::HashSet::new();
-        for (class, _, _) in CLASSES {
+        let failing = REFERENCE_FAILS.iter().map(|(c, _)| c);
+        for class in CLASSES.iter().map(|(c, _, _)| c).chain(failing) {
             assert!(seen.insert(*class), "{class} is registered twice");
             assert!(
                 reference_class(class).is_some(),
                 "{class} is not in the reference's TEXT_MODEL_MAP"
             );
         }
+    }
+
+    #[test]
+    fn a_class_the_reference_cannot_convert_is_refused_saying_why() {
+        let e = for_class("BaichuanForCausalLM").err().unwrap().to_string();
+        assert!(e.contains("RecursionError"), "{e}");
     }
 
     #[test]

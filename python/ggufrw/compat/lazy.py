@@ -250,6 +250,11 @@ class LazyChunkedTensor:
     """A tensor written to a file one chunk of rows at a time (each chunk loaded, quantized if
     asked, written and dropped), so that only one chunk is in memory."""
 
+    # The `quants` module, which sets itself here when it is imported (the package imports it
+    # before anything can make a chunked tensor): it builds on this module's lazy tensors, so
+    # this module does not import it back.
+    _quants: Any = None
+
     def __init__(
         self,
         chunks: list[Callable[[], np.ndarray]],
@@ -281,18 +286,18 @@ class LazyChunkedTensor:
     def quantize(self, qtype: Any) -> LazyChunkedTensor:
         """This tensor, to be quantized to `qtype` chunk by chunk as it is written."""
         from .constants import GGMLQuantizationType
-        from .quants import QuantError, quant_shape_to_byte_shape
 
+        quants = LazyChunkedTensor._quants
         if qtype == GGMLQuantizationType.F32:
             shape, dtype = self.shape, np.dtype(np.float32)
         elif qtype == GGMLQuantizationType.F16:
             shape, dtype = self.shape, np.dtype(np.float16)
         else:
             try:
-                shape, dtype = quant_shape_to_byte_shape(self.shape, qtype), np.dtype(np.uint8)
+                shape, dtype = quants.quant_shape_to_byte_shape(self.shape, qtype), np.dtype(np.uint8)
             except ValueError as e:
                 # here rather than at the first chunk, so that the caller can fall back to F16
-                raise QuantError(str(e)) from e
+                raise quants.QuantError(str(e)) from e
         return LazyChunkedTensor(self._chunks, shape, dtype, qtype, self._byteswap)
 
     def byteswap(self, inplace: bool = False) -> LazyChunkedTensor:
@@ -303,14 +308,12 @@ class LazyChunkedTensor:
 
     def tofile(self, *args: Any, **kwargs: Any) -> None:
         """Writes the chunks one after the other (`ndarray.tofile`'s arguments)."""
-        from .quants import quantize
-
         written = 0
         for load in self._chunks:
             chunk = load()
             if self._qtype is not None:
                 # chunks are whole rows, and no block spans two rows: the same bytes as at once
-                chunk = quantize(chunk, self._qtype)
+                chunk = LazyChunkedTensor._quants.quantize(chunk, self._qtype)
             if self._byteswap:
                 chunk = chunk.byteswap(inplace=False)
             chunk.tofile(*args, **kwargs)

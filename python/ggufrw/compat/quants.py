@@ -25,6 +25,7 @@ has ggml's 36-byte blocks. `quantize` and `dequantize` also take the type as a p
 
 from __future__ import annotations
 
+import sys
 from abc import ABC
 from math import ceil, log2
 from typing import Any, Callable, Sequence
@@ -33,7 +34,7 @@ import numpy as np
 
 from .. import _native  # type: ignore[attr-defined]
 from .constants import GGML_QUANT_SIZES, QK_K, GGMLQuantizationType
-from .lazy import LazyNumpyTensor
+from .lazy import LazyChunkedTensor, LazyNumpyTensor
 
 __all__ = [
     "QuantError",
@@ -865,3 +866,7 @@ def _add_more_traits() -> None:
 
 
 _add_more_traits()
+
+
+# Chunked tensors quantize through this module (see `LazyChunkedTensor._quants`).
+LazyChunkedTensor._quants = sys.modules[__name__]
