@@ -41,6 +41,13 @@ if convert_ref="$(scripts/convert-ref.sh)"; then
     GGUFRW_CONVERT_REF="$(sed -n 1p <<<"$convert_ref")"
     GGUFRW_LLAMA_CPP="$(sed -n 2p <<<"$convert_ref")"
     export GGUFRW_CONVERT_REF GGUFRW_LLAMA_CPP
+    # transformers 5 over the same torch (~210 MB), for the fixtures of the classes only it
+    # has; where it cannot be installed, those cases are skipped (reference.py says so)
+    if GGUFRW_TF5_PYTHON="$(scripts/convert-tf5.sh)"; then
+        export GGUFRW_TF5_PYTHON
+    else
+        echo "test.sh: transformers 5 could not be installed; the convert-hf cases of its fixtures will skip" >&2
+    fi
 else
     echo "test.sh: the reference converter could not be installed; tests/convert_hf.rs will skip" >&2
     require_peers=

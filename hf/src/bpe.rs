@@ -382,12 +382,24 @@ fn all_special_tokens(dir: &ModelDir) -> Result<Vec<String>> {
             }
         }
     }
-    if let Some(Value::Object(extra)) = config.get("extra_special_tokens") {
-        for v in extra.values() {
-            if let Some(t) = token_text(v) {
-                push(t);
+    match config.get("extra_special_tokens") {
+        Some(Value::Object(extra)) => {
+            for v in extra.values() {
+                if let Some(t) = token_text(v) {
+                    push(t);
+                }
             }
         }
+        // transformers 5's name for the additional special tokens (4.57 cannot read a list
+        // there: the reference fails on such a folder, where ggufrw reads it as 5 means it).
+        Some(Value::Array(items)) => {
+            for v in items {
+                if let Some(t) = token_text(v) {
+                    push(t);
+                }
+            }
+        }
+        _ => {}
     }
     Ok(out)
 }

@@ -109,6 +109,9 @@ class Fixture:
     # a class transformers does not have (remote code): `extra` is the whole config.json and
     # this names the layout of its tensors (RAW_LAYOUTS), written with random values
     raw: str | None = None
+    # a class only transformers 5 has: built by TF5_BUILDERS[tf5] in the transformers-5
+    # environment (GGUFRW_TF5_PYTHON, scripts/convert-tf5.sh), saved as transformers 5 saves it
+    tf5: str | None = None
 
 
 FIXTURES = [
@@ -181,6 +184,14 @@ FIXTURES += [
     Fixture(
         name="Qwen2.5-Tiny-Instruct", seed=707, arch="qwen2", dtype="bfloat16", kv_heads=2,
         spm=dict(model_type="bpe", vocab_size=320), readme=QWEN_CARD,
+    ),
+    # YaRN RoPE scaling, as Qwen 3's long-context configurations set it
+    Fixture(
+        name="Qwen3-Tiny-YaRN", seed=818, arch="qwen3", dtype="bfloat16", kv_heads=2, head_dim=16,
+        spm=dict(model_type="unigram", vocab_size=320), tie=True,
+        extra=dict(rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                 "original_max_position_embeddings": 64, "beta_fast": 32.0,
+                                 "beta_slow": 1.0, "attention_factor": 1.1}),
     ),
     Fixture(
         name="Qwen3-Tiny", seed=808, arch="qwen3", dtype="bfloat16", kv_heads=2, head_dim=32,
@@ -497,6 +508,28 @@ FIXTURES += [
     ),
 ]
 
+# Classes only transformers 5 has, saved by it (tokenizer_config.json in its form too: the
+# reference runs on the 4.57 form of that file, see as_457_reads)
+FIXTURES += [
+    Fixture(
+        name="gemma-4-tiny-it", seed=7171, dtype="bfloat16", tf5="gemma4",
+        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True, pad_id=0, eos_id=1, bos_id=2,
+                 unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
+                 unk_piece="<unk>"),
+    ),
+    Fixture(
+        name="gemma-4-tiny-E2B-it", seed=7272, dtype="bfloat16", tf5="gemma4",
+        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True, pad_id=0, eos_id=1, bos_id=2,
+                 unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
+                 unk_piece="<unk>"),
+        extra=dict(hidden_size_per_layer_input=16, num_kv_shared_layers=2, use_double_wide_mlp=True),
+    ),
+    Fixture(
+        name="Ministral-3-Tiny-Instruct", seed=7373, dtype="bfloat16", tf5="ministral3",
+        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True),
+    ),
+]
+
 # values planted in one row of the first fixture's lm_head.weight: f16/bf16
 # overflow and rounding ties, subnormals, signed zero (finite only: Q8_0 of a
 # non-finite block is not well defined)
@@ -551,6 +584,13 @@ def fast_tokenizer(model_file: Path, options: dict):
 
 
 def build_fixture(fx: Fixture, folder: Path) -> None:
+    if fx.tf5 is not None:
+        # transformers 5 is another environment: this script again, run there
+        import subprocess
+
+        subprocess.run([TF5_PYTHON, __file__, "--build-tf5", fx.name, "--fixture-dir", str(folder)],
+                       check=True, stdout=sys.stderr)
+        return
     import torch
     import transformers
     from transformers import (AutoModel, AutoModelForCausalLM, GenerationConfig, LlamaConfig,
@@ -846,6 +886,125 @@ def build_raw(fx: Fixture, folder: Path, n_vocab: int, special_ids: dict) -> Non
     (folder / ".complete").write_text("")
 
 
+# The transformers-5 environment's Python (None: its fixtures and their cases are skipped).
+TF5_PYTHON = os.environ.get("GGUFRW_TF5_PYTHON") or None
+
+
+def tf5_tokenizer(folder: Path, fx: Fixture, gemma: bool):
+    """A SentencePiece-trained BPE with byte fallback, saved by transformers 5 (tokenizer.json
+    alone, as these models ship), with special tokens, a token and a chat template added."""
+    # sentencepiece's own protobuf module is generated for protobuf >= 5; the shared
+    # environment has 4, for which transformers ships the same module
+    from transformers.utils import sentencepiece_model_pb2_new
+    sys.modules["sentencepiece.sentencepiece_model_pb2"] = sentencepiece_model_pb2_new
+    from transformers import GemmaTokenizer, LlamaTokenizer
+
+    stage = folder.parent / f".{fx.name}.spm"
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    try:
+        (stage / "tokenizer.model").write_bytes(train_spm(fx.spm))
+        tok = (GemmaTokenizer if gemma else LlamaTokenizer).from_pretrained(str(stage))
+        if gemma:
+            tok.add_special_tokens({"additional_special_tokens": ["<|turn>", "<turn|>", "<|channel>",
+                                                                  "<channel|>"]})
+            tok.add_tokens(["<extra_user>"])
+            tok.chat_template = (
+                "{{ bos_token }}{% for m in messages %}{{ '<|turn>' + m['role'] + '\\n' + "
+                "m['content'] + '<turn|>\\n' }}{% endfor %}{% if add_generation_prompt %}"
+                "{{ '<|turn>model\\n' }}{% endif %}")
+        tok.save_pretrained(str(folder))
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    (folder / "tokenizer.model").unlink(missing_ok=True)
+    tc_path = folder / "tokenizer_config.json"
+    tc = json.loads(tc_path.read_text(encoding="utf-8"))
+    tc.pop("vocab_file", None)  # the staging folder's path
+    tc_path.write_text(json.dumps(tc, indent=2) + "\n", encoding="utf-8")
+    return tok
+
+
+def tf5_gemma4(fx: Fixture, folder: Path) -> None:
+    """Gemma 4's text model (dense): sliding and full layers of different head widths, the
+    full ones with proportional RoPE; `e2b` adds per-layer inputs, kv sharing and a
+    double-wide MLP on the shared layers."""
+    from transformers import Gemma4TextConfig
+
+    tok = tf5_tokenizer(folder, fx, gemma=True)
+    kw = dict(
+        vocab_size=len(tok), hidden_size=64, intermediate_size=96, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, global_head_dim=32,
+        max_position_embeddings=256, rms_norm_eps=1e-6, sliding_window=64,
+        layer_types=["sliding_attention", "full_attention"] * 2,
+        rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                         "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                            "rope_theta": 1000000.0}},
+        final_logit_softcapping=30.0, hidden_size_per_layer_input=0, vocab_size_per_layer_input=len(tok),
+        num_kv_shared_layers=0, tie_word_embeddings=True,
+        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id,
+    )
+    kw.update(fx.extra)
+    save_tf5_model(fx, folder, Gemma4TextConfig(**kw))
+
+
+def tf5_ministral3(fx: Fixture, folder: Path) -> None:
+    """Ministral 3: Llama with YaRN, its log multiplier and Llama 4's attention temperature."""
+    from transformers import Ministral3Config
+
+    tok = tf5_tokenizer(folder, fx, gemma=False)
+    cfg = Ministral3Config(
+        vocab_size=len(tok), hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096,
+        rms_norm_eps=1e-5, tie_word_embeddings=False, bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id, pad_token_id=None,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0,
+                         "original_max_position_embeddings": 256, "max_position_embeddings": 4096,
+                         "beta_fast": 32.0, "beta_slow": 1.0, "mscale_all_dim": 1.0, "mscale": 1.0,
+                         "llama_4_scaling_beta": 0.1})
+    save_tf5_model(fx, folder, cfg)
+
+
+def save_tf5_model(fx: Fixture, folder: Path, cfg) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(fx.seed)
+    model = AutoModelForCausalLM.from_config(cfg)
+    gen = torch.Generator().manual_seed(fx.seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            noise = torch.randn(p.shape, generator=gen, dtype=torch.float32)
+            p.copy_(1.0 + 0.1 * noise if name.endswith("norm.weight") else 0.02 * noise)
+        for name, b in model.named_buffers():
+            if name.endswith("layer_scalar"):
+                b.copy_(0.5 + 0.1 * torch.randn(b.shape, generator=gen))
+    model.to(getattr(torch, fx.dtype)).save_pretrained(str(folder))
+    (folder / ".complete").write_text("")
+
+
+TF5_BUILDERS = {"gemma4": tf5_gemma4, "ministral3": tf5_ministral3}
+
+
+@contextlib.contextmanager
+def as_457_reads(fixture: Path):
+    """The fixture's tokenizer_config.json with transformers 5's list of extra special tokens
+    under the name transformers 4.57 reads it by (`additional_special_tokens`), for the length
+    of a reference run: the pinned reference cannot load a list there (AttributeError), so it
+    runs on the form it reads and ggufrw, run on the folder as saved, must match it."""
+    path = fixture / "tokenizer_config.json"
+    saved = path.read_bytes() if path.is_file() else None
+    tc = json.loads(saved) if saved is not None else {}
+    if not isinstance(tc.get("extra_special_tokens"), list):
+        yield
+        return
+    tc["additional_special_tokens"] = tc.pop("extra_special_tokens")
+    path.write_text(json.dumps(tc, indent=2) + "\n", encoding="utf-8")
+    try:
+        yield
+    finally:
+        path.write_bytes(saved)
+
+
 # The transformers configuration class of each fixture architecture, and what it adds to the
 # common settings.
 CONFIGS = {
@@ -985,6 +1144,9 @@ FAST = {
     "glm-4-tiny-chat-hf__q8_0",
     "Orion-Tiny-Chat__q8_0",
     "EXAONE-3.5-Tiny-Instruct__f32",
+    "Qwen3-Tiny-YaRN__f16",
+    "gemma-4-tiny-it__bf16",
+    "Ministral-3-Tiny-Instruct__q8_0",
 }
 
 
@@ -1042,7 +1204,8 @@ def run_case(module, case: Case, fixture: Path, folder: Path, recorder: Recorder
     try:
         sys.argv = ["convert_hf_to_gguf.py", str(fixture), *case.args]
         # stdout is the summary line's: the reference prints (--dry-run's plan) go to stderr
-        with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr):
+        with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr), \
+                as_457_reads(fixture):
             warnings.simplefilter("default")  # once per location and case
             module.main()
     except SystemExit as e:
@@ -1070,7 +1233,25 @@ def run_case(module, case: Case, fixture: Path, folder: Path, recorder: Recorder
     }
 
 
+def build_tf5_main(argv: list[str]) -> int:
+    """`--build-tf5 NAME --fixture-dir DIR`: build one transformers-5 fixture (run in that
+    environment by build_fixture)."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-tf5", required=True)
+    ap.add_argument("--fixture-dir", required=True, type=Path)
+    opts = ap.parse_args(argv)
+    fx = next(f for f in FIXTURES if f.name == opts.build_tf5)
+    folder = opts.fixture_dir
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    TF5_BUILDERS[fx.tf5](fx, folder)
+    return 0
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["--build-tf5"]:
+        return build_tf5_main(sys.argv[1:])
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--llama-cpp", required=True, type=Path, help="llama.cpp root (convert_hf_to_gguf.py)")
     ap.add_argument("--work", required=True, type=Path, help="work folder (fixtures/, ref/, cases.json)")
@@ -1109,6 +1290,13 @@ def main() -> int:
         cases = [c for c in cases if c.name in FAST]
     if opts.only:
         cases = [c for c in cases if any(t in c.name for t in opts.only)]
+    if TF5_PYTHON is None:
+        tf5 = {fx.name for fx in FIXTURES if fx.tf5 is not None}
+        skipped = [c for c in cases if c.fixture in tf5]
+        if skipped:
+            note(f"SKIPPED {len(skipped)} case(s) of fixtures only transformers 5 builds "
+                 "(GGUFRW_TF5_PYTHON unset: scripts/convert-tf5.sh)")
+        cases = [c for c in cases if c.fixture not in tf5]
     wanted = [fx for fx in FIXTURES if any(c.fixture == fx.name for c in cases)]
 
     t0 = time.monotonic()

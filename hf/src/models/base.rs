@@ -444,16 +444,63 @@ pub(crate) fn set_gguf_parameters(cx: &Ctx, kv: &mut Kv) -> Result<()> {
                 kv.string(&k("rope.scaling.type"), "linear");
                 kv.f32(&k("rope.scaling.factor"), f);
             }
-            ("yarn", Some(_)) | ("su" | "longrope", _) => {
-                return Err(Error::not_yet(format!(
-                    "RoPE scaling type {t:?} is not written yet"
-                )))
+            ("yarn", Some(f)) => {
+                kv.string(&k("rope.scaling.type"), "yarn");
+                kv.f32(&k("rope.scaling.factor"), f);
+                let orig = params
+                    .get("original_max_position_embeddings")
+                    .filter(|v| !v.is_null())
+                    .ok_or_else(|| {
+                        Error::reference(
+                            "KeyError: 'original_max_position_embeddings' (yarn RoPE scaling)",
+                        )
+                    })?;
+                kv.u32(
+                    &k("rope.scaling.original_context_length"),
+                    u32_of(hp, "original_max_position_embeddings", orig)?,
+                );
+                let float = |keys: &[&str]| keys.iter().find_map(|key| params.get(*key));
+                let yarn = [
+                    (
+                        &["extrapolation_factor"][..],
+                        "rope.scaling.yarn_ext_factor",
+                    ),
+                    (
+                        &["attention_factor", "attn_factor"][..],
+                        "rope.scaling.yarn_attn_factor",
+                    ),
+                    (&["beta_fast"][..], "rope.scaling.yarn_beta_fast"),
+                    (&["beta_slow"][..], "rope.scaling.yarn_beta_slow"),
+                ];
+                for (keys, key) in yarn {
+                    // `params.get(a, params.get(b))`: the first key present, null or not.
+                    match float(keys) {
+                        None | Some(Value::Null) => {}
+                        Some(v) => {
+                            let v = v.as_f64().ok_or_else(|| {
+                                Error::field(&hp.path, keys[0], format!("{v} is not a number"))
+                            })?;
+                            kv.f32(&k(key), v);
+                        }
+                    }
+                }
             }
+            ("su" | "longrope", _) => kv.string(&k("rope.scaling.type"), "longrope"),
             _ => {}
         }
     }
-    if rope.contains_key("mrope_section") {
-        return Err(Error::not_yet("mrope sections are not written yet"));
+    if let Some(sections) = rope.get("mrope_section") {
+        let mut dims: Vec<i32> = sections
+            .as_array()
+            .and_then(|a| {
+                a.iter()
+                    .map(|v| v.as_i64().and_then(|n| i32::try_from(n).ok()))
+                    .collect()
+            })
+            .ok_or_else(|| Error::field(&hp.path, "mrope_section", "not a list of counts"))?;
+        dims.resize(dims.len().max(4), 0);
+        dims.truncate(4);
+        kv.i32s(&k("rope.dimension_sections"), dims);
     }
     if let Some(theta) = params.get("rope_theta").filter(|v| !v.is_null()) {
         let t = theta

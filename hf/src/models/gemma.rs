@@ -247,3 +247,203 @@ fn vocab_rows(cx: &Ctx) -> Result<u64> {
         )),
     }
 }
+
+/// `Gemma4Model(Gemma3Model)`: `Gemma4ForCausalLM` (the dense models; experts are not
+/// converted yet).
+pub(crate) struct Gemma4;
+
+/// The tokens Gemma 4's chat parser must see, written as user-defined so they are rendered.
+const GEMMA4_VISIBLE: [&str; 7] = [
+    "<|channel>",
+    "<channel|>",
+    "<|tool_call>",
+    "<tool_call|>",
+    "<|tool_response>",
+    "<tool_response|>",
+    "<|\"|>",
+];
+
+/// A full-attention layer's head width: `global_head_dim`, else the first full layer's in
+/// `per_layer_config` (transformers 5 writes that form).
+fn gemma4_full(hp: &crate::config::Hparams, what: &str, global: &str) -> Result<Option<u64>> {
+    if let Some(v) = hp.opt_int(&[global])? {
+        return Ok(Some(v));
+    }
+    let types = hp.map.get("layer_types").and_then(Value::as_array);
+    let Some(Value::Object(per_layer)) = hp.map.get("per_layer_config") else {
+        return Ok(None);
+    };
+    for (layer, config) in per_layer {
+        let full = layer
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| types.and_then(|t| t.get(i)))
+            .and_then(Value::as_str)
+            == Some("full_attention");
+        if let Some(v) = config.get(what).filter(|_| full) {
+            let v = v.as_u64().ok_or_else(|| {
+                Error::field(
+                    &hp.path,
+                    format!("per_layer_config.{layer}.{what}"),
+                    "not a count",
+                )
+            })?;
+            return Ok(Some(v));
+        }
+    }
+    Ok(None)
+}
+
+impl TextModel for Gemma4 {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Gemma3)
+    }
+
+    /// Per-dimension and per-layer scalars are named as weights; experts are refused.
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        if name.ends_with("per_dim_scale") || name.ends_with("layer_scalar") {
+            return Gemma3.filter_tensors(cx, &format!("{name}.weight"));
+        }
+        Gemma3.filter_tensors(cx, name)
+    }
+
+    /// Gemma 3's keys, then Gemma 4's: shared kv layers, per-layer input width, which layers
+    /// slide, the full and sliding head widths (full ones as the key length), per-layer
+    /// feed-forward widths and kv heads where they differ, and the rotated widths.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let hp = cx.hp();
+        if hp
+            .find(&["num_experts", "num_local_experts"])
+            .is_some_and(|v| !v.is_null())
+            || hp.map.get("enable_moe_block").is_some_and(vocab::truthy)
+        {
+            return Err(Error::not_yet(
+                "Gemma 4's mixture-of-experts models are not converted yet",
+            ));
+        }
+        Gemma3.set_gguf_parameters(cx, kv)?;
+        let k = |s: &str| cx.key(s);
+        let shared = hp.int(&["num_kv_shared_layers"])?;
+        kv.u32(&k("attention.shared_kv_layers"), shared as u32);
+        let per_layer = hp.opt_int(&["hidden_size_per_layer_input"])?.unwrap_or(0);
+        kv.u32(&k("embedding_length_per_layer_input"), per_layer as u32);
+        let types = hp
+            .map
+            .get("layer_types")
+            .ok_or_else(|| Error::field(&hp.path, "layer_types", "missing"))?;
+        let swa = base::sliding_layers(hp, types)?;
+        kv.bools(&k("attention.sliding_window_pattern"), swa.clone());
+        let full = gemma4_full(hp, "head_dim", "global_head_dim")?.ok_or_else(|| {
+            Error::field(
+                &hp.path,
+                "global_head_dim",
+                "missing (nor in per_layer_config)",
+            )
+        })?;
+        let head = hp.int(&["head_dim"])?;
+        kv.u32(&k("attention.key_length"), full as u32);
+        kv.u32(&k("attention.value_length"), full as u32);
+        kv.u32(&k("attention.key_length_swa"), head as u32);
+        kv.u32(&k("attention.value_length_swa"), head as u32);
+        if let Some(v) = hp
+            .find(&["expert_intermediate_size", "moe_intermediate_size"])
+            .filter(|v| !v.is_null())
+        {
+            let n = base::u32_of(hp, "moe_intermediate_size", v)?;
+            kv.u32(&k("expert_feed_forward_length"), n);
+        }
+        if hp.map.get("use_double_wide_mlp").is_some_and(vocab::truthy) {
+            let ff = hp.int(&["intermediate_size"])? as i32;
+            let first_shared = cx.block_count.saturating_sub(shared);
+            let widths = (0..cx.block_count)
+                .map(|il| if il < first_shared { ff } else { 2 * ff })
+                .collect();
+            kv.i32s(&k("feed_forward_length"), widths);
+        }
+        let kv_full = gemma4_full(hp, "num_key_value_heads", "num_global_key_value_heads")?;
+        if let (Some(full_kv), Some(swa_kv)) = (kv_full, hp.opt_int(&["num_key_value_heads"])?) {
+            let heads = swa
+                .iter()
+                .map(|&s| if s { swa_kv } else { full_kv } as i32)
+                .collect();
+            kv.i32s(&k("attention.head_count_kv"), heads);
+        }
+        let pct = cx
+            .rope()
+            .get("partial_rotary_factor")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0);
+        kv.u32(&k("rope.dimension_count"), full as u32);
+        kv.u32(&k("rope.dimension_count_swa"), (head as f64 * pct) as u32);
+        Ok(())
+    }
+
+    /// The full-attention layers' "proportional" RoPE: factor 1 for the rotated pairs and
+    /// 1e30 (no rotation) for the rest.
+    fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {
+        let hp = cx.hp();
+        let params = hp
+            .map
+            .get("rope_parameters")
+            .and_then(|p| p.get("full_attention"))
+            .ok_or_else(|| Error::field(&hp.path, "rope_parameters.full_attention", "missing"))?;
+        if params.get("rope_type").and_then(Value::as_str) != Some("proportional") {
+            return Err(Error::reference(
+                "AssertionError: Gemma 4's full attention RoPE is not 'proportional'",
+            ));
+        }
+        let full = gemma4_full(hp, "head_dim", "global_head_dim")?.ok_or_else(|| {
+            Error::field(
+                &hp.path,
+                "global_head_dim",
+                "missing (nor in per_layer_config)",
+            )
+        })?;
+        let pct = params
+            .get("partial_rotary_factor")
+            .and_then(Value::as_f64)
+            .ok_or_else(|| {
+                Error::field(
+                    &hp.path,
+                    "rope_parameters.full_attention.partial_rotary_factor",
+                    "missing",
+                )
+            })?;
+        let rotated = (full as f64 * pct / 2.0) as usize;
+        let unrotated = ((full as f64 / 2.0) as usize).saturating_sub(rotated);
+        let mut values = vec![1.0f32; rotated];
+        values.extend(std::iter::repeat_n(1e30f32, unrotated));
+        Ok(vec![(
+            base::extra_name(crate::tables::Tensor::ROPE_FREQS),
+            values,
+        )])
+    }
+
+    /// Gemma 3's, without the norm shift (Gemma 4 stores norms as they are applied).
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        let mut r = Rearrange::default();
+        if name.contains("embed_tokens.weight") {
+            r.rows = Some((0, vocab_rows(cx)?));
+        }
+        base::yield_as(name, r)
+    }
+
+    /// The llama-hf reading of `tokenizer.json` as the `gemma4` tokenizer (the chat parser's
+    /// tokens user-defined), the special vocabulary with merges, no space prefix, a bos.
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let mut v = crate::bpe::llama_hf(cx.dir)?;
+        for (text, ty) in v.tokens.iter().zip(v.types.iter_mut()) {
+            if GEMMA4_VISIBLE.contains(&text.as_str()) {
+                *ty = crate::vocab::token_type::USER_DEFINED;
+            }
+        }
+        kv.string("tokenizer.ggml.model", "gemma4");
+        kv.strings("tokenizer.ggml.tokens", v.tokens);
+        kv.f32s("tokenizer.ggml.scores", v.scores);
+        kv.i32s("tokenizer.ggml.token_type", v.types);
+        vocab::SpecialVocab::load(cx.dir, None, true)?.add_to(kv)?;
+        kv.bool("tokenizer.ggml.add_space_prefix", false);
+        kv.bool("tokenizer.ggml.add_bos_token", true);
+        Ok(())
+    }
+}

@@ -22,6 +22,7 @@ mod hunyuan;
 mod jais;
 mod llama;
 mod maincoder;
+mod mistral3;
 mod mpt;
 mod nanbeige;
 mod nemotron;
@@ -73,6 +74,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::GEMMA3,
         &gemma::Gemma3,
     ),
+    ("Gemma4ForCausalLM", &tables::GEMMA4, &gemma::Gemma4),
     (
         "Gemma3TextModel",
         &tables::GEMMA_EMBEDDING,
@@ -165,6 +167,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
     ("Jais2ForCausalLM", &tables::JAIS2, &jais::Jais2),
     ("GPTRefactForCausalLM", &tables::REFACT, &refact::Refact),
+    (
+        "Ministral3ForCausalLM",
+        &tables::MISTRAL3,
+        &mistral3::Ministral3,
+    ),
 ];
 
 /// Classes the reference registers but cannot convert, with what stops it: ggufrw refuses
