@@ -33,7 +33,7 @@ impl TextModel for Ministral3 {
             ("llama_4_scaling_beta", "attention.temperature_scale"),
         ] {
             let v = rope.get(from).and_then(Value::as_f64).ok_or_else(|| {
-                Error::field(&hp.path, &format!("rope_parameters.{from}"), "missing")
+                Error::field(&hp.path, format!("rope_parameters.{from}"), "missing")
             })?;
             kv.f32(&cx.key(key), v);
         }
