@@ -499,6 +499,21 @@ FIXTURES += [
                    layer_norm_epsilon=1e-5, multi_query=True),
     ),
     Fixture(
+        name="MiniCPM4-Tiny", seed=7474, dtype="bfloat16", raw="llama",
+        architectures="MiniCPMForCausalLM", spm=dict(model_type="bpe", vocab_size=320),
+        extra=llama_config("minicpm", scale_emb=12, scale_depth=1.4, dim_model_base=256,
+                           rope_scaling={"rope_type": "longrope", "original_max_position_embeddings": 64,
+                                         "long_factor": [1.0, 1.5, 2.0, 3.0, 5.0, 8.0, 13.0, 21.0],
+                                         "short_factor": [1.0, 1.0, 1.1, 1.2, 1.3, 1.5, 1.7, 2.0]}),
+    ),
+    Fixture(
+        name="MiniCPM3-Tiny", seed=7575, dtype="bfloat16", raw="mla", tie=True,
+        architectures="MiniCPM3ForCausalLM", spm=dict(model_type="unigram", vocab_size=320),
+        extra=llama_config("minicpm3", num_key_value_heads=4, q_lora_rank=48, kv_lora_rank=32,
+                           qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, scale_emb=12,
+                           scale_depth=1.4, dim_model_base=256),
+    ),
+    Fixture(
         name="granite-swa-tiny", seed=6969, dtype="bfloat16", raw="sinks", bpe="starcoder",
         architectures="GraniteSWAForCausalLM", tie=True,
         extra=llama_config("granite_swa", sliding_window=64, attention_multiplier=0.0625,
@@ -771,23 +786,33 @@ def llama_layout(c: dict, *, prefix="model.", norm_bias=False, attn_bias=False, 
     return out
 
 
-def plm_layout(c: dict) -> list:
-    """PLM: multi-head latent attention (a compressed kv with a rotated part), a ReLU² MLP."""
+def mla_layout(c: dict, gate: bool) -> list:
+    """Multi-head latent attention (a compressed kv with a rotated part; the queries
+    compressed too where `q_lora_rank` is set), with a gated MLP or a ReLU² one."""
     h, ff, v, heads = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["num_attention_heads"]
     rank, nope, rope, vd = c["kv_lora_rank"], c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"]
+    q_rank = c.get("q_lora_rank")
     out = [("model.embed_tokens.weight", [v, h])]
     for i in range(c["num_hidden_layers"]):
         b = f"model.layers.{i}"
-        out += [(f"{b}.input_layernorm.weight", [h]),
-                (f"{b}.self_attn.q_proj.weight", [heads * (nope + rope), h]),
-                (f"{b}.self_attn.kv_a_proj_with_mqa.weight", [rank + rope, h]),
+        out.append((f"{b}.input_layernorm.weight", [h]))
+        if q_rank:
+            out += [(f"{b}.self_attn.q_a_proj.weight", [q_rank, h]),
+                    (f"{b}.self_attn.q_a_layernorm.weight", [q_rank]),
+                    (f"{b}.self_attn.q_b_proj.weight", [heads * (nope + rope), q_rank])]
+        else:
+            out.append((f"{b}.self_attn.q_proj.weight", [heads * (nope + rope), h]))
+        out += [(f"{b}.self_attn.kv_a_proj_with_mqa.weight", [rank + rope, h]),
                 (f"{b}.self_attn.kv_a_layernorm.weight", [rank]),
                 (f"{b}.self_attn.kv_b_proj.weight", [heads * (nope + vd), rank]),
                 (f"{b}.self_attn.o_proj.weight", [h, heads * vd]),
-                (f"{b}.post_attention_layernorm.weight", [h]),
-                (f"{b}.mlp.up_proj.weight", [ff, h]),
-                (f"{b}.mlp.down_proj.weight", [h, ff])]
-    out += [("model.norm.weight", [h]), ("lm_head.weight", [v, h])]
+                (f"{b}.post_attention_layernorm.weight", [h])]
+        if gate:
+            out.append((f"{b}.mlp.gate_proj.weight", [ff, h]))
+        out += [(f"{b}.mlp.up_proj.weight", [ff, h]), (f"{b}.mlp.down_proj.weight", [h, ff])]
+    out.append(("model.norm.weight", [h]))
+    if not c.get("tie_word_embeddings", False):
+        out.append(("lm_head.weight", [v, h]))
     return out
 
 
@@ -852,7 +877,8 @@ RAW_LAYOUTS = {
     "pangu": lambda c: llama_layout(c, attn_bias=True),
     "jais2": lambda c: llama_layout(c, norm_bias=True, attn_bias=True, gate=False, mlp_bias=True),
     "sinks": lambda c: llama_layout(c, sinks=True),
-    "plm": plm_layout,
+    "plm": lambda c: mla_layout(c, gate=False),
+    "mla": lambda c: mla_layout(c, gate=True),
     "codeshell": codeshell_layout,
     "exaone": exaone_layout,
     "refact": refact_layout,

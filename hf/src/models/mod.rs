@@ -22,6 +22,7 @@ mod hunyuan;
 mod jais;
 mod llama;
 mod maincoder;
+mod minicpm;
 mod mistral3;
 mod mpt;
 mod nanbeige;
@@ -167,6 +168,8 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
     ("Jais2ForCausalLM", &tables::JAIS2, &jais::Jais2),
     ("GPTRefactForCausalLM", &tables::REFACT, &refact::Refact),
+    ("MiniCPMForCausalLM", &tables::MINICPM, &minicpm::MiniCpm),
+    ("MiniCPM3ForCausalLM", &tables::MINICPM3, &minicpm::MiniCpm3),
     (
         "Ministral3ForCausalLM",
         &tables::MISTRAL3,
