@@ -405,6 +405,13 @@ impl SpecialVocab {
         }
     }
 
+    /// `special_token_ids[typ] = id` where `typ` already has an id.
+    pub fn replace_special(&mut self, typ: &str, id: u64) {
+        if let Some(entry) = self.ids.iter_mut().find(|(t, _)| t == typ) {
+            entry.1 = id;
+        }
+    }
+
     /// `chat_template = None`: nothing of a template is written.
     pub fn without_chat_template(&mut self) {
         self.chat_template = None;

@@ -514,6 +514,12 @@ FIXTURES += [
                            scale_depth=1.4, dim_model_base=256),
     ),
     Fixture(
+        name="internlm3-tiny-instruct", seed=7676, dtype="bfloat16", raw="llama",
+        architectures="InternLM3ForCausalLM", spm=dict(model_type="bpe", vocab_size=320),
+        added=["<|im_start|>", "<|im_end|>"], tokenizer=dict(add_prefix_space=False),
+        extra=llama_config("internlm3", head_dim=16, bias=False, qkv_bias=False),
+    ),
+    Fixture(
         name="granite-swa-tiny", seed=6969, dtype="bfloat16", raw="sinks", bpe="starcoder",
         architectures="GraniteSWAForCausalLM", tie=True,
         extra=llama_config("granite_swa", sliding_window=64, attention_multiplier=0.0625,
@@ -649,6 +655,8 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
             tok = LlamaTokenizer(vocab_file=str(model_file), legacy=True, **fx.tokenizer)
         if fx.chat_template is not None:
             tok.chat_template = fx.chat_template
+        if fx.added:
+            tok.add_special_tokens({"additional_special_tokens": fx.added})
         tok.save_pretrained(str(folder), save_jinja_files=fx.chat_template_file)
         if fx.fast_only:
             (folder / "tokenizer.model").unlink(missing_ok=True)

@@ -19,6 +19,7 @@ mod glm;
 mod gptneox;
 mod granite;
 mod hunyuan;
+mod internlm;
 mod jais;
 mod llama;
 mod maincoder;
@@ -168,6 +169,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
     ("Jais2ForCausalLM", &tables::JAIS2, &jais::Jais2),
     ("GPTRefactForCausalLM", &tables::REFACT, &refact::Refact),
+    (
+        "InternLM3ForCausalLM",
+        &tables::LLAMA,
+        &internlm::InternLm3,
+    ),
     ("MiniCPMForCausalLM", &tables::MINICPM, &minicpm::MiniCpm),
     ("MiniCPM3ForCausalLM", &tables::MINICPM3, &minicpm::MiniCpm3),
     (
