@@ -57,14 +57,8 @@ exec 3>&1 1>&2
 
 # every pin installed at exactly its version, and the converter's imports work
 have_pins() {
-    [ -x "$py" ] || return 1
-    "$py" - "${PINS[@]}" >/dev/null 2>&1 <<'EOF'
-import sys, importlib.metadata as m
-for pin in sys.argv[1:]:
-    name, _, version = pin.partition("==")
-    assert m.version(name).split("+")[0] == version, pin
-import torch, transformers, sentencepiece, yaml
-EOF
+    pins_installed "$py" "${PINS[@]}" \
+        && "$py" -c 'import torch, transformers, sentencepiece, yaml' >/dev/null 2>&1
 }
 
 if ! have_pins; then

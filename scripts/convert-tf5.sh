@@ -58,18 +58,12 @@ ref_site="$("$ref_py" -c 'import sysconfig; print(sysconfig.get_paths()["purelib
 base_python="$(sed -n 's/^executable = //p' "$(dirname -- "$(dirname -- "$ref_py")")/pyvenv.cfg")"
 [ -x "$base_python" ] || base_python="${PYTHON:-python3}"
 
+# transformers 5 must shadow the reference's copy, and the reference's packages be found
 have_pins() {
-    [ -x "$py" ] || return 1
-    "$py" - "$ref_site" "${PINS[@]}" >/dev/null 2>&1 <<'PYEOF'
-import sys, importlib.metadata as m
-ref_site, pins = sys.argv[1], sys.argv[2:]
-for pin in pins:
-    name, _, version = pin.partition("==")
-    assert m.version(name) == version, pin
-import torch, transformers
-assert transformers.__file__.startswith(sys.prefix), "transformers 5 must shadow the reference's"
-assert any(p.rstrip("/") == ref_site.rstrip("/") for p in sys.path), ref_site
-PYEOF
+    pins_installed "$py" "${PINS[@]}" || return 1
+    "$py" -c "import sys, torch, transformers
+assert transformers.__file__.startswith(sys.prefix)
+assert '$ref_site'.rstrip('/') in [p.rstrip('/') for p in sys.path]" >/dev/null 2>&1
 }
 
 if ! have_pins; then

@@ -71,3 +71,18 @@ ensure_venv() {
     fi
     [ -x "$py" ] || die "venv python $py missing after venv creation"
 }
+
+# Whether PY runs and has every NAME==VERSION of the rest installed at exactly that version
+# (a local version label such as torch's +cpu aside).
+# Usage: pins_installed PY PIN...
+pins_installed() {
+    local py="$1"
+    shift
+    [ -x "$py" ] || return 1
+    "$py" - "$@" >/dev/null 2>&1 <<'PINS'
+import sys, importlib.metadata as m
+for pin in sys.argv[1:]:
+    name, _, version = pin.partition("==")
+    assert m.version(name).split("+")[0] == version, pin
+PINS
+}

@@ -589,12 +589,58 @@ pub(crate) fn sentencepiece(cx: &Ctx, kv: &mut Kv) -> Result<bool> {
 /// `FileNotFoundError`).
 pub(crate) fn sentencepiece_required(cx: &Ctx, kv: &mut Kv) -> Result<()> {
     if !sentencepiece(cx, kv)? {
-        return Err(Error::reference(format!(
-            "File not found: {}",
-            cx.dir.file("tokenizer.model").display()
-        )));
+        return Err(no_tokenizer_model(cx));
     }
     Ok(())
+}
+
+/// The reference's error for a SentencePiece reading without `tokenizer.model`.
+pub(crate) fn no_tokenizer_model(cx: &Ctx) -> Error {
+    Error::reference(format!(
+        "File not found: {}",
+        cx.dir.file("tokenizer.model").display()
+    ))
+}
+
+/// `LlamaModel.permute` of the q and k projections (their biases too where `biases`), over
+/// `num_attention_heads` and, for k, `num_key_value_heads` where given.
+pub(crate) fn qk_permuted(cx: &Ctx, name: &str, biases: bool) -> Yields {
+    let hp = cx.hp();
+    let is = |proj: &str| {
+        name.ends_with(&format!("{proj}.weight"))
+            || (biases && name.ends_with(&format!("{proj}.bias")))
+    };
+    let n_head = hp.int(&["num_attention_heads"])?;
+    let heads = if is("q_proj") {
+        Some(n_head)
+    } else if is("k_proj") {
+        Some(hp.opt_int(&["num_key_value_heads"])?.unwrap_or(n_head))
+    } else {
+        None
+    };
+    let change = Rearrange {
+        order: heads.map_or(Order::Stored, Order::LlamaHeads),
+        ..Rearrange::default()
+    };
+    yield_as(name, change)
+}
+
+/// The vocabulary size and a head's width as the rotated width, after `TextModel`'s keys
+/// (`LlamaModel`'s, and classes written like it).
+pub(crate) fn vocab_and_rope_keys(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    let hp = cx.hp();
+    kv.u32(&cx.key("vocab_size"), hp.int(&["vocab_size"])? as u32);
+    kv.u32(&cx.key("rope.dimension_count"), head_dim(hp)? as u32);
+    Ok(())
+}
+
+/// `tokenizer.get_added_vocab()[token]`: the reference's `KeyError` where it is missing.
+pub(crate) fn added_id(added: &[(String, u64)], token: &str) -> Result<u64> {
+    added
+        .iter()
+        .find(|(c, _)| c == token)
+        .map(|(_, i)| *i)
+        .ok_or_else(|| Error::reference(format!("KeyError: '{token}' (not an added token)")))
 }
 
 /// `_set_vocab_llama_hf`.
@@ -605,13 +651,19 @@ pub(crate) fn llama_hf(cx: &Ctx, kv: &mut Kv) -> Result<()> {
 /// A vocabulary of the `llama` tokenizer model (tokens, scores, types), then the special
 /// vocabulary, as each of the reference's SentencePiece readings writes them.
 pub(crate) fn llama_vocab(cx: &Ctx, kv: &mut Kv, v: vocab::Vocab) -> Result<()> {
+    let n = llama_tokens(kv, v);
+    vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)
+}
+
+/// The `llama` tokenizer model's tokens, scores and types; their count.
+pub(crate) fn llama_tokens(kv: &mut Kv, v: vocab::Vocab) -> u64 {
     let n = v.tokens.len() as u64;
     kv.string("tokenizer.ggml.model", "llama");
     kv.string("tokenizer.ggml.pre", "default");
     kv.strings("tokenizer.ggml.tokens", v.tokens);
     kv.f32s("tokenizer.ggml.scores", v.scores);
     kv.i32s("tokenizer.ggml.token_type", v.types);
-    vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)
+    n
 }
 
 /// `_set_vocab_gpt2`.

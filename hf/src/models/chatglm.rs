@@ -97,14 +97,10 @@ impl TextModel for ChatGlm {
                 highest.unwrap_or(0)
             )));
         }
-        let id = |t: &str| -> Result<u64> {
-            added
-                .iter()
-                .find(|(c, _)| c == t)
-                .map(|(_, i)| *i)
-                .ok_or_else(|| Error::reference(format!("KeyError: '{t}' (not an added token)")))
-        };
-        let (end, user) = (id("<|endoftext|>")?, id("<|user|>")?);
+        let (end, user) = (
+            base::added_id(&added, "<|endoftext|>")?,
+            base::added_id(&added, "<|user|>")?,
+        );
         base::gpt2_tokens(cx, kv)?;
         let mut special = SpecialVocab::load(cx.dir, None, true)?;
         for (typ, i) in [("eos", end), ("eot", user), ("unk", end)] {

@@ -294,6 +294,17 @@ fn gemma4_full(hp: &crate::config::Hparams, what: &str, global: &str) -> Result<
     Ok(None)
 }
 
+/// [`gemma4_full`]'s head width, which Gemma 4 requires.
+fn gemma4_full_head(hp: &crate::config::Hparams) -> Result<u64> {
+    gemma4_full(hp, "head_dim", "global_head_dim")?.ok_or_else(|| {
+        Error::field(
+            &hp.path,
+            "global_head_dim",
+            "missing (nor in per_layer_config)",
+        )
+    })
+}
+
 impl TextModel for Gemma4 {
     fn parent(&self) -> Option<&'static dyn TextModel> {
         Some(&Gemma3)
@@ -333,13 +344,7 @@ impl TextModel for Gemma4 {
             .ok_or_else(|| Error::field(&hp.path, "layer_types", "missing"))?;
         let swa = base::sliding_layers(hp, types)?;
         kv.bools(&k("attention.sliding_window_pattern"), swa.clone());
-        let full = gemma4_full(hp, "head_dim", "global_head_dim")?.ok_or_else(|| {
-            Error::field(
-                &hp.path,
-                "global_head_dim",
-                "missing (nor in per_layer_config)",
-            )
-        })?;
+        let full = gemma4_full_head(hp)?;
         let head = hp.int(&["head_dim"])?;
         kv.u32(&k("attention.key_length"), full as u32);
         kv.u32(&k("attention.value_length"), full as u32);
@@ -392,13 +397,7 @@ impl TextModel for Gemma4 {
                 "AssertionError: Gemma 4's full attention RoPE is not 'proportional'",
             ));
         }
-        let full = gemma4_full(hp, "head_dim", "global_head_dim")?.ok_or_else(|| {
-            Error::field(
-                &hp.path,
-                "global_head_dim",
-                "missing (nor in per_layer_config)",
-            )
-        })?;
+        let full = gemma4_full_head(hp)?;
         let pct = params
             .get("partial_rotary_factor")
             .and_then(Value::as_f64)

@@ -1,7 +1,7 @@
 //! `conversion/glm.py` (the text class of GLM-4).
 
 use super::base::{self, Ctx, TextModel};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::kv::Kv;
 use crate::vocab::SpecialVocab;
 use serde_json::Value;
@@ -28,14 +28,10 @@ impl TextModel for Glm4 {
     /// among the tokenizer's added tokens, each where the tokenizer files name none.
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         let added = base::added_vocab(cx)?;
-        let id = |t: &str| -> Result<u64> {
-            added
-                .iter()
-                .find(|(c, _)| c == t)
-                .map(|(_, i)| *i)
-                .ok_or_else(|| Error::reference(format!("KeyError: '{t}' (not an added token)")))
-        };
-        let (end, user) = (id("<|endoftext|>")?, id("<|user|>")?);
+        let (end, user) = (
+            base::added_id(&added, "<|endoftext|>")?,
+            base::added_id(&added, "<|user|>")?,
+        );
         base::gpt2_tokens(cx, kv)?;
         let mut special = SpecialVocab::load(cx.dir, None, true)?;
         for (typ, i) in [("eos", end), ("eot", user), ("unk", end), ("bos", end)] {

@@ -25,10 +25,7 @@ impl TextModel for Llama {
 
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::set_gguf_parameters(cx, kv)?;
-        let hp = cx.hp();
-        kv.u32(&cx.key("vocab_size"), hp.int(&["vocab_size"])? as u32);
-        kv.u32(&cx.key("rope.dimension_count"), base::head_dim(hp)? as u32);
-        Ok(())
+        base::vocab_and_rope_keys(cx, kv)
     }
 
     fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {

@@ -1,6 +1,6 @@
 //! `conversion/minicpm.py` (MiniCPM and MiniCPM3; MiniCPM-V 4.6 is a Qwen 3.5 text model).
 
-use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, TextModel, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::tables::Tensor;
@@ -75,20 +75,7 @@ impl TextModel for MiniCpm {
 
     /// Llama's q/k permutation, of the weights.
     fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
-        let hp = cx.hp();
-        let n_head = hp.int(&["num_attention_heads"])?;
-        let heads = if name.ends_with("q_proj.weight") {
-            Some(n_head)
-        } else if name.ends_with("k_proj.weight") {
-            Some(hp.opt_int(&["num_key_value_heads"])?.unwrap_or(n_head))
-        } else {
-            None
-        };
-        let change = Rearrange {
-            order: heads.map_or(Order::Stored, Order::LlamaHeads),
-            ..Rearrange::default()
-        };
-        base::yield_as(name, change)
+        base::qk_permuted(cx, name, false)
     }
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
@@ -114,7 +101,10 @@ impl TextModel for MiniCpm3 {
         kv.u32(&cx.key("block_count"), cx.block_count as u32);
         kv.u32(&cx.key("feed_forward_length"), n("intermediate_size")?);
         kv.u32(&cx.key("attention.head_count"), n("num_attention_heads")?);
-        kv.u32(&cx.key("attention.head_count_kv"), n("num_key_value_heads")?);
+        kv.u32(
+            &cx.key("attention.head_count_kv"),
+            n("num_key_value_heads")?,
+        );
         let eps = hp.float(&["rms_norm_eps"])?;
         kv.f32(&cx.key("attention.layer_norm_rms_epsilon"), eps);
         kv.u32(&cx.key("vocab_size"), n("vocab_size")?);

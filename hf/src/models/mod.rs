@@ -169,11 +169,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
     ("Jais2ForCausalLM", &tables::JAIS2, &jais::Jais2),
     ("GPTRefactForCausalLM", &tables::REFACT, &refact::Refact),
-    (
-        "InternLM3ForCausalLM",
-        &tables::LLAMA,
-        &internlm::InternLm3,
-    ),
+    ("InternLM3ForCausalLM", &tables::LLAMA, &internlm::InternLm3),
     ("MiniCPMForCausalLM", &tables::MINICPM, &minicpm::MiniCpm),
     ("MiniCPM3ForCausalLM", &tables::MINICPM3, &minicpm::MiniCpm3),
     (

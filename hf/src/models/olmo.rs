@@ -1,6 +1,6 @@
 //! `conversion/olmo.py`.
 
-use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, TextModel, Yields};
 use crate::error::Result;
 use crate::kv::Kv;
 
@@ -19,21 +19,7 @@ impl TextModel for Olmo {
 
     /// Llama's q/k permutation, of the weights only.
     fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
-        let hp = cx.hp();
-        let n_head = hp.int(&["num_attention_heads"])?;
-        let heads = if name.ends_with("q_proj.weight") {
-            Some(n_head)
-        } else if name.ends_with("k_proj.weight") {
-            // `permute(w, n_head, n_kv)`: the kv count where it is given and differs.
-            Some(hp.opt_int(&["num_key_value_heads"])?.unwrap_or(n_head))
-        } else {
-            None
-        };
-        let change = Rearrange {
-            order: heads.map_or(Order::Stored, Order::LlamaHeads),
-            ..Rearrange::default()
-        };
-        base::yield_as(name, change)
+        base::qk_permuted(cx, name, false)
     }
 }
 
