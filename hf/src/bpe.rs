@@ -295,7 +295,7 @@ pub fn vocab(dir: &ModelDir, pre_override: Option<&str>) -> Result<BpeVocab> {
 }
 
 /// Whether `text` is a byte-fallback piece, `<0xNN>` (`LlamaHfVocab.get_token_type`'s test).
-fn is_byte_piece(text: &str) -> bool {
+pub(crate) fn is_byte_piece(text: &str) -> bool {
     let b = text.as_bytes();
     b.len() == 6
         && b.starts_with(b"<0x")
@@ -404,14 +404,19 @@ fn all_special_tokens(dir: &ModelDir) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// `tokenizer.json` as transformers loads it: the engine, with its added tokens.
+pub(crate) fn engine(dir: &ModelDir) -> Result<Tokenizer> {
+    let path = dir.file("tokenizer.json");
+    Tokenizer::from_file(&path).map_err(|e| Error::field(&path, "(root)", e.to_string()))
+}
+
 /// gguf-py's `LlamaHfVocab` (the reference's `_set_vocab_llama_hf`): a Llama BPE tokenizer with
 /// byte fallback read from `tokenizer.json` as transformers' fast tokenizer gives it. The base
 /// vocabulary's texts as they are, then the tokens added past it in id order; every score
 /// -1000; byte pieces `BYTE`, special tokens `CONTROL`, other added tokens `USER_DEFINED`.
 pub fn llama_hf(dir: &ModelDir) -> Result<crate::vocab::Vocab> {
     let path = dir.file("tokenizer.json");
-    let tk =
-        Tokenizer::from_file(&path).map_err(|e| Error::field(&path, "(root)", e.to_string()))?;
+    let tk = engine(dir)?;
     let base = tk.get_vocab_size(false) as u32;
     let vocab = tk.get_vocab(true);
     let mut reverse: HashMap<u32, &str> = HashMap::with_capacity(vocab.len());

@@ -519,6 +519,13 @@ FIXTURES += [
         added=["<|im_start|>", "<|im_end|>"], tokenizer=dict(add_prefix_space=False),
         extra=llama_config("internlm3", head_dim=16, bias=False, qkv_bias=False),
     ),
+    # the reference reads it through AutoTokenizer: a fast tokenizer alone, with byte pieces
+    Fixture(
+        name="XVERSE-Tiny-Chat", seed=7777, dtype="bfloat16", raw="llama",
+        architectures="XverseForCausalLM", fast_only=True,
+        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True),
+        extra=llama_config("xverse", num_key_value_heads=4),
+    ),
     Fixture(
         name="granite-swa-tiny", seed=6969, dtype="bfloat16", raw="sinks", bpe="starcoder",
         architectures="GraniteSWAForCausalLM", tie=True,

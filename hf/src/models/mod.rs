@@ -37,6 +37,7 @@ mod qwen;
 mod refact;
 mod stablelm;
 mod starcoder;
+mod xverse;
 
 pub(crate) use base::{Ctx, Experts, Force, Order, Rearrange, TextModel};
 pub(crate) use llama::llama3_factors;
@@ -171,6 +172,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("GPTRefactForCausalLM", &tables::REFACT, &refact::Refact),
     ("InternLM3ForCausalLM", &tables::LLAMA, &internlm::InternLm3),
     ("MiniCPMForCausalLM", &tables::MINICPM, &minicpm::MiniCpm),
+    ("XverseForCausalLM", &tables::XVERSE, &xverse::Xverse),
     ("MiniCPM3ForCausalLM", &tables::MINICPM3, &minicpm::MiniCpm3),
     (
         "Ministral3ForCausalLM",
