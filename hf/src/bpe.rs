@@ -210,6 +210,26 @@ fn clean_up(s: &str) -> String {
 
 /// `get_vocab_base`, with `pre_override` in place of the hash lookup when given.
 pub fn vocab(dir: &ModelDir, pre_override: Option<&str>) -> Result<BpeVocab> {
+    vocab_typed(dir, pre_override, AddedTypes::Decoded)
+}
+
+/// How `get_vocab_base` types an added token.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AddedTypes {
+    /// `TextModel.get_vocab_base`: a token that is not normalized is written as the tokenizer
+    /// decodes it; special or special-looking is CONTROL, else USER_DEFINED.
+    Decoded,
+    /// Dream's and LLaDA's own: as saved, CONTROL when special (or without an entry of its
+    /// own), else USER_DEFINED.
+    AsSaved,
+}
+
+/// [`vocab`] with added tokens typed as `added` says.
+pub(crate) fn vocab_typed(
+    dir: &ModelDir,
+    pre_override: Option<&str>,
+    added_types: AddedTypes,
+) -> Result<BpeVocab> {
     let hp = &dir.hparams;
     let path = dir.file("tokenizer.json");
     let tk = load(dir)?;
@@ -265,7 +285,14 @@ pub fn vocab(dir: &ModelDir, pre_override: Option<&str>) -> Result<BpeVocab> {
             continue;
         };
         let mut token = text.to_owned();
-        if added.contains_key(text) {
+        if added.contains_key(text) && added_types == AddedTypes::AsSaved {
+            let special = decoder.get(&i).is_none_or(|t| t.special);
+            types.push(if special {
+                token_type::CONTROL
+            } else {
+                token_type::USER_DEFINED
+            });
+        } else if added.contains_key(text) {
             let entry = decoder.get(&i).ok_or_else(|| {
                 bad(format!(
                     "added token {text:?} has no entry of its own at id {i}"

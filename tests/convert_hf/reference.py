@@ -103,6 +103,7 @@ class Fixture:
     args: list = field(default_factory=list)  # added to every case's arguments
     pooling: str | None = None        # sentence-transformers' Pooling module: its mode
     added: list = field(default_factory=list)  # special tokens added past a BPE vocabulary
+    added_plain: list = field(default_factory=list)  # and tokens added that are not special
     # config.json fields the transformers class does not keep but real checkpoints carry
     # (written after saving; transformers reads them back as attributes)
     saved_extra: dict = field(default_factory=dict)
@@ -526,6 +527,13 @@ FIXTURES += [
         spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True),
         extra=llama_config("xverse", num_key_value_heads=4),
     ),
+    # Dream: a diffusion model on Qwen 2's layout; its own typing of added tokens (the qwen2
+    # vocabulary's, plus one that is not special)
+    Fixture(
+        name="Dream-Tiny-Instruct", seed=7878, dtype="bfloat16", raw="qwen2", bpe="qwen2",
+        architectures="DreamModel", added_plain=["<tool_call>", "<|tool_sep|>"],
+        extra=llama_config("Dream", mask_token_id=5),
+    ),
     Fixture(
         name="granite-swa-tiny", seed=6969, dtype="bfloat16", raw="sinks", bpe="starcoder",
         architectures="GraniteSWAForCausalLM", tie=True,
@@ -635,14 +643,14 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
 
             facts = vocabs.build(fx.bpe, LLAMA_CPP, folder)
             n_vocab = facts["config"]["vocab_size"]
-            if fx.added:
-                # as tokenizer.add_special_tokens then save_pretrained write them
+            if fx.added or fx.added_plain:
+                # as tokenizer.add_special_tokens (add_tokens) then save_pretrained write them
                 tj_path, tc_path = folder / "tokenizer.json", folder / "tokenizer_config.json"
                 tj = json.loads(tj_path.read_text(encoding="utf-8"))
                 tc = json.loads(tc_path.read_text(encoding="utf-8"))
-                for content in fx.added:
+                for content, special in [(c, True) for c in fx.added] + [(c, False) for c in fx.added_plain]:
                     entry = dict(content=content, single_word=False, lstrip=False, rstrip=False,
-                                 normalized=False, special=True)
+                                 normalized=not special, special=special)
                     tj["added_tokens"].append(dict(id=n_vocab, **entry))
                     tc.setdefault("added_tokens_decoder", {})[str(n_vocab)] = {
                         k: v for k, v in entry.items()}
@@ -758,7 +766,7 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
 
 
 def llama_layout(c: dict, *, prefix="model.", norm_bias=False, attn_bias=False, qk_norm=False,
-                 gate=True, mlp_bias=False, sinks=False) -> list:
+                 gate=True, mlp_bias=False, sinks=False, qkv_bias=False) -> list:
     """A Llama-shaped decoder's tensors (names and shapes) for config `c`, with the options
     remote-code variants add."""
     h, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
@@ -781,9 +789,9 @@ def llama_layout(c: dict, *, prefix="model.", norm_bias=False, attn_bias=False, 
     for i in range(n_layers):
         b = f"{prefix}layers.{i}"
         norm(f"{b}.input_layernorm", h)
-        linear(f"{b}.self_attn.q_proj", heads * hd, h, attn_bias)
-        linear(f"{b}.self_attn.k_proj", kv * hd, h, attn_bias)
-        linear(f"{b}.self_attn.v_proj", kv * hd, h, attn_bias)
+        linear(f"{b}.self_attn.q_proj", heads * hd, h, attn_bias or qkv_bias)
+        linear(f"{b}.self_attn.k_proj", kv * hd, h, attn_bias or qkv_bias)
+        linear(f"{b}.self_attn.v_proj", kv * hd, h, attn_bias or qkv_bias)
         linear(f"{b}.self_attn.o_proj", h, heads * hd, attn_bias)
         if qk_norm:
             out.append((f"{b}.self_attn.q_norm.weight", [hd]))
@@ -892,6 +900,7 @@ RAW_LAYOUTS = {
     "pangu": lambda c: llama_layout(c, attn_bias=True),
     "jais2": lambda c: llama_layout(c, norm_bias=True, attn_bias=True, gate=False, mlp_bias=True),
     "sinks": lambda c: llama_layout(c, sinks=True),
+    "qwen2": lambda c: llama_layout(c, qkv_bias=True),
     "plm": lambda c: mla_layout(c, gate=False),
     "mla": lambda c: mla_layout(c, gate=True),
     "codeshell": codeshell_layout,

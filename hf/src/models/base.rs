@@ -675,12 +675,21 @@ pub(crate) fn gpt2(cx: &Ctx, kv: &mut Kv) -> Result<()> {
 /// `_set_vocab_gpt2` before its special vocabulary: `get_vocab_base`'s tokens, types and
 /// pre-tokenizer.
 pub(crate) fn gpt2_tokens(cx: &Ctx, kv: &mut Kv) -> Result<()> {
-    let v = crate::bpe::vocab(cx.dir, cx.tokenizer_pre)?;
+    bpe_tokens(kv, crate::bpe::vocab(cx.dir, cx.tokenizer_pre)?);
+    Ok(())
+}
+
+/// `_set_vocab_gpt2` of a class whose `get_vocab_base` gives `v`.
+pub(crate) fn gpt2_with(cx: &Ctx, kv: &mut Kv, v: crate::bpe::BpeVocab) -> Result<()> {
+    bpe_tokens(kv, v);
+    vocab::SpecialVocab::load(cx.dir, None, true)?.add_to(kv)
+}
+
+fn bpe_tokens(kv: &mut Kv, v: crate::bpe::BpeVocab) {
     kv.string("tokenizer.ggml.model", "gpt2");
     kv.string("tokenizer.ggml.pre", &v.pre);
     kv.strings("tokenizer.ggml.tokens", v.tokens);
     kv.i32s("tokenizer.ggml.token_type", v.types);
-    Ok(())
 }
 
 /// `_try_set_pooling_type`: the pooling of sentence-transformers' `Pooling` module (its

@@ -12,6 +12,7 @@ pub(crate) mod base;
 mod chatglm;
 mod codeshell;
 mod command_r;
+mod dream;
 mod ernie;
 mod exaone;
 mod gemma;
@@ -173,6 +174,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("InternLM3ForCausalLM", &tables::LLAMA, &internlm::InternLm3),
     ("MiniCPMForCausalLM", &tables::MINICPM, &minicpm::MiniCpm),
     ("XverseForCausalLM", &tables::XVERSE, &xverse::Xverse),
+    ("DreamModel", &tables::DREAM, &dream::Dream),
     ("MiniCPM3ForCausalLM", &tables::MINICPM3, &minicpm::MiniCpm3),
     (
         "Ministral3ForCausalLM",
