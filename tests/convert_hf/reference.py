@@ -535,6 +535,13 @@ FIXTURES += [
         extra=llama_config("Dream", mask_token_id=5),
     ),
     Fixture(
+        name="LLaDA-Tiny-Instruct", seed=7979, dtype="bfloat16", raw="llada", bpe="gpt-2",
+        architectures="LLaDAModelLM", added=["<|mdm_mask|>"], added_plain=["<|role_sep|>"],
+        extra=dict(model_type="llada", d_model=64, n_heads=4, n_kv_heads=2, n_layers=2,
+                   mlp_hidden_size=96, max_sequence_length=256, rope_theta=500000.0,
+                   rms_norm_eps=1e-5, include_bias=False, weight_tying=False),
+    ),
+    Fixture(
         name="granite-swa-tiny", seed=6969, dtype="bfloat16", raw="sinks", bpe="starcoder",
         architectures="GraniteSWAForCausalLM", tie=True,
         extra=llama_config("granite_swa", sliding_window=64, attention_multiplier=0.0625,
@@ -892,6 +899,23 @@ def refact_layout(c: dict) -> list:
     return out
 
 
+def llada_layout(c: dict) -> list:
+    """LLaDA: OLMo's names under `model.transformer`, a gated MLP, an untied output."""
+    h, ff, v = c["d_model"], c["mlp_hidden_size"], c["vocab_size"]
+    heads, kv = c["n_heads"], c["n_kv_heads"]
+    hd = h // heads
+    out = [("model.transformer.wte.weight", [v, h])]
+    for i in range(c["n_layers"]):
+        b = f"model.transformer.blocks.{i}"
+        out += [(f"{b}.attn_norm.weight", [h]), (f"{b}.q_proj.weight", [heads * hd, h]),
+                (f"{b}.k_proj.weight", [kv * hd, h]), (f"{b}.v_proj.weight", [kv * hd, h]),
+                (f"{b}.attn_out.weight", [h, heads * hd]), (f"{b}.ff_norm.weight", [h]),
+                (f"{b}.ff_proj.weight", [ff, h]), (f"{b}.up_proj.weight", [ff, h]),
+                (f"{b}.ff_out.weight", [h, ff])]
+    out += [("model.transformer.ln_f.weight", [h]), ("model.transformer.ff_out.weight", [v, h])]
+    return out
+
+
 # The tensor layouts of the remote-code classes, as their modeling files name them.
 RAW_LAYOUTS = {
     "llama": llama_layout,
@@ -906,6 +930,7 @@ RAW_LAYOUTS = {
     "codeshell": codeshell_layout,
     "exaone": exaone_layout,
     "refact": refact_layout,
+    "llada": llada_layout,
 }
 
 

@@ -22,6 +22,7 @@ mod granite;
 mod hunyuan;
 mod internlm;
 mod jais;
+mod llada;
 mod llama;
 mod maincoder;
 mod minicpm;
@@ -175,6 +176,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("MiniCPMForCausalLM", &tables::MINICPM, &minicpm::MiniCpm),
     ("XverseForCausalLM", &tables::XVERSE, &xverse::Xverse),
     ("DreamModel", &tables::DREAM, &dream::Dream),
+    ("LLaDAModelLM", &tables::LLADA, &llada::LLaDA),
     ("MiniCPM3ForCausalLM", &tables::MINICPM3, &minicpm::MiniCpm3),
     (
         "Ministral3ForCausalLM",

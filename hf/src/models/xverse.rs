@@ -29,7 +29,11 @@ impl TextModel for Xverse {
         let heads = if name.ends_with("q_proj.weight") {
             Some(n_head)
         } else if name.ends_with("k_proj.weight") {
-            let groups = if n_kv != n_head { n_head / n_kv.max(1) } else { n_head };
+            let groups = if n_kv != n_head {
+                n_head / n_kv.max(1)
+            } else {
+                n_head
+            };
             if groups != n_kv {
                 return Err(Error::field(
                     &hp.path,
@@ -83,7 +87,10 @@ impl TextModel for Xverse {
         let (mut tokens, mut types) = (Vec::new(), Vec::new());
         for (id, text) in reverse.iter().enumerate() {
             let text = text.ok_or_else(|| {
-                Error::reference(format!("KeyError: {id} (no token of {} has it)", path.display()))
+                Error::reference(format!(
+                    "KeyError: {id} (no token of {} has it)",
+                    path.display()
+                ))
             })?;
             let (text, ty) = if text == "\0" {
                 (String::from("<b'\\x00'>"), token_type::BYTE)
@@ -91,9 +98,15 @@ impl TextModel for Xverse {
                 (text.to_owned(), token_type::BYTE)
             } else if added_by_text.contains(text) {
                 let special = added.get(&(id as u32)).map(|t| t.special).ok_or_else(|| {
-                    Error::reference(format!("KeyError: {id} (added token {text:?} has another id)"))
+                    Error::reference(format!(
+                        "KeyError: {id} (added token {text:?} has another id)"
+                    ))
                 })?;
-                let ty = if special { token_type::CONTROL } else { token_type::USER_DEFINED };
+                let ty = if special {
+                    token_type::CONTROL
+                } else {
+                    token_type::USER_DEFINED
+                };
                 (text.to_owned(), ty)
             } else {
                 (text.to_owned(), token_type::NORMAL)
