@@ -542,6 +542,18 @@ FIXTURES += [
                    rms_norm_eps=1e-5, include_bias=False, weight_tying=False),
     ),
     Fixture(
+        name="Spark-X2.5-Tiny", seed=8080, dtype="bfloat16", raw="spark", bpe="qwen2", tie=True,
+        architectures="Spark2_5ForCausalLM",
+        extra=llama_config("spark2_5", head_dim=16, sliding_window=64, hidden_act="gelu",
+                           gate_attn_act_mode="sigmoid", headwise_attn_output_gate=True,
+                           layer_types=["sliding_attention", "full_attention"],
+                           rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1e6,
+                                                               "partial_rotary_factor": 0.5},
+                                            "sliding_attention": {"rope_type": "default",
+                                                                  "rope_theta": 1e4,
+                                                                  "partial_rotary_factor": 1.0}}),
+    ),
+    Fixture(
         name="granite-swa-tiny", seed=6969, dtype="bfloat16", raw="sinks", bpe="starcoder",
         architectures="GraniteSWAForCausalLM", tie=True,
         extra=llama_config("granite_swa", sliding_window=64, attention_multiplier=0.0625,
@@ -916,6 +928,20 @@ def llada_layout(c: dict) -> list:
     return out
 
 
+def spark_layout(c: dict) -> list:
+    """Spark 2.5: Llama's names with a fused q/k/v and a head-wise attention gate."""
+    out = []
+    for name, shape in llama_layout(c):
+        if name.endswith(".self_attn.q_proj.weight"):
+            b = name.removesuffix(".q_proj.weight")
+            heads, kv, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+            out += [(f"{b}.q_k_v_proj.weight", [(heads + 2 * kv) * hd, c["hidden_size"]]),
+                    (f"{b}.g_proj.weight", [heads, c["hidden_size"]])]
+        elif not name.endswith((".self_attn.k_proj.weight", ".self_attn.v_proj.weight")):
+            out.append((name, shape))
+    return out
+
+
 # The tensor layouts of the remote-code classes, as their modeling files name them.
 RAW_LAYOUTS = {
     "llama": llama_layout,
@@ -931,6 +957,7 @@ RAW_LAYOUTS = {
     "exaone": exaone_layout,
     "refact": refact_layout,
     "llada": llada_layout,
+    "spark": spark_layout,
 }
 
 

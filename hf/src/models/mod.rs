@@ -37,6 +37,7 @@ mod phi;
 mod plm;
 mod qwen;
 mod refact;
+mod spark2_5;
 mod stablelm;
 mod starcoder;
 mod xverse;
@@ -177,6 +178,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("XverseForCausalLM", &tables::XVERSE, &xverse::Xverse),
     ("DreamModel", &tables::DREAM, &dream::Dream),
     ("LLaDAModelLM", &tables::LLADA, &llada::LLaDA),
+    ("Spark2_5ForCausalLM", &tables::SPARK2_5, &spark2_5::Spark25),
     ("MiniCPM3ForCausalLM", &tables::MINICPM3, &minicpm::MiniCpm3),
     (
         "Ministral3ForCausalLM",
