@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::metadata::Metadata;
 use crate::model_dir::ModelDir;
-use crate::models::{self, Ctx, Experts, Force, Order, Rearrange, TextModel};
+use crate::models::{self, Ctx, Experts, Force, Order, Rearrange, ScalarKey, TextModel};
 use crate::names::{self, NameMap};
 use crate::safetensors::{open_checkpoint, Checkpoint, Dtype, Entry};
 use crate::tables;
@@ -425,17 +425,26 @@ fn modify_tensors(
         if let Some(key) = model.scalar_key(cx, name) {
             let mut value = Vec::new();
             widen(e.dtype, ckpt.bytes(e), &mut value);
-            let (Some(bid), [value]) = (bid, value.as_slice()) else {
-                return Err(Error::field(
+            let bad = |what: &str| {
+                Error::field(
                     &ckpt.parts[e.part].path,
                     format!("{}.shape", e.name),
-                    format!("{:?}: not one value of a numbered block", e.shape),
-                ));
+                    format!("{:?}: not {what}", e.shape),
+                )
             };
-            let values = scalars.entry(key).or_default();
-            values.insert(bid, *value);
-            if values.len() as u64 == hp.int(&["num_hidden_layers"])? {
-                early.f32s(key, values.values().copied().collect());
+            let [value] = value.as_slice() else {
+                return Err(bad("one value"));
+            };
+            match key {
+                ScalarKey::One(key) => early.f32(&key, f64::from(*value)),
+                ScalarKey::PerBlock(key) => {
+                    let bid = bid.ok_or_else(|| bad("in a numbered block"))?;
+                    let values = scalars.entry(key).or_default();
+                    values.insert(bid, *value);
+                    if values.len() as u64 == hp.int(&["num_hidden_layers"])? {
+                        early.f32s(key, values.values().copied().collect());
+                    }
+                }
             }
             continue;
         }
@@ -489,6 +498,9 @@ fn modify_tensors(
                     ));
                 }
                 shape.swap(0, 1);
+            }
+            if change.unsqueeze {
+                shape.push(1);
             }
             if change.drop_if_zero {
                 if all_zero(e.dtype, ckpt.bytes(e)) {
@@ -575,10 +587,14 @@ fn prepare_tensors(
     let map = NameMap::new(arch, cx.block_count);
     let mut plan = Vec::with_capacity(yielded.len());
     for (name, bid, src, dtype, shape) in yielded {
-        let new_name = map
-            .get(&name, &[".weight", ".bias"])
-            .map(|(_, n)| n)
-            .ok_or_else(|| Error::reference(format!("Can not map tensor {name:?}")))?;
+        let named = matches!(&src, Src::Entry { change, .. } if change.named);
+        let new_name = match named {
+            true => name.clone(),
+            false => map
+                .get(&name, &[".weight", ".bias"])
+                .map(|(_, n)| n)
+                .ok_or_else(|| Error::reference(format!("Can not map tensor {name:?}")))?,
+        };
         let dims: Vec<u64> = shape.iter().rev().copied().collect();
         let n_dims = dims.len();
         let forced = model.tensor_force_quant(cx, &name, &new_name, bid, n_dims);
@@ -818,7 +834,10 @@ impl Segment<'_> {
     /// Output rows `rows` of this tensor, converted: the source rows (permuted where the
     /// change says), widened, shifted, then stored as the output type.
     fn convert(&self, rows: std::ops::Range<u64>) -> ggufrw::Result<Vec<u8>> {
-        let keep16 = self.dtype == Dtype::F16 && self.ty == GgmlType::F16 && self.change.add == 0.0;
+        let keep16 = self.dtype == Dtype::F16
+            && self.ty == GgmlType::F16
+            && self.change.add == 0.0
+            && self.change.negate_upper_half == 0;
         let w = self.dtype.size() as u64;
         let mut f32s: Vec<f32> = Vec::new();
         let mut raw16: Vec<u8> = Vec::new();
@@ -843,7 +862,12 @@ impl Segment<'_> {
             if keep16 {
                 raw16.extend_from_slice(&self.bytes[a..b]);
             } else {
+                let at = f32s.len();
                 widen(self.dtype, &self.bytes[a..b], &mut f32s);
+                let hd = self.change.negate_upper_half;
+                if hd > 0 && src % hd >= hd / 2 {
+                    f32s[at..].iter_mut().for_each(|x| *x = -*x);
+                }
             }
         }
         if keep16 {

@@ -554,6 +554,10 @@ FIXTURES += [
                                                                   "partial_rotary_factor": 1.0}}),
     ),
     Fixture(
+        name="talkie-1930-tiny-it", seed=8181, dtype="float16", raw="talkie", bpe="gpt-2",
+        architectures="TalkieForCausalLM", extra=llama_config("talkie", head_dim=16),
+    ),
+    Fixture(
         name="granite-swa-tiny", seed=6969, dtype="bfloat16", raw="sinks", bpe="starcoder",
         architectures="GraniteSWAForCausalLM", tie=True,
         extra=llama_config("granite_swa", sliding_window=64, attention_multiplier=0.0625,
@@ -942,6 +946,26 @@ def spark_layout(c: dict) -> list:
     return out
 
 
+def talkie_layout(c: dict) -> list:
+    """Talkie: no norm weights; scalar gains on the attention, the MLP, the embedding skip
+    and the output; a gain a head."""
+    h, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    heads, kv, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    out = [("model.embed.weight", [v, h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.blocks.{i}"
+        out += [(f"{b}.attn.attn_query.weight", [heads * hd, h]),
+                (f"{b}.attn.attn_key.weight", [kv * hd, h]),
+                (f"{b}.attn.attn_value.weight", [kv * hd, h]),
+                (f"{b}.attn.attn_resid.weight", [h, heads * hd]),
+                (f"{b}.attn.head_gain.head_g", [heads]), (f"{b}.attn_gain.a_g", [1]),
+                (f"{b}.mlp.mlp_linear.weight", [ff, h]), (f"{b}.mlp.mlp_gate.weight", [ff, h]),
+                (f"{b}.mlp.mlp_resid.weight", [h, ff]), (f"{b}.mlp_gain.a_g", [1]),
+                (f"{b}.embed_skip.a_g", [1])]
+    out += [("lm_head.weight", [v, h]), ("lm_head_gain.w_g", [1])]
+    return out
+
+
 # The tensor layouts of the remote-code classes, as their modeling files name them.
 RAW_LAYOUTS = {
     "llama": llama_layout,
@@ -958,6 +982,7 @@ RAW_LAYOUTS = {
     "refact": refact_layout,
     "llada": llada_layout,
     "spark": spark_layout,
+    "talkie": talkie_layout,
 }
 
 

@@ -81,6 +81,13 @@ pub(crate) struct Rearrange {
     pub rows: Option<(u64, u64)>,
     /// Dropped when every element is zero, refused otherwise (Cohere2's biases).
     pub drop_if_zero: bool,
+    /// Within each head of this many rows, the upper half negated (Talkie's q and k, whose
+    /// inverse rotation the weights absorb); 0: none.
+    pub negate_upper_half: u64,
+    /// A trailing axis of 1 added (`unsqueeze(-1)`).
+    pub unsqueeze: bool,
+    /// The name is the GGUF name already: the class yields it without `map_tensor_name`.
+    pub named: bool,
 }
 
 /// The order of a tensor's rows (along its first axis) in the output: each a reshape and a
@@ -155,6 +162,15 @@ impl Order {
     }
 }
 
+/// A key made of one-value tensors.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ScalarKey {
+    /// One value a block, written as an array once every block's is in.
+    PerBlock(&'static str),
+    /// The value itself, as a float.
+    One(String),
+}
+
 /// How a family gathers per-expert tensors into one 3-D tensor per block.
 pub(crate) struct Experts {
     /// The hparams that give the expert count.
@@ -224,10 +240,10 @@ pub(crate) trait TextModel: Sync {
         }
     }
 
-    /// A tensor `modify_tensors` keeps as one block's value of an array key instead of writing
-    /// it (Apertus's xIELU parameters): the key, which is written once every block's value is
-    /// in, right after `general.architecture` (tensors are prepared before the other keys).
-    fn scalar_key(&self, cx: &Ctx, name: &str) -> Option<&'static str> {
+    /// A one-value tensor `modify_tensors` writes as a key instead of a tensor (Apertus's
+    /// xIELU parameters, Talkie's logit gain): the key, right after `general.architecture`
+    /// (tensors are prepared before the other keys).
+    fn scalar_key(&self, cx: &Ctx, name: &str) -> Option<ScalarKey> {
         self.parent().and_then(|p| p.scalar_key(cx, name))
     }
 

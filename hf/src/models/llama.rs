@@ -1,6 +1,6 @@
 //! `conversion/llama.py`.
 
-use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, Order, Rearrange, ScalarKey, TextModel, Yields};
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
@@ -108,7 +108,7 @@ impl TextModel for Apertus {
         base::yield_as(name, Rearrange::default())
     }
 
-    fn scalar_key(&self, _cx: &Ctx, name: &str) -> Option<&'static str> {
+    fn scalar_key(&self, _cx: &Ctx, name: &str) -> Option<ScalarKey> {
         [
             (".act_fn.alpha_n", "xielu.alpha_n"),
             (".act_fn.alpha_p", "xielu.alpha_p"),
@@ -117,7 +117,7 @@ impl TextModel for Apertus {
         ]
         .into_iter()
         .find(|(suffix, _)| name.ends_with(suffix))
-        .map(|(_, key)| key)
+        .map(|(_, key)| ScalarKey::PerBlock(key))
     }
 }
 

@@ -40,9 +40,10 @@ mod refact;
 mod spark2_5;
 mod stablelm;
 mod starcoder;
+mod talkie;
 mod xverse;
 
-pub(crate) use base::{Ctx, Experts, Force, Order, Rearrange, TextModel};
+pub(crate) use base::{Ctx, Experts, Force, Order, Rearrange, ScalarKey, TextModel};
 pub(crate) use llama::llama3_factors;
 
 use crate::error::{Result, Unsupported};
@@ -179,6 +180,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("DreamModel", &tables::DREAM, &dream::Dream),
     ("LLaDAModelLM", &tables::LLADA, &llada::LLaDA),
     ("Spark2_5ForCausalLM", &tables::SPARK2_5, &spark2_5::Spark25),
+    ("TalkieForCausalLM", &tables::TALKIE, &talkie::Talkie),
     ("MiniCPM3ForCausalLM", &tables::MINICPM3, &minicpm::MiniCpm3),
     (
         "Ministral3ForCausalLM",
