@@ -557,6 +557,25 @@ FIXTURES += [
         name="talkie-1930-tiny-it", seed=8181, dtype="float16", raw="talkie", bpe="gpt-2",
         architectures="TalkieForCausalLM", extra=llama_config("talkie", head_dim=16),
     ),
+    # Llama-3.3-Nemotron-Super style: a normal block, an attention-free one, one whose
+    # attention is a linear layer; feed-forwards of three widths, llama3 RoPE
+    Fixture(
+        name="Llama-Nemotron-Tiny-Super", seed=8282, dtype="bfloat16", raw="deci", bpe="llama-bpe",
+        architectures="DeciLMForCausalLM",
+        extra=dict(model_type="nemotron-nas", hidden_size=64, num_attention_heads=4,
+                   num_hidden_layers=3, max_position_embeddings=256, rms_norm_eps=1e-5,
+                   rope_theta=500000.0, hidden_act="silu",
+                   rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
+                   block_configs=[
+                       {"attention": {"n_heads_in_group": 2, "no_op": False, "replace_with_linear": False},
+                        "ffn": {"ffn_mult": 2.625, "no_op": False, "replace_with_linear": False}},
+                       {"attention": {"n_heads_in_group": None, "no_op": True, "replace_with_linear": False},
+                        "ffn": {"ffn_mult": 7.5, "no_op": False, "replace_with_linear": False}},
+                       {"attention": {"n_heads_in_group": None, "no_op": False, "replace_with_linear": True},
+                        "ffn": {"ffn_mult": 1.3125, "no_op": False, "replace_with_linear": False}},
+                   ]),
+    ),
     Fixture(
         name="granite-swa-tiny", seed=6969, dtype="bfloat16", raw="sinks", bpe="starcoder",
         architectures="GraniteSWAForCausalLM", tie=True,
@@ -966,6 +985,36 @@ def talkie_layout(c: dict) -> list:
     return out
 
 
+def deci_layout(c: dict) -> list:
+    """DeciLM's searched blocks (Nemotron 51B and after): each block's attention normal (its
+    own kv heads), replaced by one linear layer, or absent; its feed-forward of its own width,
+    or absent."""
+    h, v, heads = c["hidden_size"], c["vocab_size"], c["num_attention_heads"]
+    hd = h // heads
+    out = [("model.embed_tokens.weight", [v, h])]
+    for i, block in enumerate(c["block_configs"]):
+        b = f"model.layers.{i}"
+        attn, ffn = block["attention"], block["ffn"]
+        if attn["n_heads_in_group"] is not None:
+            kv = heads // attn["n_heads_in_group"]
+            out += [(f"{b}.input_layernorm.weight", [h]),
+                    (f"{b}.self_attn.q_proj.weight", [heads * hd, h]),
+                    (f"{b}.self_attn.k_proj.weight", [kv * hd, h]),
+                    (f"{b}.self_attn.v_proj.weight", [kv * hd, h]),
+                    (f"{b}.self_attn.o_proj.weight", [h, heads * hd])]
+        elif attn["replace_with_linear"]:
+            out += [(f"{b}.input_layernorm.weight", [h]),
+                    (f"{b}.self_attn.linear_attn.weight", [h, h])]
+        if ffn["ffn_mult"] is not None:
+            ff = int(2 * ffn["ffn_mult"] * h / 3)
+            ff = ff if ff % 256 == 0 else ff + 256 - ff % 256
+            out += [(f"{b}.post_attention_layernorm.weight", [h]),
+                    (f"{b}.mlp.gate_proj.weight", [ff, h]), (f"{b}.mlp.up_proj.weight", [ff, h]),
+                    (f"{b}.mlp.down_proj.weight", [h, ff])]
+    out += [("model.norm.weight", [h]), ("lm_head.weight", [v, h])]
+    return out
+
+
 # The tensor layouts of the remote-code classes, as their modeling files name them.
 RAW_LAYOUTS = {
     "llama": llama_layout,
@@ -983,6 +1032,7 @@ RAW_LAYOUTS = {
     "llada": llada_layout,
     "spark": spark_layout,
     "talkie": talkie_layout,
+    "deci": deci_layout,
 }
 
 

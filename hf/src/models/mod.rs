@@ -12,6 +12,7 @@ pub(crate) mod base;
 mod chatglm;
 mod codeshell;
 mod command_r;
+mod deci;
 mod dream;
 mod ernie;
 mod exaone;
@@ -181,6 +182,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("LLaDAModelLM", &tables::LLADA, &llada::LLaDA),
     ("Spark2_5ForCausalLM", &tables::SPARK2_5, &spark2_5::Spark25),
     ("TalkieForCausalLM", &tables::TALKIE, &talkie::Talkie),
+    ("DeciLMForCausalLM", &tables::DECI, &deci::Deci),
     ("MiniCPM3ForCausalLM", &tables::MINICPM3, &minicpm::MiniCpm3),
     (
         "Ministral3ForCausalLM",
