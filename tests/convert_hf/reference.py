@@ -1324,6 +1324,10 @@ FAST = {
     "Qwen3-Tiny-YaRN__f16",
     "gemma-4-tiny-it__bf16",
     "Ministral-3-Tiny-Instruct__q8_0",
+    "talkie-1930-tiny-it__f16",
+    "LLaDA-Tiny-Instruct__bf16",
+    "MiniCPM4-Tiny__q8_0",
+    "internlm3-tiny-instruct__f16",
 }
 
 
