@@ -406,7 +406,7 @@ impl SpecialVocab {
     }
 
     /// `special_token_ids[typ] = id` where `typ` already has an id.
-    pub fn replace_special(&mut self, typ: &str, id: u64) {
+    pub(crate) fn replace_special(&mut self, typ: &str, id: u64) {
         if let Some(entry) = self.ids.iter_mut().find(|(t, _)| t == typ) {
             entry.1 = id;
         }

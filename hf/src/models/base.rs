@@ -634,6 +634,12 @@ pub(crate) fn qk_permuted(cx: &Ctx, name: &str, biases: bool) -> Yields {
     } else {
         None
     };
+    permuted(name, heads)
+}
+
+/// `modify_tensors` yielding the tensor with `LlamaModel.permute` over `heads` heads, or as
+/// stored.
+pub(crate) fn permuted(name: &str, heads: Option<u64>) -> Yields {
     let change = Rearrange {
         order: heads.map_or(Order::Stored, Order::LlamaHeads),
         ..Rearrange::default()

@@ -1,6 +1,6 @@
 //! `conversion/llada.py` (the dense LLaDA).
 
-use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, TextModel, Yields};
 use crate::bpe::{vocab_typed, AddedTypes};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
@@ -63,11 +63,7 @@ impl TextModel for LLaDA {
         } else {
             None
         };
-        let change = Rearrange {
-            order: heads.map_or(Order::Stored, Order::LlamaHeads),
-            ..Rearrange::default()
-        };
-        base::yield_as(name, change)
+        base::permuted(name, heads)
     }
 
     /// GPT-2's BPE with the added tokens typed as saved, and a bos added.

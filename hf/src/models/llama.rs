@@ -1,6 +1,6 @@
 //! `conversion/llama.py`.
 
-use super::base::{self, Ctx, Order, Rearrange, ScalarKey, TextModel, Yields};
+use super::base::{self, Ctx, Rearrange, ScalarKey, TextModel, Yields};
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
@@ -34,11 +34,7 @@ impl TextModel for Llama {
             "LlamaModel" => format!("model.{name}"),
             _ => name.to_owned(),
         };
-        let change = Rearrange {
-            order: permutation(cx, &name)?.map_or(Order::Stored, Order::LlamaHeads),
-            ..Rearrange::default()
-        };
-        base::yield_as(&name, change)
+        base::permuted(&name, permutation(cx, &name)?)
     }
 
     fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {

@@ -1,6 +1,6 @@
 //! `conversion/xverse.py`.
 
-use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, TextModel, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::vocab::{token_type, SpecialVocab};
@@ -48,11 +48,7 @@ impl TextModel for Xverse {
         } else {
             None
         };
-        let change = Rearrange {
-            order: heads.map_or(Order::Stored, Order::LlamaHeads),
-            ..Rearrange::default()
-        };
-        base::yield_as(name, change)
+        base::permuted(name, heads)
     }
 
     /// Every id of the vocabulary read from `tokenizer.json` as `llama` tokens without
