@@ -606,6 +606,22 @@ FIXTURES += [
         name="Ministral-3-Tiny-Instruct", seed=7373, dtype="bfloat16", tf5="ministral3",
         spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True),
     ),
+    # classes of both, as transformers 5 saves them
+    Fixture(
+        name="Qwen3-Tiny-tf5", seed=7474, dtype="bfloat16", tf5="saved",
+        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True),
+        extra=dict(config_class="Qwen3Config", keep_spm=True, head_dim=16, tie_word_embeddings=True,
+                   rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
+                                    "original_max_position_embeddings": 64}),
+    ),
+    Fixture(
+        name="Llama-3.2-Tiny-tf5", seed=7575, dtype="bfloat16", tf5="saved",
+        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True),
+        extra=dict(config_class="LlamaConfig", tie_word_embeddings=True,
+                   rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 32.0,
+                                    "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                    "original_max_position_embeddings": 64}),
+    ),
 ]
 
 # values planted in one row of the first fixture's lm_head.weight: f16/bf16
@@ -1067,7 +1083,7 @@ def build_raw(fx: Fixture, folder: Path, n_vocab: int, special_ids: dict) -> Non
 TF5_PYTHON = os.environ.get("GGUFRW_TF5_PYTHON") or None
 
 
-def tf5_tokenizer(folder: Path, fx: Fixture, gemma: bool):
+def tf5_tokenizer(folder: Path, fx: Fixture, gemma: bool, keep_model: bool = False):
     """A SentencePiece-trained BPE with byte fallback, saved by transformers 5 (tokenizer.json
     alone, as these models ship), with special tokens, a token and a chat template added."""
     # sentencepiece's own protobuf module is generated for protobuf >= 5; the shared
@@ -1091,9 +1107,12 @@ def tf5_tokenizer(folder: Path, fx: Fixture, gemma: bool):
                 "m['content'] + '<turn|>\\n' }}{% endfor %}{% if add_generation_prompt %}"
                 "{{ '<|turn>model\\n' }}{% endif %}")
         tok.save_pretrained(str(folder))
+        if keep_model:
+            shutil.copy(stage / "tokenizer.model", folder / "tokenizer.model")
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    (folder / "tokenizer.model").unlink(missing_ok=True)
+    if not keep_model:
+        (folder / "tokenizer.model").unlink(missing_ok=True)
     tc_path = folder / "tokenizer_config.json"
     tc = json.loads(tc_path.read_text(encoding="utf-8"))
     tc.pop("vocab_file", None)  # the staging folder's path
@@ -1159,7 +1178,21 @@ def save_tf5_model(fx: Fixture, folder: Path, cfg) -> None:
     (folder / ".complete").write_text("")
 
 
-TF5_BUILDERS = {"gemma4": tf5_gemma4, "ministral3": tf5_ministral3}
+def tf5_saved(fx: Fixture, folder: Path) -> None:
+    """A class both transformers have, saved by transformers 5 (`rope_parameters` for
+    `rope_theta`, its tokenizer files): `extra` names the configuration class and its fields."""
+    import transformers
+
+    fields = dict(fx.extra)
+    tok = tf5_tokenizer(folder, fx, gemma=False, keep_model=fields.pop("keep_spm", False))
+    cls = getattr(transformers, fields.pop("config_class"))
+    cfg = cls(vocab_size=len(tok), hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+              bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, **fields)
+    save_tf5_model(fx, folder, cfg)
+
+
+TF5_BUILDERS = {"gemma4": tf5_gemma4, "ministral3": tf5_ministral3, "saved": tf5_saved}
 
 
 @contextlib.contextmanager
