@@ -236,7 +236,7 @@ pub(crate) fn vocab_typed(
     let bad = |m: String| Error::field(&path, "(tokenizer)", m);
     let vocab: HashMap<String, u32> = tk.get_vocab(true);
     let size = match hp.opt_int(&["vocab_size"])? {
-        Some(n) => n as usize,
+        Some(n) => crate::vocab::padded_size(dir, n, vocab.len())?,
         None => vocab.len(),
     };
     if let Some(max) = vocab.values().max() {

@@ -155,6 +155,22 @@ pub struct Vocab {
     pub types: Vec<i32>,
 }
 
+/// The config's `vocab_size` as the count of tokens to write, `have` of them the tokenizer's
+/// and the rest `[PAD{i}]` padding: refused where the padding would outnumber the tokens (and
+/// 65,536), which no real checkpoint does and which would only fill memory (the reference
+/// would try to write them all).
+pub(crate) fn padded_size(dir: &ModelDir, size: u64, have: usize) -> Result<usize> {
+    let limit = (have as u64).saturating_mul(2).max(have as u64 + 65_536);
+    if size > limit {
+        return Err(Error::field(
+            &dir.hparams.path,
+            "vocab_size",
+            format!("{size}: the tokenizer has {have} tokens, and padding past {limit} is refused"),
+        ));
+    }
+    Ok(size as usize)
+}
+
 /// `_create_vocab_sentencepiece`: the model's pieces padded to `vocab_size` with `[PAD{i}]`,
 /// then `added_tokens.json` and `tokenizer_config.json`'s `added_tokens_decoder` laid over
 /// them.
@@ -166,7 +182,7 @@ pub fn sentencepiece(dir: &ModelDir, vocab_size: Option<u64>) -> Result<Option<V
     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
     let pieces = read_sentencepiece(&path, &bytes)?;
     let n = match vocab_size {
-        Some(n) if n > 0 => n as usize,
+        Some(n) if n > 0 => padded_size(dir, n, pieces.len())?,
         _ => pieces.len(),
     };
     let mut v = base_vocab(dir, &pieces, n)?;
@@ -256,7 +272,10 @@ pub fn sentencepiece_phi3(dir: &ModelDir, vocab_size: Option<u64>) -> Result<Voc
     }
     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
     let pieces = read_sentencepiece(&path, &bytes)?;
-    let n = vocab_size.map_or(pieces.len(), |v| v as usize);
+    let n = match vocab_size {
+        Some(v) => padded_size(dir, v, pieces.len())?,
+        None => pieces.len(),
+    };
     if pieces.len() > n {
         return Err(Error::field(
             &path,

@@ -253,3 +253,22 @@ fn a_config_python_wrote_with_infinity_and_nan_is_read() {
     let r = convert(dir.path(), &options(&out)).unwrap();
     assert_eq!(r.tensors.len(), 4);
 }
+
+#[test]
+fn a_vocab_size_that_would_pad_without_end_is_refused_naming_it() {
+    // The vocabulary is padded with [PAD{i}] up to the config's size: a size no checkpoint
+    // has is refused before anything is allocated for it.
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let config = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        config.replace("\"vocab_size\": 4", "\"vocab_size\": 1000000000000"),
+    )
+    .unwrap();
+    let e = refused(dir.path());
+    assert!(
+        e.contains("config.json") && e.contains("vocab_size") && e.contains("1000000000000"),
+        "{e}"
+    );
+}

@@ -73,6 +73,18 @@ impl TextModel for Xverse {
                 "ValueError: Vocabulary size exceeds expected maximum size.",
             ));
         }
+        // Every id below the size must be a token (`reverse_vocab[token_id]`): a size past the
+        // tokenizer's misses one, the first of them no later than at its length.
+        if size > vocab.len() as u64 {
+            let have: std::collections::HashSet<u32> = vocab.values().copied().collect();
+            let missing = (0..=vocab.len() as u32)
+                .find(|i| !have.contains(i))
+                .unwrap_or(0);
+            return Err(Error::reference(format!(
+                "KeyError: {missing} (no token of {} has it)",
+                path.display()
+            )));
+        }
         let mut reverse = vec![None; size as usize];
         for (text, &id) in &vocab {
             reverse[id as usize] = Some(text.as_str());
