@@ -285,14 +285,16 @@ pub(crate) fn vocab_typed(
             continue;
         };
         let mut token = text.to_owned();
-        if added.contains_key(text) && added_types == AddedTypes::AsSaved {
+        if !added.contains_key(text) {
+            types.push(token_type::NORMAL);
+        } else if added_types == AddedTypes::AsSaved {
             let special = decoder.get(&i).is_none_or(|t| t.special);
             types.push(if special {
                 token_type::CONTROL
             } else {
                 token_type::USER_DEFINED
             });
-        } else if added.contains_key(text) {
+        } else {
             let entry = decoder.get(&i).ok_or_else(|| {
                 bad(format!(
                     "added token {text:?} has no entry of its own at id {i}"
@@ -313,8 +315,6 @@ pub(crate) fn vocab_typed(
                 token = token.replace('\u{2581}', " ");
                 types.push(token_type::USER_DEFINED);
             }
-        } else {
-            types.push(token_type::NORMAL);
         }
         tokens.push(token);
     }
@@ -402,31 +402,17 @@ fn all_special_tokens(dir: &ModelDir) -> Result<Vec<String>> {
         Some(v) => Some(v),
         None => map.get("additional_special_tokens"),
     };
-    if let Some(Value::Array(items)) = additional {
-        for v in items {
-            if let Some(t) = token_text(v) {
-                push(t);
-            }
-        }
-    }
-    match config.get("extra_special_tokens") {
-        Some(Value::Object(extra)) => {
-            for v in extra.values() {
-                if let Some(t) = token_text(v) {
-                    push(t);
-                }
-            }
-        }
-        // transformers 5's name for the additional special tokens (4.57 cannot read a list
-        // there: the reference fails on such a folder, where ggufrw reads it as 5 means it).
-        Some(Value::Array(items)) => {
-            for v in items {
-                if let Some(t) = token_text(v) {
-                    push(t);
-                }
-            }
-        }
-        _ => {}
+    let additional = additional.and_then(Value::as_array).into_iter().flatten();
+    // `extra_special_tokens`: named tokens (a map), or in transformers 5 a list, its name for
+    // the additional special tokens (4.57 cannot read a list there: the reference fails on
+    // such a folder, where ggufrw reads it as 5 means it).
+    let extra: Vec<&Value> = match config.get("extra_special_tokens") {
+        Some(Value::Object(named)) => named.values().collect(),
+        Some(Value::Array(items)) => items.iter().collect(),
+        _ => Vec::new(),
+    };
+    for t in additional.chain(extra).filter_map(token_text) {
+        push(t);
     }
     Ok(out)
 }

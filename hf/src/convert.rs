@@ -421,7 +421,7 @@ fn modify_tensors(
             continue;
         }
         let e = &ckpt.entries[*index];
-        let bid = block_of(name);
+        let bid = models::block_of(name);
         if let Some(key) = model.scalar_key(cx, name) {
             let mut value = Vec::new();
             widen(e.dtype, ckpt.bytes(e), &mut value);
@@ -522,13 +522,6 @@ fn modify_tensors(
         return Err(Error::reference(format!("Unprocessed experts: {left:?}")));
     }
     Ok(yielded)
-}
-
-/// The block of a checkpoint name: its first all-digit part (as the reference finds it).
-fn block_of(name: &str) -> Option<u64> {
-    name.split('.')
-        .find(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-        .and_then(|p| p.parse::<u64>().ok())
 }
 
 /// One weight of a block's `n` experts stacked along a new first axis.

@@ -399,9 +399,24 @@ fn rope_type_alias(rope: &Map<String, Value>) -> Option<Value> {
 
 /// A count of the config as a 32-bit value, the field named when it is not one.
 pub(crate) fn u32_of(hp: &Hparams, key: &str, v: &Value) -> Result<u32> {
-    v.as_u64()
-        .and_then(|n| u32::try_from(n).ok())
-        .ok_or_else(|| Error::field(&hp.path, key, format!("{v} is not a 32-bit count")))
+    match v.as_u64() {
+        Some(n) => count32(hp, key, n),
+        None => Err(Error::field(
+            &hp.path,
+            key,
+            format!("{v} is not a 32-bit count"),
+        )),
+    }
+}
+
+/// `n`, read from the config's `key` (or derived from it), as a 32-bit count.
+pub(crate) fn count32(hp: &Hparams, key: &str, n: u64) -> Result<u32> {
+    u32::try_from(n).map_err(|_| Error::field(&hp.path, key, format!("{n} is not a 32-bit count")))
+}
+
+/// The config's count under the first of `keys` it has, as a 32-bit count.
+pub(crate) fn int32(hp: &Hparams, keys: &[&str]) -> Result<u32> {
+    count32(hp, keys[0], hp.int(keys)?)
 }
 
 /// `TextModel.set_gguf_parameters`.
@@ -618,23 +633,64 @@ pub(crate) fn no_tokenizer_model(cx: &Ctx) -> Error {
     ))
 }
 
-/// `LlamaModel.permute` of the q and k projections (their biases too where `biases`), over
-/// `num_attention_heads` and, for k, `num_key_value_heads` where given.
-pub(crate) fn qk_permuted(cx: &Ctx, name: &str, biases: bool) -> Yields {
-    let hp = cx.hp();
+/// The q or k projection a tensor is, by name (their biases too where `biases`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Proj {
+    Q,
+    K,
+}
+
+/// Whether `name` is the q or the k projection's weight (or bias, where `biases`).
+pub(crate) fn qk_projection(name: &str, biases: bool) -> Option<Proj> {
     let is = |proj: &str| {
         name.ends_with(&format!("{proj}.weight"))
             || (biases && name.ends_with(&format!("{proj}.bias")))
     };
-    let n_head = hp.int(&["num_attention_heads"])?;
-    let heads = if is("q_proj") {
-        Some(n_head)
+    if is("q_proj") {
+        Some(Proj::Q)
     } else if is("k_proj") {
-        Some(hp.opt_int(&["num_key_value_heads"])?.unwrap_or(n_head))
+        Some(Proj::K)
     } else {
         None
+    }
+}
+
+/// `LlamaModel.permute` of the q and k projections (their biases too where `biases`), over
+/// `num_attention_heads` and, for k, `num_key_value_heads` where given.
+pub(crate) fn qk_permuted(cx: &Ctx, name: &str, biases: bool) -> Yields {
+    qk_permuted_by(
+        cx,
+        name,
+        biases,
+        &["num_attention_heads"],
+        &["num_key_value_heads"],
+    )
+}
+
+/// [`qk_permuted`] with the head counts read from the first of `heads` and `kv_heads` the
+/// config has.
+pub(crate) fn qk_permuted_by(
+    cx: &Ctx,
+    name: &str,
+    biases: bool,
+    heads: &[&str],
+    kv_heads: &[&str],
+) -> Yields {
+    let hp = cx.hp();
+    let n_head = hp.int(heads)?;
+    let heads = match qk_projection(name, biases) {
+        Some(Proj::Q) => Some(n_head),
+        Some(Proj::K) => Some(hp.opt_int(kv_heads)?.unwrap_or(n_head)),
+        None => None,
     };
     permuted(name, heads)
+}
+
+/// The block of a checkpoint name: its first all-digit part (as the reference finds it).
+pub(crate) fn block_of(name: &str) -> Option<u64> {
+    name.split('.')
+        .find(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|p| p.parse::<u64>().ok())
 }
 
 /// `modify_tensors` yielding the tensor with `LlamaModel.permute` over `heads` heads, or as

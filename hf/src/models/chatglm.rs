@@ -42,23 +42,23 @@ impl TextModel for ChatGlm {
                 ),
             ));
         }
-        let u32_key = |kv: &mut Kv, key: &str, v: u64| -> Result<()> {
-            let v = u32::try_from(v)
-                .map_err(|_| Error::field(&hp.path, key, format!("{v} is not a 32-bit count")))?;
-            kv.u32(&cx.key(key), v);
-            Ok(())
-        };
-        u32_key(
-            kv,
-            "context_length",
-            hp.opt_int(&["seq_length"])?.unwrap_or(n_embd),
-        )?;
-        u32_key(kv, "embedding_length", n_embd)?;
+        // each count named by the config field it comes from
+        let count = |field: &str, v: u64| base::count32(hp, field, v);
+        let ctx = hp.opt_int(&["seq_length"])?.unwrap_or(n_embd);
+        kv.u32(&cx.key("context_length"), count("seq_length", ctx)?);
+        kv.u32(&cx.key("embedding_length"), count("hidden_size", n_embd)?);
         let ff = hp.opt_int(&["ffn_hidden_size", "intermediate_size"])?;
-        u32_key(kv, "feed_forward_length", ff.unwrap_or(4 * n_embd))?;
-        u32_key(kv, "block_count", cx.block_count)?;
-        u32_key(kv, "attention.head_count", n_head)?;
-        u32_key(kv, "attention.head_count_kv", n_kv)?;
+        let ff = count("ffn_hidden_size", ff.unwrap_or(4 * n_embd))?;
+        kv.u32(&cx.key("feed_forward_length"), ff);
+        kv.u32(&cx.key("block_count"), count("num_layers", cx.block_count)?);
+        kv.u32(
+            &cx.key("attention.head_count"),
+            count("num_attention_heads", n_head)?,
+        );
+        kv.u32(
+            &cx.key("attention.head_count_kv"),
+            count("num_key_value_heads", n_kv)?,
+        );
         let eps = hp.opt_float(&["layernorm_epsilon"])?.unwrap_or(1e-5);
         kv.f32(&cx.key("attention.layer_norm_rms_epsilon"), eps);
         kv.u32("general.file_type", cx.file_type);
@@ -71,7 +71,8 @@ impl TextModel for ChatGlm {
             .get("partial_rotary_factor")
             .and_then(Value::as_f64)
             .unwrap_or(0.5);
-        u32_key(kv, "rope.dimension_count", (rope_dim as f64 * pct) as u64)?;
+        let rotated = count("partial_rotary_factor", (rope_dim as f64 * pct) as u64)?;
+        kv.u32(&cx.key("rope.dimension_count"), rotated);
         kv.bool("tokenizer.ggml.add_bos_token", false);
         let ratio = hp.opt_float(&["rope_ratio"])?.unwrap_or(1.0);
         kv.f32(&cx.key("rope.freq_base"), 10000.0 * ratio);

@@ -1,6 +1,6 @@
 //! `conversion/deci.py` (DeciLM, and NVIDIA's Nemotron models made of searched blocks).
 
-use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, TextModel, Yields};
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
@@ -143,17 +143,12 @@ impl TextModel for Deci {
     /// Llama's q/k permutation (weights and biases), with each block's own head counts.
     fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
         let hp = cx.hp();
-        let is = |p: &str| {
-            name.ends_with(&format!("{p}.weight")) || name.ends_with(&format!("{p}.bias"))
+        let Some(proj) = base::qk_projection(name, true) else {
+            return base::permuted(name, None);
         };
-        let (q, kproj) = (is("q_proj"), is("k_proj"));
-        if !q && !kproj {
-            return base::yield_as(name, Rearrange::default());
-        }
-        let bid = name.split('.').find_map(|p| p.parse::<usize>().ok());
         let mut n_head = hp.int(&["num_attention_heads"])?;
         let mut n_kv = hp.opt_int(&["num_key_value_heads"])?;
-        if let Some(bid) = bid {
+        if let Some(bid) = base::block_of(name).map(|b| b as usize) {
             if let Some(list) = hp.map.get("num_key_value_heads_per_layer") {
                 n_kv = kv_per_layer(hp, list)?.get(bid).copied();
             } else if let Some(b) = blocks(cx)? {
@@ -161,15 +156,11 @@ impl TextModel for Deci {
                 n_head = b.heads.get(bid).copied().unwrap_or(n_head);
             }
         }
-        let heads = match (q, n_kv) {
-            (true, _) | (false, None) => n_head,
-            (false, Some(kv)) => kv,
+        let heads = match (proj, n_kv) {
+            (base::Proj::K, Some(kv)) => kv,
+            _ => n_head,
         };
-        let change = Rearrange {
-            order: Order::LlamaHeads(heads),
-            ..Rearrange::default()
-        };
-        base::yield_as(name, change)
+        base::permuted(name, Some(heads))
     }
 
     fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {

@@ -2,7 +2,7 @@
 
 use super::base::{self, Ctx, TextModel, Yields};
 use crate::bpe::{vocab_typed, AddedTypes};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::kv::Kv;
 
 /// `LLaDAModel`: `LLaDAModelLM`, a diffusion language model.
@@ -16,30 +16,23 @@ impl TextModel for LLaDA {
         base::set_gguf_parameters(cx, kv)?;
         base::pooling(cx, kv)?;
         let hp = cx.hp();
-        let n = |keys: &[&str], default: Option<u64>| -> Result<u32> {
-            let v = match (hp.opt_int(keys)?, default) {
-                (Some(v), _) | (None, Some(v)) => v,
-                (None, None) => return Err(Error::field(&hp.path, keys[0], "missing")),
-            };
-            u32::try_from(v).map_err(|_| Error::field(&hp.path, keys[0], "not a 32-bit count"))
+        let or = |key: &str, default: u64| -> Result<u32> {
+            base::count32(hp, key, hp.opt_int(&[key])?.unwrap_or(default))
         };
-        kv.u32(&cx.key("vocab_size"), n(&["vocab_size"], None)?);
+        kv.u32(&cx.key("vocab_size"), base::int32(hp, &["vocab_size"])?);
         let rope_dim = match hp.opt_int(&["head_dim"])? {
             Some(d) => d as u32,
             None => {
-                n(&["hidden_size", "d_model"], None)?
-                    / n(&["num_attention_heads", "n_heads"], None)?.max(1)
+                base::int32(hp, &["hidden_size", "d_model"])?
+                    / base::int32(hp, &["num_attention_heads", "n_heads"])?.max(1)
             }
         };
         kv.u32(&cx.key("rope.dimension_count"), rope_dim);
-        kv.u32(
-            &cx.key("context_length"),
-            n(&["max_sequence_length"], Some(4096))?,
-        );
-        kv.u32(&cx.key("embedding_length"), n(&["d_model"], Some(4096))?);
+        kv.u32(&cx.key("context_length"), or("max_sequence_length", 4096)?);
+        kv.u32(&cx.key("embedding_length"), or("d_model", 4096)?);
         kv.u32(
             &cx.key("feed_forward_length"),
-            n(&["mlp_hidden_size"], Some(12288))?,
+            or("mlp_hidden_size", 12288)?,
         );
         kv.bool(&cx.key("attention.causal"), false);
         kv.bool("diffusion.shift_logits", false);
@@ -49,21 +42,14 @@ impl TextModel for LLaDA {
     /// Llama's q/k permutation (weights and biases), over `num_attention_heads` or
     /// `n_heads` and, for k, the kv heads where given.
     fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
-        let hp = cx.hp();
-        let is = |p: &str| {
-            name.ends_with(&format!("{p}.weight")) || name.ends_with(&format!("{p}.bias"))
-        };
-        let heads = if is("q_proj") {
-            Some(hp.int(&["num_attention_heads", "n_heads"])?)
-        } else if is("k_proj") {
-            match hp.opt_int(&["num_key_value_heads", "n_kv_heads"])? {
-                Some(kv) => Some(kv),
-                None => Some(hp.int(&["num_attention_heads", "n_heads"])?),
-            }
-        } else {
-            None
-        };
-        base::permuted(name, heads)
+        let heads = ["num_attention_heads", "n_heads"];
+        base::qk_permuted_by(
+            cx,
+            name,
+            true,
+            &heads,
+            &["num_key_value_heads", "n_kv_heads"],
+        )
     }
 
     /// GPT-2's BPE with the added tokens typed as saved, and a bos added.

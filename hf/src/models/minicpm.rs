@@ -91,10 +91,7 @@ impl TextModel for MiniCpm3 {
     /// ranks and widths.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         let hp = cx.hp();
-        let n = |key: &str| -> Result<u32> {
-            let v = hp.int(&[key])?;
-            u32::try_from(v).map_err(|_| Error::field(&hp.path, key, "not a 32-bit count"))
-        };
+        let n = |key: &str| base::int32(hp, &[key]);
         kv.u32("general.file_type", cx.file_type);
         kv.u32(&cx.key("context_length"), n("max_position_embeddings")?);
         kv.u32(&cx.key("embedding_length"), n("hidden_size")?);

@@ -44,7 +44,7 @@ mod starcoder;
 mod talkie;
 mod xverse;
 
-pub(crate) use base::{Ctx, Experts, Force, Order, Rearrange, ScalarKey, TextModel};
+pub(crate) use base::{block_of, Ctx, Experts, Force, Order, Rearrange, ScalarKey, TextModel};
 pub(crate) use llama::llama3_factors;
 
 use crate::error::{Result, Unsupported};

@@ -37,11 +37,7 @@ impl TextModel for Refact {
     /// The fused kv split into the key (one head) and the value, the fused gate/up into the
     /// gate and the up projection.
     fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
-        let Some(bid) = name
-            .strip_prefix("transformer.h.")
-            .and_then(|r| r.split('.').next())
-            .and_then(|b| b.parse::<u64>().ok())
-        else {
+        let Some(bid) = base::block_of(name) else {
             return base::yield_as(name, Rearrange::default());
         };
         let hp = cx.hp();

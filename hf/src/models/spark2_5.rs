@@ -84,7 +84,7 @@ impl TextModel for Spark25 {
 
     /// The fused q/k/v named as one; a gate must have one row a head.
     fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
-        let bid = name.split('.').find_map(|p| p.parse::<u64>().ok());
+        let bid = base::block_of(name);
         if name.ends_with(".self_attn.q_k_v_proj.weight") {
             let bid = bid.ok_or_else(|| {
                 Error::reference(format!("Spark2_5 fused QKV tensor has no block id: {name}"))

@@ -26,27 +26,27 @@ impl TextModel for Xverse {
         let hp = cx.hp();
         let n_head = hp.int(&["num_attention_heads"])?;
         let n_kv = hp.opt_int(&["num_key_value_heads"])?.unwrap_or(n_head);
-        let heads = if name.ends_with("q_proj.weight") {
-            Some(n_head)
-        } else if name.ends_with("k_proj.weight") {
-            let groups = if n_kv != n_head {
-                n_head / n_kv.max(1)
-            } else {
-                n_head
-            };
-            if groups != n_kv {
-                return Err(Error::field(
-                    &hp.path,
-                    "num_key_value_heads",
-                    format!(
-                        "{n_kv} of {n_head} heads: the reference would permute the key \
+        let heads = match base::qk_projection(name, false) {
+            None => None,
+            Some(base::Proj::Q) => Some(n_head),
+            Some(base::Proj::K) => {
+                let groups = if n_kv != n_head {
+                    n_head / n_kv.max(1)
+                } else {
+                    n_head
+                };
+                if groups != n_kv {
+                    return Err(Error::field(
+                        &hp.path,
+                        "num_key_value_heads",
+                        format!(
+                            "{n_kv} of {n_head} heads: the reference would permute the key \
                          projection over {groups} groups, not its {n_kv} heads"
-                    ),
-                ));
+                        ),
+                    ));
+                }
+                Some(groups)
             }
-            Some(groups)
-        } else {
-            None
         };
         base::permuted(name, heads)
     }
