@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::metadata::Metadata;
 use crate::model_dir::ModelDir;
-use crate::models::{self, Ctx, Experts, Force, Order, Rearrange, ScalarKey, TextModel};
+use crate::models::{self, Ctx, Experts, Force, Gather, Order, Rearrange, ScalarKey, TextModel};
 use crate::names::{self, NameMap};
 use crate::safetensors::{open_checkpoint, Checkpoint, Dtype, Entry};
 use crate::tables;
@@ -124,7 +124,8 @@ enum Src {
         index: usize,
         change: Rearrange,
     },
-    /// Tensors of one shape stacked along a new first axis (experts).
+    /// Tensors stored one after another: of one shape, stacked along a new first axis
+    /// (experts), or joined along the first.
     Stack(Vec<usize>),
     Values(Vec<f32>),
 }
@@ -413,6 +414,7 @@ fn modify_tensors(
     let experts = model.experts();
     let mut pending: BTreeMap<u64, Vec<(String, usize)>> = BTreeMap::new();
     let mut scalars: HashMap<&'static str, BTreeMap<u64, f32>> = HashMap::new();
+    let mut groups: BTreeMap<String, Vec<Option<usize>>> = BTreeMap::new();
     for (name, index) in kept {
         if name.ends_with(".attention.masked_bias")
             || name.ends_with(".attention.bias")
@@ -445,6 +447,24 @@ fn modify_tensors(
                         early.f32s(key, values.values().copied().collect());
                     }
                 }
+            }
+            continue;
+        }
+        if let Some(g) = model.gather(cx, name) {
+            let group = groups
+                .entry(g.into.clone())
+                .or_insert_with(|| vec![None; g.of]);
+            let Some(slot) = group.get_mut(g.part) else {
+                return Err(Error::reference(format!(
+                    "{name:?} is part {} of a group of {}",
+                    g.part, g.of
+                )));
+            };
+            *slot = Some(*index);
+            if group.iter().all(Option::is_some) {
+                let parts = groups.remove(&g.into).unwrap_or_default();
+                let parts: Vec<usize> = parts.into_iter().flatten().collect();
+                yielded.push(gathered(ckpt, &g, parts, bid)?);
             }
             continue;
         }
@@ -489,6 +509,16 @@ fn modify_tensors(
                     format!("{why} (config: {})", hp.path.display()),
                 ));
             }
+            if change.pad_to > shape.first().copied().unwrap_or(0) {
+                if change.transpose || shape.is_empty() {
+                    return Err(Error::field(
+                        &ckpt.parts[e.part].path,
+                        format!("{}.shape", e.name),
+                        format!("{shape:?}: no rows to pad"),
+                    ));
+                }
+                shape[0] = change.pad_to;
+            }
             if change.transpose {
                 if shape.len() != 2 || change.rows.is_some() {
                     return Err(Error::field(
@@ -521,7 +551,43 @@ fn modify_tensors(
     if !left.is_empty() {
         return Err(Error::reference(format!("Unprocessed experts: {left:?}")));
     }
+    if let Some((into, _)) = groups.first_key_value() {
+        return Err(Error::reference(format!(
+            "Unprocessed parts of {into:?}: the checkpoint lacks the others"
+        )));
+    }
     Ok(yielded)
+}
+
+/// A complete group of tensors as one: stacked along a new first axis or joined along the
+/// first, each part of the first's type and (past the joined axis) shape.
+fn gathered(ckpt: &Checkpoint, g: &Gather, parts: Vec<usize>, bid: Option<u64>) -> Result<Yielded> {
+    let first = &ckpt.entries[parts[0]];
+    let mut rows = 0;
+    for &i in &parts {
+        let other = &ckpt.entries[i];
+        let same = match g.stack {
+            true => other.shape == first.shape,
+            false => other.shape.get(1..) == first.shape.get(1..) && !other.shape.is_empty(),
+        };
+        if !same || other.dtype != first.dtype {
+            return Err(Error::field(
+                &ckpt.parts[other.part].path,
+                format!("{}.shape", other.name),
+                format!(
+                    "{:?} {:?}, but {} has {:?} {:?} (they are yielded as one)",
+                    other.dtype, other.shape, first.name, first.dtype, first.shape
+                ),
+            ));
+        }
+        rows += other.shape.first().copied().unwrap_or(1);
+    }
+    let mut shape = first.shape.clone();
+    match g.stack {
+        true => shape.insert(0, parts.len() as u64),
+        false => shape[0] = rows,
+    }
+    Ok((g.into.clone(), bid, Src::Stack(parts), first.dtype, shape))
 }
 
 /// One weight of a block's `n` experts stacked along a new first axis.
@@ -811,7 +877,7 @@ impl Segment<'_> {
         if self.change.transpose {
             self.row_len
         } else {
-            self.rows
+            self.rows.max(self.change.pad_to)
         }
     }
 
@@ -846,6 +912,14 @@ impl Segment<'_> {
                     raw16.extend_from_slice(&column);
                 } else {
                     widen(self.dtype, &column, &mut f32s);
+                }
+                continue;
+            }
+            if r >= self.rows {
+                // A padding row: zeros, in either form.
+                match keep16 {
+                    true => raw16.resize(raw16.len() + (self.row_len * w) as usize, 0),
+                    false => f32s.resize(f32s.len() + self.row_len as usize, 0.0),
                 }
                 continue;
             }
@@ -962,7 +1036,9 @@ fn rows_source<'a>(
         let converted = segment.convert_on(start..end, threads);
         if segment.change.order == Order::Stored && !segment.change.transpose {
             let first = segment.first;
-            ckpt.release(e, &segment.bytes[at(first + start)..at(first + end)]);
+            // Padding rows past the stored ones have no pages.
+            let stored = |r: u64| first + r.min(segment.rows);
+            ckpt.release(e, &segment.bytes[at(stored(start))..at(stored(end))]);
         }
         start = end;
         let mut out = match converted {

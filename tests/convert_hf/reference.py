@@ -113,6 +113,9 @@ class Fixture:
     # a class only transformers 5 has: built by TF5_BUILDERS[tf5] in the transformers-5
     # environment (GGUFRW_TF5_PYTHON, scripts/convert-tf5.sh), saved as transformers 5 saves it
     tf5: str | None = None
+    # tensors renamed after saving (old: new): where the saving transformers writes a name
+    # other than the published checkpoints'
+    renamed: dict = field(default_factory=dict)
 
 
 FIXTURES = [
@@ -586,6 +589,17 @@ FIXTURES += [
     ),
 ]
 
+FIXTURES += [
+    Fixture(
+        name="gemma-3n-tiny-E2B-it", seed=7676, arch="gemma3n", dtype="bfloat16", kv_heads=1,
+        head_dim=16, tie=True, extra_vocab=8, spm=dict(model_type="unigram", vocab_size=320),
+        # transformers 4.57 saves this one tensor under a name its reverse key mapping mangles
+        # (and the reference cannot map); the published checkpoints have this one
+        renamed={"model.language_model.per_layer_model.language_model_projection.weight":
+                 "model.language_model.per_layer_model_projection.weight"},
+    ),
+]
+
 # Classes only transformers 5 has, saved by it (tokenizer_config.json in its form too: the
 # reference runs on the 4.57 form of that file, see as_457_reads)
 FIXTURES += [
@@ -768,6 +782,9 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
             extra = dict(extra, sliding_window=fx.sliding_window)
         if fx.arch in ("qwen2_moe", "qwen3_moe"):
             extra = dict(extra, **moe)
+        if fx.arch == "gemma3n":
+            # the per-layer embeddings cover the tokenizer; vocab_size past it, as published
+            extra = dict(extra, vocab_size_per_layer_input=n_vocab)
         cfg = getattr(transformers, class_name)(**{**common, **extra, **fx.extra})
 
     torch.manual_seed(fx.seed)
@@ -796,6 +813,12 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
     if fx.max_shard_size is not None:
         save["max_shard_size"] = fx.max_shard_size
     model.save_pretrained(str(folder), **save)
+    if fx.renamed:
+        from safetensors.torch import load_file, save_file
+
+        path = folder / "model.safetensors"
+        tensors = {fx.renamed.get(k, k): v for k, v in load_file(str(path)).items()}
+        save_file(tensors, str(path), metadata={"format": "pt"})
     if fx.readme is not None:
         (folder / "README.md").write_text(fx.readme, encoding="utf-8")
     if fx.pooling is not None:
@@ -1252,6 +1275,13 @@ CONFIGS = {
     "hunyuan_v1_dense": ("HunYuanDenseV1Config", {}),
     "glm": ("GlmConfig", {}),
     "mpt": ("MptConfig", {}),
+    # Gemma 3n (E2B-like): per-layer inputs, AltUp, LAuReL, shared kv layers, two feed-forward
+    # widths, activation sparsity on the first layers as the published configurations have it
+    "gemma3n": ("Gemma3nTextConfig", dict(
+        hidden_size_per_layer_input=16, laurel_rank=8, num_kv_shared_layers=2, sliding_window=64,
+        num_hidden_layers=4, intermediate_size=[96, 96, 128, 128],
+        activation_sparsity_pattern=[0.95, 0.95, 0.0, 0.0],
+        layer_types=["sliding_attention", "full_attention"] * 2)),
 }
 
 
@@ -1326,6 +1356,7 @@ FAST = {
     "Qwen3-Tiny__q8_0",
     "gemma-2-tiny-it__f16",
     "gemma-3-tiny-it__bf16",
+    "gemma-3n-tiny-E2B-it__q8_0",
     "Phi-3-tiny-4k-instruct__q8_0",
     "Qwen2.5-Tiny-BPE__f16",
     "Qwen1.5-MoE-Tiny-A1B__auto",

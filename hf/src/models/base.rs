@@ -88,6 +88,9 @@ pub(crate) struct Rearrange {
     pub unsqueeze: bool,
     /// The name is the GGUF name already: the class yields it without `map_tensor_name`.
     pub named: bool,
+    /// Rows of zeros appended up to this many rows (Gemma 3n's embeddings padded to the
+    /// vocabulary); 0 or fewer than stored: none.
+    pub pad_to: u64,
 }
 
 /// The order of a tensor's rows (along its first axis) in the output: each a reshape and a
@@ -160,6 +163,21 @@ impl Order {
             }
         }
     }
+}
+
+/// A tensor `modify_tensors` holds back until the others of its group are in, then yields
+/// them as one under another name (Gemma 3n's AltUp projections, RuGPT3XL's q, k and v).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Gather {
+    /// The name the group is yielded under (then mapped as any other).
+    pub into: String,
+    /// This tensor's place in the group.
+    pub part: usize,
+    /// The group's size.
+    pub of: usize,
+    /// Stacked along a new first axis (`torch.stack`); otherwise joined along the first
+    /// axis (`torch.cat`). Either way the stored bytes follow one another.
+    pub stack: bool,
 }
 
 /// A key made of one-value tensors.
@@ -245,6 +263,11 @@ pub(crate) trait TextModel: Sync {
     /// (tensors are prepared before the other keys).
     fn scalar_key(&self, cx: &Ctx, name: &str) -> Option<ScalarKey> {
         self.parent().and_then(|p| p.scalar_key(cx, name))
+    }
+
+    /// The group `modify_tensors` holds tensor `name` back for, if it does.
+    fn gather(&self, cx: &Ctx, name: &str) -> Option<Gather> {
+        self.parent().and_then(|p| p.gather(cx, name))
     }
 
     /// The expert layout `modify_tensors` stacks, if the class has experts.
@@ -456,9 +479,21 @@ pub(crate) fn set_gguf_parameters(cx: &Ctx, kv: &mut Kv) -> Result<()> {
             "attention.head_count_kv",
         ),
     ];
-    for (keys, gguf) in lists {
+    for (i, (keys, gguf)) in lists.into_iter().enumerate() {
         match hp.find(keys) {
             None | Some(Value::Null) => {}
+            // The feed-forward width and the head counts may be per layer (an int32 array).
+            Some(Value::Array(a)) if i >= 2 => {
+                let values = a
+                    .iter()
+                    .map(|v| {
+                        v.as_i64()
+                            .and_then(|n| i32::try_from(n).ok())
+                            .ok_or_else(|| Error::field(&hp.path, keys[0], "not 32-bit counts"))
+                    })
+                    .collect::<Result<Vec<i32>>>()?;
+                kv.i32s(&k(gguf), values);
+            }
             Some(v) => kv.u32(&k(gguf), u32_of(hp, keys[0], v)?),
         }
     }

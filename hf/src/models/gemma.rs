@@ -446,3 +446,140 @@ impl TextModel for Gemma4 {
         Ok(())
     }
 }
+
+/// `Gemma3NModel(Gemma3Model)`: `Gemma3nForCausalLM` and the text of
+/// `Gemma3nForConditionalGeneration`.
+pub(crate) struct Gemma3n;
+
+impl TextModel for Gemma3n {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Gemma3)
+    }
+
+    /// A `*_scale` tensor gets a `.weight` suffix (the name map knows it so).
+    fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
+        match name.ends_with("_scale") {
+            true => base::filter_tensors(&format!("{name}.weight")),
+            false => base::filter_tensors(name),
+        }
+    }
+
+    /// Gemma 3's keys, then AltUp's, the per-layer input width, the shared kv layers, the
+    /// activation sparsity as standard-normal quantiles, and which layers slide.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Gemma3.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let n = |key: &str| base::int32(hp, &[key]);
+        kv.u32(&k("altup.active_idx"), n("altup_active_idx")?);
+        kv.u32(&k("altup.num_inputs"), n("altup_num_inputs")?);
+        kv.u32(
+            &k("embedding_length_per_layer_input"),
+            n("hidden_size_per_layer_input")?,
+        );
+        kv.u32(&k("attention.shared_kv_layers"), n("num_kv_shared_layers")?);
+        let pattern = hp
+            .map
+            .get("activation_sparsity_pattern")
+            .and_then(Value::as_array)
+            .ok_or_else(|| Error::field(&hp.path, "activation_sparsity_pattern", "not a list"))?;
+        let scales = pattern
+            .iter()
+            .map(|p| {
+                p.as_f64().map(normal_quantile_f32).ok_or_else(|| {
+                    Error::field(&hp.path, "activation_sparsity_pattern", "not numbers")
+                })
+            })
+            .collect::<Result<Vec<f32>>>()?;
+        kv.f32s(&k("activation_sparsity_scale"), scales);
+        let types = hp
+            .map
+            .get("layer_types")
+            .ok_or_else(|| Error::reference("KeyError: 'layer_types'"))?;
+        kv.bools(
+            &k("attention.sliding_window_pattern"),
+            base::sliding_layers(hp, types)?,
+        );
+        Ok(())
+    }
+
+    /// The three AltUp projections (and the three unembedding ones) stacked into one.
+    fn gather(&self, _cx: &Ctx, name: &str) -> Option<base::Gather> {
+        let into = ["altup_unembed_projections", "altup_projections"]
+            .into_iter()
+            .find(|m| name.contains(m))?;
+        let part = (0..3).find(|i| name.contains(&format!(".{i}.")))?;
+        Some(base::Gather {
+            into: format!("model.{into}.weight"),
+            part,
+            of: 3,
+            stack: true,
+        })
+    }
+
+    /// Both embeddings padded with zero rows to `vocab_size` (the vision and audio tokens'
+    /// slots); no norm is shifted.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        let mut r = Rearrange::default();
+        if name.contains("embed_tokens.weight") || name.contains("embed_tokens_per_layer") {
+            r.pad_to = cx.hp().opt_int(&["vocab_size"])?.unwrap_or(262_400);
+        }
+        base::yield_as(name, r)
+    }
+
+    /// Gemma 3's, sized by `vocab_size` rather than the per-layer vocabulary.
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let mut hp = cx.hp().clone();
+        hp.map.remove("vocab_size_per_layer_input");
+        Gemma3.set_vocab(&cx.with_hparams(&hp), kv)
+    }
+}
+
+/// `Normal(0, 1).icdf(torch.tensor(p, dtype=torch.float32))` as torch computes it: `2p - 1`
+/// in f32, the inverse error function of that (torch widens a float to double for it, starts
+/// from a rational approximation and takes two Newton steps with the C library's `erf`),
+/// rounded to f32 and times √2 as an f32.
+fn normal_quantile_f32(p: f64) -> f32 {
+    let t = 2.0f32 * (p as f32) - 1.0f32;
+    (erfinv(f64::from(t)) as f32) * std::f64::consts::SQRT_2 as f32
+}
+
+/// The inverse error function, as torch's `calc_erfinv` evaluates it in double.
+fn erfinv(y: f64) -> f64 {
+    const A: [f64; 4] = [0.886226899, -1.645349621, 0.914624893, -0.140543331];
+    const B: [f64; 4] = [-2.118377725, 1.442710462, -0.329097515, 0.012229801];
+    const C: [f64; 4] = [-1.970840454, -1.624906493, 3.429567803, 1.641345311];
+    const D: [f64; 2] = [3.543889200, 1.637067800];
+    let abs = y.abs();
+    if abs >= 1.0 {
+        return match abs > 1.0 {
+            true => f64::NAN,
+            false => f64::INFINITY.copysign(y),
+        };
+    }
+    let mut x = if abs <= 0.7 {
+        let z = y * y;
+        let num = ((A[3] * z + A[2]) * z + A[1]) * z + A[0];
+        let dem = (((B[3] * z + B[2]) * z + B[1]) * z + B[0]) * z + 1.0;
+        y * num / dem
+    } else {
+        let z = (-((1.0 - abs) / 2.0).ln()).sqrt();
+        let num = ((C[3] * z + C[2]) * z + C[1]) * z + C[0];
+        let dem = (D[1] * z + D[0]) * z + 1.0;
+        num.copysign(y) / dem
+    };
+    let slope = 2.0 / std::f64::consts::PI.sqrt();
+    for _ in 0..2 {
+        x -= (c_erf(x) - y) / (slope * (-x * x).exp());
+    }
+    x
+}
+
+/// The C library's `erf`, which torch calls (Rust's standard library has none yet).
+fn c_erf(x: f64) -> f64 {
+    extern "C" {
+        fn erf(x: f64) -> f64;
+    }
+    // SAFETY: `erf` is a pure function of a double, in every C library std links.
+    unsafe { erf(x) }
+}

@@ -44,7 +44,9 @@ mod starcoder;
 mod talkie;
 mod xverse;
 
-pub(crate) use base::{block_of, Ctx, Experts, Force, Order, Rearrange, ScalarKey, TextModel};
+pub(crate) use base::{
+    block_of, Ctx, Experts, Force, Gather, Order, Rearrange, ScalarKey, TextModel,
+};
 pub(crate) use llama::llama3_factors;
 
 use crate::error::{Result, Unsupported};
@@ -83,6 +85,12 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &gemma::Gemma3,
     ),
     ("Gemma4ForCausalLM", &tables::GEMMA4, &gemma::Gemma4),
+    ("Gemma3nForCausalLM", &tables::GEMMA3N, &gemma::Gemma3n),
+    (
+        "Gemma3nForConditionalGeneration",
+        &tables::GEMMA3N,
+        &gemma::Gemma3n,
+    ),
     (
         "Gemma3TextModel",
         &tables::GEMMA_EMBEDDING,
