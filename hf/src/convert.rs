@@ -196,7 +196,7 @@ fn run(
     let mut hparams = folder.hparams.clone();
     model.init_hparams(&class, &mut hparams);
     let hp = &hparams;
-    let block_count = hp.int(&["n_layers", "num_hidden_layers", "n_layer", "num_layers"])?;
+    let block_count = model.block_count(hp)?;
     let ckpt = open_checkpoint(dir)?;
     let mut cx = Ctx {
         dir: &folder,

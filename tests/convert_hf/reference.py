@@ -590,6 +590,25 @@ FIXTURES += [
 ]
 
 FIXTURES += [
+    # HRM-Text: two stacks run in cycles (the block count is the expanded cache slots)
+    Fixture(
+        name="HRM-Text-Tiny", seed=7777, dtype="bfloat16", raw="hrm", bpe="llama-bpe",
+        architectures="HrmTextForCausalLM",
+        extra=dict(model_type="hrm_text", hidden_size=64, num_attention_heads=4,
+                   num_key_value_heads=4, num_layers_per_stack=2, num_hidden_layers=2,
+                   H_cycles=2, L_cycles=3, intermediate_size=96, max_position_embeddings=256,
+                   rms_norm_eps=1e-5, rope_theta=10000.0, embedding_scale=8.0, prefix_lm=True),
+    ),
+    # OpenELM: per-layer heads and widths; Llama 2's SentencePiece put in the folder
+    Fixture(
+        name="OpenELM-Tiny-Instruct", seed=7878, dtype="bfloat16", raw="openelm",
+        architectures="OpenELMForCausalLM", spm=dict(model_type="bpe", vocab_size=320),
+        extra=dict(model_type="openelm", model_dim=64, num_transformer_layers=3, head_dim=16,
+                   num_query_heads=[2, 4, 4], num_kv_heads=[1, 2, 2],
+                   ffn_multipliers=[0.5, 1.37, 2.0], ffn_dim_divisor=16,
+                   max_context_length=256, rope_freq_constant=10000,
+                   share_input_output_layers=True),
+    ),
     Fixture(
         name="gemma-3n-tiny-E2B-it", seed=7676, arch="gemma3n", dtype="bfloat16", kv_heads=1,
         head_dim=16, tie=True, extra_vocab=8, spm=dict(model_type="unigram", vocab_size=320),
@@ -1055,6 +1074,41 @@ def deci_layout(c: dict) -> list:
 
 
 # The tensor layouts of the remote-code classes, as their modeling files name them.
+def hrm_layout(c: dict) -> list:
+    """HRM-Text: the L stack's layers, then the H stack's, each attention's gate, q, k and v
+    fused and its gate and up projections fused; no norm weights."""
+    h, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    out = [("model.embed_tokens.weight", [v, h]), ("model.z_L_init", [h])]
+    for stack in "LH":
+        for i in range(c["num_layers_per_stack"]):
+            b = f"model.{stack}_module.layers.{i}"
+            out += [(f"{b}.attn.gqkv_proj.weight", [4 * h, h]), (f"{b}.attn.o_proj.weight", [h, h]),
+                    (f"{b}.mlp.gate_up_proj.weight", [2 * ff, h]),
+                    (f"{b}.mlp.down_proj.weight", [h, ff])]
+    return out + [("lm_head.weight", [v, h])]
+
+
+def openelm_layout(c: dict) -> list:
+    """OpenELM: per-layer query and kv heads and feed-forward widths (OpenELM's own rounding
+    of multiplier × width), fused q/k/v with q and k norms, fused gate/up, tied output."""
+    h, v, hd, div = c["model_dim"], c["vocab_size"], c["head_dim"], c["ffn_dim_divisor"]
+
+    def divisible(x: float) -> int:
+        r = max(div, int(x + div / 2) // div * div)
+        return r + div if r < 0.9 * x else r
+
+    out = [("transformer.token_embeddings.weight", [v, h])]
+    for i in range(c["num_transformer_layers"]):
+        q, kv = c["num_query_heads"][i], c["num_kv_heads"][i]
+        ff = divisible(c["ffn_multipliers"][i] * h)
+        b = f"transformer.layers.{i}"
+        out += [(f"{b}.attn_norm.weight", [h]), (f"{b}.attn.qkv_proj.weight", [(q + 2 * kv) * hd, h]),
+                (f"{b}.attn.q_norm.weight", [hd]), (f"{b}.attn.k_norm.weight", [hd]),
+                (f"{b}.attn.out_proj.weight", [h, q * hd]), (f"{b}.ffn_norm.weight", [h]),
+                (f"{b}.ffn.proj_1.weight", [2 * ff, h]), (f"{b}.ffn.proj_2.weight", [h, ff])]
+    return out + [("transformer.norm.weight", [h])]
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
     "orion": lambda c: llama_layout(c, norm_bias=True),
@@ -1072,6 +1126,8 @@ RAW_LAYOUTS = {
     "spark": spark_layout,
     "talkie": talkie_layout,
     "deci": deci_layout,
+    "hrm": hrm_layout,
+    "openelm": openelm_layout,
 }
 
 

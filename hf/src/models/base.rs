@@ -231,6 +231,15 @@ pub(crate) trait TextModel: Sync {
         }
     }
 
+    /// `self.block_count`: the config's layer count, unless `__init__` (or `find_hparam`)
+    /// says otherwise.
+    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+        match self.parent() {
+            Some(p) => p.block_count(hp),
+            None => hp.int(&["n_layers", "num_hidden_layers", "n_layer", "num_layers"]),
+        }
+    }
+
     /// `filter_tensors`: the checkpoint name under which the tensor is kept, or `None` when
     /// it is dropped.
     fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {

@@ -20,6 +20,7 @@ mod gemma;
 mod glm;
 mod gptneox;
 mod granite;
+mod hrm_text;
 mod hunyuan;
 mod internlm;
 mod jais;
@@ -32,6 +33,7 @@ mod mpt;
 mod nanbeige;
 mod nemotron;
 mod olmo;
+mod openelm;
 mod orion;
 mod pangu;
 mod phi;
@@ -86,6 +88,8 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
     ("Gemma4ForCausalLM", &tables::GEMMA4, &gemma::Gemma4),
     ("Gemma3nForCausalLM", &tables::GEMMA3N, &gemma::Gemma3n),
+    ("HrmTextForCausalLM", &tables::HRM_TEXT, &hrm_text::HrmText),
+    ("OpenELMForCausalLM", &tables::OPENELM, &openelm::OpenElm),
     (
         "Gemma3nForConditionalGeneration",
         &tables::GEMMA3N,
