@@ -434,10 +434,15 @@ fn modify_tensors(
                     format!("{:?}: not {what}", e.shape),
                 )
             };
+            if let ScalarKey::Derived(key, f) = &key {
+                early.f32(key, f(cx, &value)?);
+                continue;
+            }
             let [value] = value.as_slice() else {
                 return Err(bad("one value"));
             };
             match key {
+                ScalarKey::Derived(..) => {}
                 ScalarKey::One(key) => early.f32(&key, f64::from(*value)),
                 ScalarKey::PerBlock(key) => {
                     let bid = bid.ok_or_else(|| bad("in a numbered block"))?;
@@ -551,6 +556,7 @@ fn modify_tensors(
     if !left.is_empty() {
         return Err(Error::reference(format!("Unprocessed experts: {left:?}")));
     }
+    model.after_tensors(cx, early)?;
     if let Some((into, _)) = groups.first_key_value() {
         return Err(Error::reference(format!(
             "Unprocessed parts of {into:?}: the checkpoint lacks the others"
@@ -896,6 +902,7 @@ impl Segment<'_> {
         let keep16 = self.dtype == Dtype::F16
             && self.ty == GgmlType::F16
             && self.change.add == 0.0
+            && self.change.scale.is_none()
             && self.change.negate_upper_half == 0;
         let w = self.dtype.size() as u64;
         let mut f32s: Vec<f32> = Vec::new();
@@ -940,14 +947,15 @@ impl Segment<'_> {
         if keep16 {
             return Ok(raw16);
         }
+        if let Some(scale) = self.change.scale {
+            f32s.iter_mut().for_each(|x| *x *= scale);
+        }
         if self.change.add != 0.0 {
-            for x in f32s.iter_mut() {
-                *x += self.change.add;
-            }
-            if self.dtype == Dtype::F16 {
-                // torch adds to a float16 tensor in float16: the sum is rounded to it.
-                round_to_f16(&mut f32s);
-            }
+            f32s.iter_mut().for_each(|x| *x += self.change.add);
+        }
+        if self.dtype == Dtype::F16 && (self.change.add != 0.0 || self.change.scale.is_some()) {
+            // torch's arithmetic on a float16 tensor gives float16: the result is rounded.
+            round_to_f16(&mut f32s);
         }
         ggufrw::quant::quantize(self.ty, &f32s, self.ne0)
             .map_err(|e| ggufrw::Error::Io(std::io::Error::other(e.to_string())))
@@ -997,22 +1005,26 @@ fn rows_source<'a>(
     let ty = p.ggml_type;
     let ne0 = p.dims.first().copied().unwrap_or(1).max(1) as usize;
     let len = p.bytes;
+    let one_row = p.dims.len() <= 1;
     let mut segments = segments.into_iter().map(move |(e, change)| {
         let stored_rows = e.shape.first().copied().unwrap_or(1).max(1);
         let (first, end) = change.rows.unwrap_or((0, stored_rows));
+        let row_len = if e.shape.is_empty() {
+            1
+        } else {
+            e.numel() / stored_rows
+        };
         let segment = Segment {
             bytes: ckpt.bytes(e),
             dtype: e.dtype,
             change,
             first,
             rows: end - first,
-            row_len: if e.shape.is_empty() {
-                1
-            } else {
-                e.numel() / stored_rows
-            },
+            row_len,
             ty,
-            ne0,
+            // Vectors joined into one (RuGPT3XL's q, k and v biases) are each a piece of its
+            // one row (an F32 row: any length is whole blocks).
+            ne0: if one_row { row_len as usize } else { ne0 },
         };
         (e, segment)
     });

@@ -609,6 +609,26 @@ FIXTURES += [
                    max_context_length=256, rope_freq_constant=10000,
                    share_input_output_layers=True),
     ),
+    # JAIS: µP scales on the embeddings and the output (f16: torch rounds the products to
+    # it), ALiBi slopes
+    Fixture(
+        name="jais-family-tiny-chat", seed=7979, dtype="float16", raw="jais", bpe="gpt-2",
+        architectures="JAISLMHeadModel",
+        # the reference reads the slopes' first value, which its lazy tensors do not have
+        # (Tensor.item() on a meta tensor): it converts JAIS only without them
+        args=["--no-lazy"],
+        extra=dict(model_type="jais", n_embd=64, n_inner=96, n_head=4, n_layer=2,
+                   n_positions=256, layer_norm_epsilon=1e-5, activation_function="swiglu",
+                   position_embedding_type="alibi", embeddings_scale=14.6, width_scale=0.1107),
+    ),
+    # ruGPT-3 XL: GPT-2 with separate q, k and v, which the reference joins
+    Fixture(
+        name="ruGPT3XL-Tiny", seed=8080, dtype="bfloat16", raw="rugpt3xl", bpe="gpt-2",
+        architectures="RuGPT3XLForCausalLM",
+        extra=dict(model_type="rugpt3xl", hidden_size=64, intermediate_size=256,
+                   num_attention_heads=4, num_hidden_layers=2, max_position_embeddings=256,
+                   layer_norm_epsilon=1e-5),
+    ),
     Fixture(
         name="gemma-3n-tiny-E2B-it", seed=7676, arch="gemma3n", dtype="bfloat16", kv_heads=1,
         head_dim=16, tie=True, extra_vocab=8, spm=dict(model_type="unigram", vocab_size=320),
@@ -1109,6 +1129,27 @@ def openelm_layout(c: dict) -> list:
     return out + [("transformer.norm.weight", [h])]
 
 
+def jais_layout(c: dict) -> list:
+    """JAIS: GPT-2's layout (`Conv1D` weights stored input-major, the causal mask buffers
+    saved as `.attn.bias`), a second up projection, and the ALiBi slopes."""
+    h, ff, v, n = c["n_embd"], c["n_inner"], c["vocab_size"], c["n_head"]
+    out = [("transformer.wte.weight", [v, h]), ("transformer.relative_pe.slopes", [n, 1])]
+    for i in range(c["n_layer"]):
+        b = f"transformer.h.{i}"
+        for name, shape in [("ln_1", [h]), ("attn.c_attn", [h, 3 * h]), ("attn.c_proj", [h, h]),
+                            ("ln_2", [h]), ("mlp.c_fc", [h, ff]), ("mlp.c_fc2", [h, ff]),
+                            ("mlp.c_proj", [ff, h])]:
+            out += [(f"{b}.{name}.weight", shape), (f"{b}.{name}.bias", [shape[-1]])]
+        out.append((f"{b}.attn.bias", [1, 1, c["n_positions"], c["n_positions"]]))
+    return out + [("transformer.ln_f.weight", [h]), ("transformer.ln_f.bias", [h]),
+                  ("lm_head.weight", [v, h])]
+
+
+def alibi_slopes(n: int) -> list:
+    """ALiBi's head slopes (a power-of-two head count): 2^(-8 i / n) for heads i = 1..n."""
+    return [2.0 ** (-8.0 * (i + 1) / n) for i in range(n)]
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
     "orion": lambda c: llama_layout(c, norm_bias=True),
@@ -1128,6 +1169,10 @@ RAW_LAYOUTS = {
     "deci": deci_layout,
     "hrm": hrm_layout,
     "openelm": openelm_layout,
+    "jais": jais_layout,
+    "rugpt3xl": lambda c: llama_layout(c, norm_bias=True, attn_bias=True, gate=False,
+                                       mlp_bias=True)
+    + [("model.embed_positions.weight", [c["max_position_embeddings"], c["hidden_size"]])],
 }
 
 
@@ -1149,6 +1194,8 @@ def build_raw(fx: Fixture, folder: Path, n_vocab: int, special_ids: dict) -> Non
     for name, shape in RAW_LAYOUTS[fx.raw](config):
         noise = torch.randn(shape, generator=gen, dtype=torch.float32)
         value = 1.0 + 0.1 * noise if "norm" in name or name.split(".")[-2].startswith("ln_") else 0.02 * noise
+        if name.endswith("relative_pe.slopes"):
+            value = torch.tensor(alibi_slopes(shape[0])).reshape(shape)
         tensors[name] = value.to(getattr(torch, fx.dtype)).contiguous()
     save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")

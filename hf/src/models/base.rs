@@ -62,6 +62,14 @@ impl Ctx<'_> {
     }
 }
 
+/// The tensor a name outside the blocks maps to (`map_tensor_name`'s answer, for the classes
+/// that look at it in `modify_tensors`).
+pub(crate) fn global_tensor(cx: &Ctx, name: &str) -> Option<crate::tables::Tensor> {
+    crate::names::NameMap::new(cx.arch, 0)
+        .get(name, &[".weight", ".bias"])
+        .map(|(t, _)| t)
+}
+
 /// `TextModel` itself, for the classes that override nothing but `model_arch`.
 pub(crate) struct Text;
 
@@ -88,6 +96,8 @@ pub(crate) struct Rearrange {
     pub unsqueeze: bool,
     /// The name is the GGUF name already: the class yields it without `map_tensor_name`.
     pub named: bool,
+    /// Every element multiplied by this (JAIS's embedding and output scales), before `add`.
+    pub scale: Option<f32>,
     /// Rows of zeros appended up to this many rows (Gemma 3n's embeddings padded to the
     /// vocabulary); 0 or fewer than stored: none.
     pub pad_to: u64,
@@ -181,12 +191,14 @@ pub(crate) struct Gather {
 }
 
 /// A key made of one-value tensors.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub(crate) enum ScalarKey {
     /// One value a block, written as an array once every block's is in.
     PerBlock(&'static str),
     /// The value itself, as a float.
     One(String),
+    /// A float computed from all the tensor's values (JAIS's ALiBi bias from its slopes).
+    Derived(String, fn(&Ctx, &[f32]) -> Result<f64>),
 }
 
 /// How a family gathers per-expert tensors into one 3-D tensor per block.
@@ -272,6 +284,15 @@ pub(crate) trait TextModel: Sync {
     /// (tensors are prepared before the other keys).
     fn scalar_key(&self, cx: &Ctx, name: &str) -> Option<ScalarKey> {
         self.parent().and_then(|p| p.scalar_key(cx, name))
+    }
+
+    /// Keys `prepare_tensors` writes once every tensor is prepared (after the tensors' own
+    /// keys: [`TextModel::scalar_key`]).
+    fn after_tensors(&self, cx: &Ctx, early: &mut Kv) -> Result<()> {
+        match self.parent() {
+            Some(p) => p.after_tensors(cx, early),
+            None => Ok(()),
+        }
     }
 
     /// The group `modify_tensors` holds tensor `name` back for, if it does.

@@ -1,9 +1,11 @@
 //! `conversion/gptneox.py`, `conversion/bloom.py`, `conversion/falcon.py` and
 //! `conversion/gpt2.py`: the decoders with a fused q/k/v and LayerNorm with biases.
 
-use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, Gather, Order, Rearrange, TextModel, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
+use crate::names::format_name;
+use crate::tables::Tensor;
 
 /// `GPTNeoXModel`: Pythia and GPT-NeoX.
 pub(crate) struct GptNeoX;
@@ -183,5 +185,28 @@ impl TextModel for Gpt2 {
             ..Rearrange::default()
         };
         base::yield_as(name, change)
+    }
+}
+
+/// `RuGPT3XLModel`: `RuGPT3XLForCausalLM`, GPT-2 with separate q, k and v (weights and
+/// biases), joined into one.
+pub(crate) struct RuGpt3Xl;
+
+impl TextModel for RuGpt3Xl {
+    fn gather(&self, _cx: &Ctx, name: &str) -> Option<Gather> {
+        let part = ["q", "k", "v"]
+            .iter()
+            .position(|p| name.contains(&format!(".self_attn.{p}_proj.")))?;
+        let bid = base::block_of(name)?;
+        let suffix = match name.ends_with(".weight") {
+            true => ".weight",
+            false => ".bias",
+        };
+        Some(Gather {
+            into: format_name(Tensor::ATTN_QKV, Some(bid), suffix),
+            part,
+            of: 3,
+            stack: false,
+        })
     }
 }

@@ -140,6 +140,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("FalconForCausalLM", &tables::FALCON, &gptneox::Falcon),
     ("RWForCausalLM", &tables::FALCON, &gptneox::Falcon),
     ("GPT2LMHeadModel", &tables::GPT2, &gptneox::Gpt2),
+    ("RuGPT3XLForCausalLM", &tables::GPT2, &gptneox::RuGpt3Xl),
     ("Glm4ForCausalLM", &tables::GLM4, &glm::Glm4),
     ("GlmForCausalLM", &tables::CHATGLM, &chatglm::ChatGlm),
     (
@@ -186,6 +187,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &pangu::PanguEmbedded,
     ),
     ("Jais2ForCausalLM", &tables::JAIS2, &jais::Jais2),
+    ("JAISLMHeadModel", &tables::JAIS, &jais::Jais),
     ("GPTRefactForCausalLM", &tables::REFACT, &refact::Refact),
     ("InternLM3ForCausalLM", &tables::LLAMA, &internlm::InternLm3),
     ("MiniCPMForCausalLM", &tables::MINICPM, &minicpm::MiniCpm),
