@@ -116,6 +116,8 @@ class Fixture:
     # tensors renamed after saving (old: new): where the saving transformers writes a name
     # other than the published checkpoints'
     renamed: dict = field(default_factory=dict)
+    # the transformers class to build, where the Auto classes have none for the configuration
+    model_class: str | None = None
 
 
 FIXTURES = [
@@ -629,6 +631,11 @@ FIXTURES += [
                    num_attention_heads=4, num_hidden_layers=2, max_position_embeddings=256,
                    layer_norm_epsilon=1e-5),
     ),
+    # Chameleon: per-head q and k norms (LayerNorm with biases over heads × head width)
+    Fixture(
+        name="chameleon-tiny", seed=8181, arch="chameleon", dtype="bfloat16", bpe="llama-bpe",
+        model_class="ChameleonForConditionalGeneration",
+    ),
     Fixture(
         name="gemma-3n-tiny-E2B-it", seed=7676, arch="gemma3n", dtype="bfloat16", kv_heads=1,
         head_dim=16, tie=True, extra_vocab=8, spm=dict(model_type="unigram", vocab_size=320),
@@ -827,7 +834,10 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
         cfg = getattr(transformers, class_name)(**{**common, **extra, **fx.extra})
 
     torch.manual_seed(fx.seed)
-    model = (AutoModel if fx.bare else AutoModelForCausalLM).from_config(cfg)
+    if fx.model_class is not None:
+        model = getattr(transformers, fx.model_class)._from_config(cfg)
+    else:
+        model = (AutoModel if fx.bare else AutoModelForCausalLM).from_config(cfg)
     gen = torch.Generator().manual_seed(fx.seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -1378,6 +1388,13 @@ CONFIGS = {
     "hunyuan_v1_dense": ("HunYuanDenseV1Config", {}),
     "glm": ("GlmConfig", {}),
     "mpt": ("MptConfig", {}),
+    # Chameleon with a small image tokenizer (which the conversion leaves out), norms after
+    # the sublayers
+    "chameleon": ("ChameleonConfig", dict(
+        swin_norm=True, vocabulary_map={},
+        vq_config=dict(embed_dim=4, num_embeddings=16, latent_channels=4, resolution=16,
+                       base_channels=32, channel_multiplier=[1, 1], num_res_blocks=1,
+                       attn_resolutions=[]))),
     # Gemma 3n (E2B-like): per-layer inputs, AltUp, LAuReL, shared kv layers, two feed-forward
     # widths, activation sparsity on the first layers as the published configurations have it
     "gemma3n": ("Gemma3nTextConfig", dict(

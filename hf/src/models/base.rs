@@ -96,6 +96,9 @@ pub(crate) struct Rearrange {
     pub unsqueeze: bool,
     /// The name is the GGUF name already: the class yields it without `map_tensor_name`.
     pub named: bool,
+    /// Every row made of the first row's values with its two halves interleaved (Chameleon's
+    /// per-head norms: head 0's, for every head).
+    pub head0_halves: bool,
     /// Every element multiplied by this (JAIS's embedding and output scales), before `add`.
     pub scale: Option<f32>,
     /// Rows of zeros appended up to this many rows (Gemma 3n's embeddings padded to the

@@ -9,6 +9,7 @@
 //! checks every line against the reference's `TEXT_MODEL_MAP` (generated into `tables.rs`).
 
 pub(crate) mod base;
+mod chameleon;
 mod chatglm;
 mod codeshell;
 mod command_r;
@@ -188,6 +189,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
     ("Jais2ForCausalLM", &tables::JAIS2, &jais::Jais2),
     ("JAISLMHeadModel", &tables::JAIS, &jais::Jais),
+    (
+        "ChameleonForConditionalGeneration",
+        &tables::CHAMELEON,
+        &chameleon::Chameleon,
+    ),
+    (
+        "ChameleonForCausalLM",
+        &tables::CHAMELEON,
+        &chameleon::Chameleon,
+    ),
     ("GPTRefactForCausalLM", &tables::REFACT, &refact::Refact),
     ("InternLM3ForCausalLM", &tables::LLAMA, &internlm::InternLm3),
     ("MiniCPMForCausalLM", &tables::MINICPM, &minicpm::MiniCpm),
