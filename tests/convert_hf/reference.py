@@ -1477,6 +1477,7 @@ FAST = {
     "gemma-2-tiny-it__f16",
     "gemma-3-tiny-it__bf16",
     "gemma-3n-tiny-E2B-it__q8_0",
+    "jais-family-tiny-chat__f16",
     "Phi-3-tiny-4k-instruct__q8_0",
     "Qwen2.5-Tiny-BPE__f16",
     "Qwen1.5-MoE-Tiny-A1B__auto",
