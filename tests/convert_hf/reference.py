@@ -623,6 +623,20 @@ FIXTURES += [
                    n_positions=256, layer_norm_epsilon=1e-5, activation_function="swiglu",
                    position_embedding_type="alibi", embeddings_scale=14.6, width_scale=0.1107),
     ),
+    # InternLM2 (chat): wqkv per kv group; its SentencePiece has the chat tokens and unused
+    # slots as pieces, the chat tokens marked special (eos becomes <|im_end|>)
+    Fixture(
+        name="internlm2-chat-tiny", seed=8383, dtype="bfloat16", raw="internlm2",
+        architectures="InternLM2ForCausalLM",
+        spm=dict(model_type="bpe", vocab_size=640, byte_fallback=True,
+                 user_defined_symbols=["<|im_start|>", "<|im_end|>", "[UNUSED_TOKEN_141]",
+                                       "[UNUSED_TOKEN_142]"]),
+        added=["<|im_start|>", "<|im_end|>"],
+        extra=dict(model_type="internlm2", hidden_size=64, num_attention_heads=4,
+                   num_key_value_heads=2, num_hidden_layers=2, intermediate_size=96,
+                   rms_norm_eps=1e-5, rope_theta=1000000.0, max_position_embeddings=256,
+                   bias=False),
+    ),
     # ruGPT-3 XL: GPT-2 with separate q, k and v, which the reference joins
     Fixture(
         name="ruGPT3XL-Tiny", seed=8080, dtype="bfloat16", raw="rugpt3xl", bpe="gpt-2",
@@ -1160,6 +1174,22 @@ def alibi_slopes(n: int) -> list:
     return [2.0 ** (-8.0 * (i + 1) / n) for i in range(n)]
 
 
+def internlm2_layout(c: dict) -> list:
+    """InternLM2: q, k and v fused per kv group (`wqkv`), its own tensor names."""
+    h, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
+    hd = h // heads
+    out = [("model.tok_embeddings.weight", [v, h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.{i}"
+        out += [(f"{b}.attention_norm.weight", [h]),
+                (f"{b}.attention.wqkv.weight", [(heads + 2 * kv) * hd, h]),
+                (f"{b}.attention.wo.weight", [h, heads * hd]), (f"{b}.ffn_norm.weight", [h]),
+                (f"{b}.feed_forward.w1.weight", [ff, h]), (f"{b}.feed_forward.w3.weight", [ff, h]),
+                (f"{b}.feed_forward.w2.weight", [h, ff])]
+    return out + [("model.norm.weight", [h]), ("output.weight", [v, h])]
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
     "orion": lambda c: llama_layout(c, norm_bias=True),
@@ -1180,6 +1210,7 @@ RAW_LAYOUTS = {
     "hrm": hrm_layout,
     "openelm": openelm_layout,
     "jais": jais_layout,
+    "internlm2": internlm2_layout,
     "rugpt3xl": lambda c: llama_layout(c, norm_bias=True, attn_bias=True, gate=False,
                                        mlp_bias=True)
     + [("model.embed_positions.weight", [c["max_position_embeddings"], c["hidden_size"]])],
@@ -1535,6 +1566,11 @@ class Recorder(logging.Handler):
 
 
 def load_reference(root: Path, on: str):
+    # The reference's own SentencePiece readers (InternLM2's, BERT's, T5's) import
+    # sentencepiece's protobuf module, generated for protobuf >= 5; the pinned environment has
+    # 4 (llama.cpp's requirements pin it below 5), for which transformers ships the same module.
+    from transformers.utils import sentencepiece_model_pb2_new
+    sys.modules["sentencepiece.sentencepiece_model_pb2"] = sentencepiece_model_pb2_new
     spec = importlib.util.spec_from_file_location("convert_hf_to_gguf", root / "convert_hf_to_gguf.py")
     if spec is None or spec.loader is None:
         raise SystemExit(f"reference.py: cannot load {root / 'convert_hf_to_gguf.py'}")

@@ -126,6 +126,20 @@ pub(crate) enum Order {
         /// Query heads per group.
         q_per_kv: u64,
     },
+    /// One part of a fused q/k/v stored per kv group (InternLM2's `wqkv`): the queries
+    /// (`part` 0) or the keys (1), each then permuted as Llama's over its heads, or the values
+    /// (2). The output is the part's rows alone: the change's `rows` is `0..` their count,
+    /// and the stored row of each is found in the whole tensor.
+    KvGroupPart {
+        /// Kv heads (groups).
+        kv: u64,
+        /// Query heads per group.
+        q_per_kv: u64,
+        /// Rows a head.
+        head_dim: u64,
+        /// 0, 1, 2: q, k, v.
+        part: u8,
+    },
 }
 
 impl Order {
@@ -139,6 +153,20 @@ impl Order {
                 kv * (q_per_kv + 2),
                 format!("{kv} groups of {q_per_kv} queries, a key and a value"),
             ),
+            Order::KvGroupPart {
+                kv,
+                q_per_kv,
+                head_dim,
+                part,
+            } => {
+                let heads = if part == 0 { kv * q_per_kv } else { kv };
+                if rows != heads * head_dim || (part < 2 && head_dim % 2 != 0) {
+                    return Err(format!(
+                        "{rows} rows are not {heads} heads of {head_dim} (of two halves)"
+                    ));
+                }
+                return Ok(());
+            }
         };
         if parts == 0 || rows % parts != 0 {
             return Err(format!("{rows} rows cannot be split into {what}"));
@@ -172,6 +200,25 @@ impl Order {
                     let r = r - q_rows;
                     let (which, within) = (r / (kv * hd), r % (kv * hd));
                     (within / hd) * group + (q_per_kv + which) * hd + within % hd
+                }
+            }
+            Order::KvGroupPart {
+                kv,
+                q_per_kv,
+                head_dim: hd,
+                part,
+            } => {
+                let group = (q_per_kv + 2) * hd;
+                match part {
+                    0 => {
+                        let r = Order::LlamaHeads(kv * q_per_kv).source(r, rows);
+                        (r / (q_per_kv * hd)) * group + r % (q_per_kv * hd)
+                    }
+                    1 => {
+                        let r = Order::LlamaHeads(kv).source(r, rows);
+                        (r / hd) * group + q_per_kv * hd + r % hd
+                    }
+                    _ => (r / hd) * group + (q_per_kv + 1) * hd + r % hd,
                 }
             }
         }

@@ -1,10 +1,199 @@
-//! `conversion/internlm.py` (InternLM 3).
+//! `conversion/internlm.py`.
 
-use super::base::{self, Ctx, TextModel, Yields};
+use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::vocab::{self, SpecialVocab};
+use crate::names::format_name;
+use crate::tables::Tensor;
+use crate::vocab::{self, token_type, SpecialVocab};
 use serde_json::Value;
+
+/// `InternLM2Model`: `InternLM2ForCausalLM`.
+pub(crate) struct InternLm2;
+
+/// The end-of-turn token that InternLM2's chat models end with, made eos.
+const CHAT_EOS: &str = "<|im_end|>";
+
+impl TextModel for InternLm2 {
+    /// The fused `wqkv`, stored per kv group, split into q, k and v, q and k permuted as
+    /// Llama's.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let Some(bid) = base::block_of(name) else {
+            return base::yield_as(name, Rearrange::default());
+        };
+        if !name.contains(&format!("model.layers.{bid}.attention.wqkv")) {
+            return base::yield_as(name, Rearrange::default());
+        }
+        let hp = cx.hp();
+        let heads = hp.int(&["num_attention_heads"])?;
+        let kv = hp.int(&["num_key_value_heads"])?;
+        let n_embd = hp.int(&["hidden_size"])?;
+        let q_per_kv = heads.checked_div(kv).unwrap_or(0);
+        let head_dim = n_embd.checked_div(heads).unwrap_or(0);
+        let groups = heads.checked_div(q_per_kv).unwrap_or(0);
+        if shape != [groups * (q_per_kv + 2) * head_dim, n_embd] || groups != kv || groups == 0 {
+            return Err(Error::reference(format!(
+                "RuntimeError: {name} of shape {shape:?} cannot be viewed as {groups} groups of \
+                 {q_per_kv} queries, a key and a value of {head_dim} × {n_embd}"
+            )));
+        }
+        Ok([
+            (Tensor::ATTN_Q, 0u8),
+            (Tensor::ATTN_K, 1),
+            (Tensor::ATTN_V, 2),
+        ]
+        .into_iter()
+        .map(|(t, part)| {
+            let heads = if part == 0 { heads } else { kv };
+            let change = Rearrange {
+                order: Order::KvGroupPart {
+                    kv,
+                    q_per_kv,
+                    head_dim,
+                    part,
+                },
+                rows: Some((0, heads * head_dim)),
+                ..Rearrange::default()
+            };
+            (format_name(t, Some(bid), ".weight"), change)
+        })
+        .collect())
+    }
+
+    /// SentencePiece read id by id up to `vocab_size` (a `\0` piece written as 🐉, `[UNUSED…`
+    /// pieces unused), `added_tokens.json` appended, the added tokens of
+    /// `tokenizer_config.json` and `tokenizer.json` laid over their ids; eos moved to
+    /// `<|im_end|>` where it is one of them.
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let path = cx.dir.file("tokenizer.model");
+        if !path.is_file() {
+            return Err(Error::reference(format!(
+                "Error: Missing {}",
+                path.display()
+            )));
+        }
+        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let pieces = vocab::read_sentencepiece(&path, &bytes)?;
+        let add_prefix = vocab::sentencepiece_dummy_prefix(&path, &bytes)?;
+        let n = match cx.hp().opt_int(&["vocab_size"])? {
+            Some(n) => n as usize,
+            None => pieces.len(),
+        };
+        if n > pieces.len() {
+            return Err(Error::field(
+                &cx.hp().path,
+                "vocab_size",
+                format!(
+                    "{n}, past the {} pieces of {} (the reference's IdToPiece fails)",
+                    pieces.len(),
+                    path.display()
+                ),
+            ));
+        }
+        let mut tokens = Vec::with_capacity(n);
+        let mut scores = Vec::with_capacity(n);
+        let mut types = Vec::with_capacity(n);
+        for p in &pieces[..n] {
+            tokens.push(match p.piece.as_str() {
+                "\0" => "\u{1f409}".to_owned(),
+                t => t.to_owned(),
+            });
+            scores.push(p.score);
+            types.push(match p.kind {
+                _ if p.piece.starts_with("[UNUSED") => token_type::UNUSED,
+                token_type::UNKNOWN
+                | token_type::CONTROL
+                | token_type::UNUSED
+                | token_type::BYTE => p.kind,
+                _ => token_type::NORMAL,
+            });
+        }
+        let added_path = cx.dir.file("added_tokens.json");
+        if let Some(added) = cx.dir.json("added_tokens.json")? {
+            let added = added
+                .as_object()
+                .ok_or_else(|| Error::field(&added_path, "(root)", "not an object"))?;
+            for text in added.keys() {
+                tokens.push(text.clone());
+                scores.push(-1000.0);
+                types.push(token_type::USER_DEFINED);
+            }
+        }
+        let mut chat_eos = None;
+        let mut overlay = |file: &str, field: &str, list: Vec<(u64, String, bool)>| -> Result<()> {
+            for (id, content, special) in list {
+                let i = id as usize;
+                if i >= tokens.len() {
+                    return Err(Error::field(
+                        &cx.dir.file(file),
+                        field,
+                        format!("token id {id} is past the vocabulary ({})", tokens.len()),
+                    ));
+                }
+                if content == CHAT_EOS {
+                    chat_eos = Some(id);
+                }
+                tokens[i] = content;
+                scores[i] = -1000.0;
+                types[i] = match special {
+                    true => token_type::CONTROL,
+                    false => token_type::USER_DEFINED,
+                };
+            }
+            Ok(())
+        };
+        let entry = |file: &str, data: &Value, id: Option<u64>| -> Result<(u64, String, bool)> {
+            let id = id.ok_or_else(|| {
+                Error::field(&cx.dir.file(file), "added tokens", "an id is not a number")
+            })?;
+            let content = data
+                .get("content")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            Ok((
+                id,
+                content.to_owned(),
+                data.get("special").is_some_and(vocab::truthy),
+            ))
+        };
+        if let Some(tc) = cx.dir.json("tokenizer_config.json")? {
+            let decoder = tc.get("added_tokens_decoder").and_then(Value::as_object);
+            let list = decoder
+                .into_iter()
+                .flatten()
+                .map(|(id, data)| entry("tokenizer_config.json", data, id.parse().ok()))
+                .collect::<Result<Vec<_>>>()?;
+            overlay("tokenizer_config.json", "added_tokens_decoder", list)?;
+        }
+        if let Some(tj) = cx.dir.json("tokenizer.json")? {
+            let added = tj.get("added_tokens").and_then(Value::as_array);
+            let list = added
+                .into_iter()
+                .flatten()
+                .map(|data| {
+                    entry(
+                        "tokenizer.json",
+                        data,
+                        data.get("id").and_then(Value::as_u64),
+                    )
+                })
+                .collect::<Result<Vec<_>>>()?;
+            overlay("tokenizer.json", "added_tokens", list)?;
+        }
+        let v = vocab::Vocab {
+            tokens,
+            scores,
+            types,
+        };
+        let count = base::llama_tokens(kv, v);
+        kv.bool("tokenizer.ggml.add_space_prefix", add_prefix);
+        let mut special = SpecialVocab::load(cx.dir, Some(count), false)?;
+        if let Some(id) = chat_eos {
+            special.replace_special("eos", id);
+        }
+        special.add_to(kv)
+    }
+}
 
 /// `InternLM3Model`: `InternLM3ForCausalLM`, written as `llama`.
 pub(crate) struct InternLm3;

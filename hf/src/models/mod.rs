@@ -190,6 +190,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Jais2ForCausalLM", &tables::JAIS2, &jais::Jais2),
     ("JAISLMHeadModel", &tables::JAIS, &jais::Jais),
     (
+        "InternLM2ForCausalLM",
+        &tables::INTERNLM2,
+        &internlm::InternLm2,
+    ),
+    (
         "ChameleonForConditionalGeneration",
         &tables::CHAMELEON,
         &chameleon::Chameleon,
