@@ -118,6 +118,8 @@ class Fixture:
     renamed: dict = field(default_factory=dict)
     # the transformers class to build, where the Auto classes have none for the configuration
     model_class: str | None = None
+    # the tokenizer rewritten into another kind (TOKENIZER_REWRITES) after it is trained
+    tokenizer_rewrite: str | None = None
 
 
 FIXTURES = [
@@ -637,6 +639,19 @@ FIXTURES += [
                    rms_norm_eps=1e-5, rope_theta=1000000.0, max_position_embeddings=256,
                    bias=False),
     ),
+    # PLaMo 3: its own tokenizer (tokenizer.jsonl), YaRN from flat keys, a sliding-window
+    # period, norms stored less their constants
+    Fixture(
+        name="plamo-3-tiny", seed=8484, dtype="bfloat16", raw="plamo3", tie=True,
+        architectures="Plamo3ForCausalLM", tokenizer_rewrite="plamo",
+        spm=dict(model_type="unigram", vocab_size=400, byte_fallback=True),
+        extra=dict(model_type="plamo3", hidden_size=64, num_attention_heads=4,
+                   num_key_value_heads=2, head_dim=16, num_hidden_layers=4,
+                   intermediate_size=96, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                   rope_local_theta=10000.0, max_position_embeddings=256, window_size=64,
+                   sliding_window_pattern=2, rope_scaling_factor=2.0,
+                   initial_context_length=128),
+    ),
     # ruGPT-3 XL: GPT-2 with separate q, k and v, which the reference joins
     Fixture(
         name="ruGPT3XL-Tiny", seed=8080, dtype="bfloat16", raw="rugpt3xl", bpe="gpt-2",
@@ -818,6 +833,9 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
     if fx.raw is not None:
+        if fx.tokenizer_rewrite is not None:
+            n_vocab = TOKENIZER_REWRITES[fx.tokenizer_rewrite](folder, fx)
+            special_ids = {}
         build_raw(fx, folder, n_vocab, special_ids)
         return
 
@@ -1190,6 +1208,57 @@ def internlm2_layout(c: dict) -> list:
     return out + [("model.norm.weight", [h]), ("output.weight", [v, h])]
 
 
+def plamo3_layout(c: dict) -> list:
+    """PLaMo 3: `model.layers.layers.N`, fused q/k/v with q and k norms, fused gate/up, norms
+    before and after both sublayers."""
+    h, ff, v, hd = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["head_dim"]
+    heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
+    out = [("model.embed_tokens.weight", [v, h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.layers.{i}"
+        out += [(f"{b}.pre_mixer_norm.weight", [h]),
+                (f"{b}.mixer.qkv_proj.weight", [(heads + 2 * kv) * hd, h]),
+                (f"{b}.mixer.q_norm.weight", [hd]), (f"{b}.mixer.k_norm.weight", [hd]),
+                (f"{b}.mixer.o_proj.weight", [h, heads * hd]), (f"{b}.post_mixer_norm.weight", [h]),
+                (f"{b}.pre_mlp_norm.weight", [h]), (f"{b}.mlp.gate_up_proj.weight", [2 * ff, h]),
+                (f"{b}.mlp.down_proj.weight", [h, ff]), (f"{b}.post_mlp_norm.weight", [h])]
+    out.append(("model.norm.weight", [h]))
+    return out if c.get("tie_word_embeddings") else out + [("lm_head.weight", [v, h])]
+
+
+PLAMO_SPECIALS = ["<|plamo:unk|>", "<|plamo:bos|>", "<|plamo:eos|>", "<|plamo:pad|>",
+                  "<|plamo:op|>", "<|plamo:msg|>"]
+
+
+def plamo_tokenizer(folder: Path, fx: "Fixture") -> int:
+    """PLaMo's tokenizer files made from the SentencePiece model trained for the fixture:
+    tokenizer.jsonl (`[text, score, type]` a line, PLaMo's control tokens first, the model's
+    byte pieces as BYTE) and a tokenizer_config.json naming the special tokens, with a chat
+    template; the SentencePiece files removed. Returns the token count."""
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+    lines = [[t, 0.0, "UNKNOWN" if i == 0 else "CONTROL"] for i, t in enumerate(PLAMO_SPECIALS)]
+    for i in range(sp.get_piece_size()):
+        if sp.is_unknown(i) or sp.is_control(i):
+            continue
+        lines.append([sp.id_to_piece(i), sp.get_score(i), "BYTE" if sp.is_byte(i) else "NORMAL"])
+    with open(folder / "tokenizer.jsonl", "w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+    config = dict(bos_token="<|plamo:bos|>", eos_token="<|plamo:eos|>", pad_token="<|plamo:pad|>",
+                  unk_token="<|plamo:unk|>", tokenizer_class="Plamo3Tokenizer",
+                  chat_template=CHAT_TEMPLATE)
+    (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    for name in ("tokenizer.model", "special_tokens_map.json", "added_tokens.json"):
+        (folder / name).unlink(missing_ok=True)
+    return len(lines)
+
+
+# tokenizers other than SentencePiece's and BPE's, made from the trained SentencePiece model
+TOKENIZER_REWRITES = {"plamo": plamo_tokenizer}
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
     "orion": lambda c: llama_layout(c, norm_bias=True),
@@ -1211,6 +1280,7 @@ RAW_LAYOUTS = {
     "openelm": openelm_layout,
     "jais": jais_layout,
     "internlm2": internlm2_layout,
+    "plamo3": plamo3_layout,
     "rugpt3xl": lambda c: llama_layout(c, norm_bias=True, attn_bias=True, gate=False,
                                        mlp_bias=True)
     + [("model.embed_positions.weight", [c["max_position_embeddings"], c["hidden_size"]])],

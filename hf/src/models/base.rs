@@ -850,8 +850,13 @@ pub(crate) fn llama_vocab(cx: &Ctx, kv: &mut Kv, v: vocab::Vocab) -> Result<()> 
 
 /// The `llama` tokenizer model's tokens, scores and types; their count.
 pub(crate) fn llama_tokens(kv: &mut Kv, v: vocab::Vocab) -> u64 {
+    tokens_as(kv, "llama", v)
+}
+
+/// [`llama_tokens`] for another tokenizer model (PLaMo's `plamo2`).
+pub(crate) fn tokens_as(kv: &mut Kv, model: &str, v: vocab::Vocab) -> u64 {
     let n = v.tokens.len() as u64;
-    kv.string("tokenizer.ggml.model", "llama");
+    kv.string("tokenizer.ggml.model", model);
     kv.string("tokenizer.ggml.pre", "default");
     kv.strings("tokenizer.ggml.tokens", v.tokens);
     kv.f32s("tokenizer.ggml.scores", v.scores);

@@ -38,6 +38,7 @@ mod openelm;
 mod orion;
 mod pangu;
 mod phi;
+mod plamo;
 mod plm;
 mod qwen;
 mod refact;
@@ -194,6 +195,8 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::INTERNLM2,
         &internlm::InternLm2,
     ),
+    ("Plamo3ForCausalLM", &tables::PLAMO3, &plamo::Plamo3),
+    ("PLaMo3ForCausalLM", &tables::PLAMO3, &plamo::Plamo3),
     (
         "ChameleonForConditionalGeneration",
         &tables::CHAMELEON,
