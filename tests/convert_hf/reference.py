@@ -120,6 +120,10 @@ class Fixture:
     model_class: str | None = None
     # the tokenizer rewritten into another kind (TOKENIZER_REWRITES) after it is trained
     tokenizer_rewrite: str | None = None
+    # config fields (of text_config where there is one) the reference needs and the saving
+    # class does not write, added to config.json for the reference's runs only: ggufrw runs on
+    # the folder as saved and must give what the reference gives with them
+    reference_config: dict = field(default_factory=dict)
 
 
 FIXTURES = [
@@ -690,6 +694,22 @@ FIXTURES += [
                  unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
                  unk_piece="<unk>"),
         extra=dict(hidden_size_per_layer_input=16, num_kv_shared_layers=2, use_double_wide_mlp=True),
+    ),
+    Fixture(
+        name="gemma-4-tiny-it-assistant", seed=7171, dtype="bfloat16", tf5="gemma4_assistant",
+        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True, pad_id=0, eos_id=1, bos_id=2,
+                 unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
+                 unk_piece="<unk>"),
+    ),
+    Fixture(
+        name="gemma-4-unified-tiny-it-assistant", seed=7070, dtype="bfloat16",
+        tf5="gemma4_assistant", extra=dict(unified=True),
+        # the reference reads the expert width of every Gemma 4 (KeyError without it), which
+        # Gemma4UnifiedTextConfig does not write; Gemma4TextConfig writes it as null
+        reference_config=dict(moe_intermediate_size=None),
+        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True, pad_id=0, eos_id=1, bos_id=2,
+                 unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
+                 unk_piece="<unk>"),
     ),
     Fixture(
         name="Ministral-3-Tiny-Instruct", seed=7373, dtype="bfloat16", tf5="ministral3",
@@ -1380,6 +1400,34 @@ def tf5_gemma4(fx: Fixture, folder: Path) -> None:
     save_tf5_model(fx, folder, Gemma4TextConfig(**kw))
 
 
+def tf5_gemma4_assistant(fx: Fixture, folder: Path) -> None:
+    """Gemma 4's assistant, the draft that reads its target's kv cache: query-only attention
+    on every layer, projections from and to the target's width, ordered embeddings (their
+    centroids the conversion leaves out)."""
+    import transformers
+
+    tok = tf5_tokenizer(folder, fx, gemma=True)
+    text = dict(
+        vocab_size=len(tok), hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16, global_head_dim=32,
+        max_position_embeddings=256, rms_norm_eps=1e-6, sliding_window=64,
+        layer_types=["sliding_attention", "full_attention"],
+        rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                         "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25,
+                                            "rope_theta": 1000000.0}},
+        final_logit_softcapping=30.0, hidden_size_per_layer_input=0, vocab_size_per_layer_input=0,
+        num_kv_shared_layers=2, tie_word_embeddings=True,
+        pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id,
+    )
+    # the unified model's assistant: the same layout under its own class, without ordered
+    # embeddings
+    unified = fx.extra.get("unified", False)
+    cls = getattr(transformers, "Gemma4UnifiedAssistantConfig" if unified else "Gemma4AssistantConfig")
+    cfg = cls(text_config=text, backbone_hidden_size=96, use_ordered_embeddings=not unified,
+              num_centroids=8, centroid_intermediate_top_k=4, tie_word_embeddings=True)
+    save_tf5_model(fx, folder, cfg)
+
+
 def tf5_ministral3(fx: Fixture, folder: Path) -> None:
     """Ministral 3: Llama with YaRN, its log multiplier and Llama 4's attention temperature."""
     from transformers import Ministral3Config
@@ -1429,7 +1477,8 @@ def tf5_saved(fx: Fixture, folder: Path) -> None:
     save_tf5_model(fx, folder, cfg)
 
 
-TF5_BUILDERS = {"gemma4": tf5_gemma4, "ministral3": tf5_ministral3, "saved": tf5_saved}
+TF5_BUILDERS = {"gemma4": tf5_gemma4, "gemma4_assistant": tf5_gemma4_assistant,
+                "ministral3": tf5_ministral3, "saved": tf5_saved}
 
 
 @contextlib.contextmanager
@@ -1446,6 +1495,25 @@ def as_457_reads(fixture: Path):
         return
     tc["additional_special_tokens"] = tc.pop("extra_special_tokens")
     path.write_text(json.dumps(tc, indent=2) + "\n", encoding="utf-8")
+    try:
+        yield
+    finally:
+        path.write_bytes(saved)
+
+
+@contextlib.contextmanager
+def with_reference_config(fixture: Path, fields: dict):
+    """config.json with `fields` added (to its text_config where it has one) for the length
+    of a reference run."""
+    if not fields:
+        yield
+        return
+    path = fixture / "config.json"
+    saved = path.read_bytes()
+    config = json.loads(saved)
+    target = config["text_config"] if isinstance(config.get("text_config"), dict) else config
+    target.update(fields)
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     try:
         yield
     finally:
@@ -1677,8 +1745,9 @@ def run_case(module, case: Case, fixture: Path, folder: Path, recorder: Recorder
     try:
         sys.argv = ["convert_hf_to_gguf.py", str(fixture), *case.args]
         # stdout is the summary line's: the reference prints (--dry-run's plan) go to stderr
+        patch = next((fx.reference_config for fx in FIXTURES if fx.name == case.fixture), {})
         with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr), \
-                as_457_reads(fixture):
+                as_457_reads(fixture), with_reference_config(fixture, patch):
             warnings.simplefilter("default")  # once per location and case
             module.main()
     except SystemExit as e:

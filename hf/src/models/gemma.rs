@@ -583,3 +583,36 @@ fn c_erf(x: f64) -> f64 {
     // SAFETY: `erf` is a pure function of a double, in every C library std links.
     unsafe { erf(x) }
 }
+
+/// `Gemma4AssistantModel(Gemma4Model)`: `Gemma4AssistantForCausalLM` and
+/// `Gemma4UnifiedAssistantForCausalLM`, the draft that reads its target's kv cache.
+pub(crate) struct Gemma4Assistant;
+
+impl TextModel for Gemma4Assistant {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Gemma4)
+    }
+
+    /// The ordered embeddings' tables are left out.
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        match name.contains("masked_embedding") {
+            true => None,
+            false => Gemma4.filter_tensors(cx, name),
+        }
+    }
+
+    /// Gemma 4's keys, the target's width and every layer a next-token predictor.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Gemma4.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        kv.u32(
+            &cx.key("embedding_length_out"),
+            base::int32(hp, &["backbone_hidden_size"])?,
+        );
+        kv.u32(
+            &cx.key("nextn_predict_layers"),
+            base::count32(hp, "num_hidden_layers", cx.block_count)?,
+        );
+        Ok(())
+    }
+}

@@ -89,6 +89,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &gemma::Gemma3,
     ),
     ("Gemma4ForCausalLM", &tables::GEMMA4, &gemma::Gemma4),
+    (
+        "Gemma4AssistantForCausalLM",
+        &tables::GEMMA4_ASSISTANT,
+        &gemma::Gemma4Assistant,
+    ),
+    (
+        "Gemma4UnifiedAssistantForCausalLM",
+        &tables::GEMMA4_ASSISTANT,
+        &gemma::Gemma4Assistant,
+    ),
     ("Gemma3nForCausalLM", &tables::GEMMA3N, &gemma::Gemma3n),
     ("HrmTextForCausalLM", &tables::HRM_TEXT, &hrm_text::HrmText),
     ("OpenELMForCausalLM", &tables::OPENELM, &openelm::OpenElm),
