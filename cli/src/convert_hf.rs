@@ -57,6 +57,10 @@ pub struct Args {
     /// reference stops there; llama.cpp's names: llama-bpe, qwen2, gpt-2, …).
     #[arg(long, value_name = "NAME")]
     tokenizer_pre: Option<String>,
+    /// The target model's folder, for a draft model (EAGLE-3) that reads the target's
+    /// tokenizer and config.
+    #[arg(long, value_name = "DIR")]
+    target_model_dir: Option<PathBuf>,
     /// Quantize to this llama-quantize preset (Q4_K_M, IQ4_XS, …) after converting, byte for
     /// byte as `llama-quantize` on the reference's output; llama-quantize's options go after
     /// `--` (`-- --imatrix FILE --pure`).
@@ -142,6 +146,7 @@ pub fn run(args: Args) -> ExitCode {
         no_tensor_first_split: args.no_tensor_first_split,
         dry_run: args.dry_run,
         tokenizer_pre: args.tokenizer_pre,
+        target_model_dir: args.target_model_dir,
         name_type: None,
         threads: args.threads.unwrap_or(0),
     };

@@ -5,7 +5,9 @@ use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::metadata::Metadata;
 use crate::model_dir::ModelDir;
-use crate::models::{self, Ctx, Experts, Force, Gather, Order, Rearrange, ScalarKey, TextModel};
+use crate::models::{
+    self, Ctx, Experts, Force, Gather, LateInt, Order, Rearrange, ScalarKey, TextModel,
+};
 use crate::names::{self, NameMap};
 use crate::safetensors::{open_checkpoint, Checkpoint, Dtype, Entry};
 use crate::tables;
@@ -90,6 +92,9 @@ pub struct Options {
     /// `tokenizer.ggml.pre` for a BPE vocabulary whose pre-tokenizer the reference does not
     /// recognize (beyond the reference, which stops there).
     pub tokenizer_pre: Option<String>,
+    /// `--target-model-dir`: the target model's folder, which a draft model (EAGLE-3) reads
+    /// its tokenizer and the target's config from.
+    pub target_model_dir: Option<PathBuf>,
     /// The type the default file name (and `{ftype}`) says, when it is not the outtype's: a
     /// quantization preset's name, for a file quantized after conversion.
     pub name_type: Option<String>,
@@ -128,6 +133,8 @@ enum Src {
     /// (experts), or joined along the first.
     Stack(Vec<usize>),
     Values(Vec<f32>),
+    /// Integers written as I64.
+    I64(Vec<i64>),
 }
 
 /// What a conversion did (or, dry, would do).
@@ -192,10 +199,15 @@ fn run(
 ) -> Result<(Report, Option<ggufrw::quantize::Report>)> {
     let folder = ModelDir::open(dir)?;
     let class = folder.hparams.architecture()?;
-    let (arch, model) = models::for_class(&class)?;
+    let (line_arch, model) = models::for_class(&class)?;
     let mut hparams = folder.hparams.clone();
     model.init_hparams(&class, &mut hparams);
     let hp = &hparams;
+    let arch = model.arch(hp, line_arch);
+    let target = match &options.target_model_dir {
+        Some(t) => Some(ModelDir::open(t)?),
+        None => None,
+    };
     let block_count = model.block_count(hp)?;
     let ckpt = open_checkpoint(dir)?;
     let mut cx = Ctx {
@@ -205,6 +217,7 @@ fn run(
         block_count,
         file_type: 0,
         tokenizer_pre: options.tokenizer_pre.as_deref(),
+        target: target.as_ref(),
         class: &class,
     };
     let kept = filter_tensors(model, &cx, &ckpt);
@@ -218,10 +231,13 @@ fn run(
     // `write_vocab` prepares no tensor: what a tensor would be refused for does not matter.
     let mut plan = Vec::new();
     let mut early = Kv::default();
+    model.init_keys(&cx, &mut early)?;
     if !options.vocab_only {
         plan = extra_tensors(model, &cx)?;
-        let yielded = modify_tensors(model, &cx, &ckpt, &kept, &mut early)?;
+        let mut late = Vec::new();
+        let yielded = modify_tensors(model, &cx, &ckpt, &kept, &mut early, &mut late)?;
         plan.extend(prepare_tensors(model, &cx, outtype, wanted, yielded)?);
+        plan.extend(late);
     }
     let count = parameter_count(&plan)?;
     let (mut kv, meta) = metadata(model, &cx, options, &count, early)?;
@@ -408,6 +424,7 @@ fn modify_tensors(
     ckpt: &Checkpoint,
     kept: &[(String, usize)],
     early: &mut Kv,
+    late: &mut Vec<TensorPlan>,
 ) -> Result<Vec<Yielded>> {
     let hp = cx.hp();
     let mut yielded: Vec<Yielded> = Vec::new();
@@ -424,6 +441,10 @@ fn modify_tensors(
         }
         let e = &ckpt.entries[*index];
         let bid = models::block_of(name);
+        if let Some(int) = model.late_int64(cx, name) {
+            late.push(late_int(cx, ckpt, e, int)?);
+            continue;
+        }
         if let Some(key) = model.scalar_key(cx, name) {
             let mut value = Vec::new();
             widen(e.dtype, ckpt.bytes(e), &mut value);
@@ -563,6 +584,25 @@ fn modify_tensors(
         )));
     }
     Ok(yielded)
+}
+
+/// An integer tensor planned as I64 (after every other), its values read as the reference
+/// reads them: widened to f32 (`prepare_tensors` does so to every tensor not f16 or f32),
+/// then made integers again.
+fn late_int(cx: &Ctx, ckpt: &Checkpoint, e: &Entry, int: LateInt) -> Result<TensorPlan> {
+    let mut stored = Vec::new();
+    widen(e.dtype, ckpt.bytes(e), &mut stored);
+    let values = (int.values)(cx, stored.iter().map(|&v| v as i64).collect())?;
+    let n = values.len() as u64;
+    Ok(TensorPlan {
+        name: int.name,
+        ggml_type: GgmlType::I64,
+        dims: vec![n],
+        bytes: 8 * n,
+        source_type: e.dtype.torch_name(),
+        note: None,
+        src: Src::I64(values),
+    })
 }
 
 /// A complete group of tensors as one: stacked along a new first axis or joined along the
@@ -848,6 +888,14 @@ fn data_source<'a>(
             }
             Source::Owned(out)
         }
+        Src::I64(v) => Source::Owned(
+            v.iter()
+                .flat_map(|x| match big {
+                    true => x.to_be_bytes(),
+                    false => x.to_le_bytes(),
+                })
+                .collect(),
+        ),
         Src::Entry { index, change } => {
             let e: &'a Entry = &ckpt.entries[*index];
             rows_source(ckpt, vec![(e, *change)], p, big, threads)

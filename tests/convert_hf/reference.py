@@ -124,6 +124,8 @@ class Fixture:
     # class does not write, added to config.json for the reference's runs only: ggufrw runs on
     # the folder as saved and must give what the reference gives with them
     reference_config: dict = field(default_factory=dict)
+    # integer tensors of a raw layout (name: values), written as int64 beside the random ones
+    raw_ints: dict = field(default_factory=dict)
 
 
 FIXTURES = [
@@ -642,6 +644,31 @@ FIXTURES += [
                    num_key_value_heads=2, num_hidden_layers=2, intermediate_size=96,
                    rms_norm_eps=1e-5, rope_theta=1000000.0, max_position_embeddings=256,
                    bias=False),
+    ),
+    # EAGLE-3 draft for Llama-3.2-Tiny-Instruct: its vocabulary and config are the target's
+    Fixture(
+        name="EAGLE3-Llama-3.2-Tiny", seed=8585, dtype="bfloat16", raw="eagle3", bpe="llama-bpe",
+        architectures="LlamaForCausalLMEagle3",
+        args=["--target-model-dir", "{work}/fixtures/Llama-3.2-Tiny-Instruct"],
+        extra=dict(model_type="llama", hidden_size=64, intermediate_size=96,
+                   num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=1,
+                   max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=500000.0,
+                   draft_vocab_size=48, target_hidden_size=64, hidden_act="silu"),
+        # 48 target ids spread over the vocabulary, each stored less its index
+        raw_ints={"d2t": [7 * i + 3 - i for i in range(48)]},
+    ),
+    # the same under the other class name, with the target layers named and RedHat's norm
+    # placement
+    Fixture(
+        name="EAGLE3-Llama-3.2-Tiny-aux", seed=8686, dtype="float16", raw="eagle3", bpe="llama-bpe",
+        architectures="Eagle3LlamaForCausalLM",
+        args=["--target-model-dir", "{work}/fixtures/Llama-3.2-Tiny-Instruct"],
+        extra=dict(model_type="llama", hidden_size=64, intermediate_size=96,
+                   num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=1,
+                   max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=500000.0,
+                   draft_vocab_size=32, target_hidden_size=64, hidden_act="silu",
+                   eagle_aux_hidden_state_layer_ids=[0, 1, 1], norm_before_residual=True),
+        raw_ints={"d2t": [5 * i + 1 - i for i in range(32)]},
     ),
     # PLaMo 3: its own tokenizer (tokenizer.jsonl), YaRN from flat keys, a sliding-window
     # period, norms stored less their constants
@@ -1207,6 +1234,25 @@ def jais_layout(c: dict) -> list:
                   ("lm_head.weight", [v, h])]
 
 
+def eagle3_layout(c: dict) -> list:
+    """An EAGLE-3 draft: one layer (`midlayer.`) whose attention reads the token's embedding
+    and the fused target features side by side, the projection of three target layers'
+    features (`fc`), a draft vocabulary of its own, the draft-to-target map (`d2t`, int64,
+    set by `raw_ints`) and the target-to-draft mask (`t2d`, bool)."""
+    h, ff, heads, kv = c["hidden_size"], c["intermediate_size"], c["num_attention_heads"], c["num_key_value_heads"]
+    hd = h // heads
+    b = "midlayer"
+    return [(f"{b}.hidden_norm.weight", [h]), (f"{b}.input_layernorm.weight", [h]),
+            (f"{b}.self_attn.q_proj.weight", [heads * hd, 2 * h]),
+            (f"{b}.self_attn.k_proj.weight", [kv * hd, 2 * h]),
+            (f"{b}.self_attn.v_proj.weight", [kv * hd, 2 * h]),
+            (f"{b}.self_attn.o_proj.weight", [h, heads * hd]),
+            (f"{b}.post_attention_layernorm.weight", [h]), (f"{b}.mlp.gate_proj.weight", [ff, h]),
+            (f"{b}.mlp.up_proj.weight", [ff, h]), (f"{b}.mlp.down_proj.weight", [h, ff]),
+            ("norm.weight", [h]), ("fc.weight", [h, 3 * c["target_hidden_size"]]),
+            ("lm_head.weight", [c["draft_vocab_size"], h])]
+
+
 def alibi_slopes(n: int) -> list:
     """ALiBi's head slopes (a power-of-two head count): 2^(-8 i / n) for heads i = 1..n."""
     return [2.0 ** (-8.0 * (i + 1) / n) for i in range(n)]
@@ -1301,6 +1347,7 @@ RAW_LAYOUTS = {
     "jais": jais_layout,
     "internlm2": internlm2_layout,
     "plamo3": plamo3_layout,
+    "eagle3": eagle3_layout,
     "rugpt3xl": lambda c: llama_layout(c, norm_bias=True, attn_bias=True, gate=False,
                                        mlp_bias=True)
     + [("model.embed_positions.weight", [c["max_position_embeddings"], c["hidden_size"]])],
@@ -1328,6 +1375,9 @@ def build_raw(fx: Fixture, folder: Path, n_vocab: int, special_ids: dict) -> Non
         if name.endswith("relative_pe.slopes"):
             value = torch.tensor(alibi_slopes(shape[0])).reshape(shape)
         tensors[name] = value.to(getattr(torch, fx.dtype)).contiguous()
+    for name, values in fx.raw_ints.items():
+        tensors[name] = (torch.tensor(values, dtype=torch.bool) if name == "t2d"
+                         else torch.tensor(values, dtype=torch.int64))
     save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     if fx.generation is not None:
@@ -1839,7 +1889,10 @@ def main() -> int:
             note(f"SKIPPED {len(skipped)} case(s) of fixtures only transformers 5 builds "
                  "(GGUFRW_TF5_PYTHON unset: scripts/convert-tf5.sh)")
         cases = [c for c in cases if c.fixture not in tf5]
-    wanted = [fx for fx in FIXTURES if any(c.fixture == fx.name for c in cases)]
+    # a draft's target (`--target-model-dir {work}/fixtures/NAME`) is built with it
+    needed = {c.fixture for c in cases} | {
+        a.rsplit("/fixtures/", 1)[1] for c in cases for a in c.args if "/fixtures/" in a}
+    wanted = [fx for fx in FIXTURES if fx.name in needed]
 
     t0 = time.monotonic()
     import torch  # noqa: F401  (timed apart from the fixtures and the reference)

@@ -28,6 +28,8 @@ pub(crate) struct Ctx<'a> {
     pub file_type: u32,
     /// `--tokenizer-pre` (beyond the reference).
     pub tokenizer_pre: Option<&'a str>,
+    /// `--target-model-dir`, read: a draft model's target.
+    pub target: Option<&'a ModelDir>,
     /// `hf_arch`: the `architectures` class being converted.
     pub class: &'a str,
 }
@@ -47,6 +49,7 @@ impl Ctx<'_> {
             block_count: self.block_count,
             file_type: self.file_type,
             tokenizer_pre: self.tokenizer_pre,
+            target: self.target,
             class: self.class,
         }
     }
@@ -240,6 +243,15 @@ pub(crate) struct Gather {
     pub stack: bool,
 }
 
+/// An integer tensor the class writes as I64 after every other tensor (EAGLE-3's `d2t`):
+/// its name and its values from the stored ones.
+pub(crate) struct LateInt {
+    /// The GGUF name.
+    pub name: String,
+    /// The values written, from the stored ones (read as torch reads them, through f32).
+    pub values: fn(&Ctx, Vec<i64>) -> Result<Vec<i64>>,
+}
+
 /// A key made of one-value tensors.
 #[derive(Clone, Debug)]
 pub(crate) enum ScalarKey {
@@ -291,6 +303,29 @@ pub(crate) trait TextModel: Sync {
         if let Some(p) = self.parent() {
             p.init_hparams(class, hp);
         }
+    }
+
+    /// `model_arch`: the registry line's, unless `__init__` switches it on the config (a
+    /// Llama that is an EAGLE-3 draft).
+    fn arch(&self, hp: &Hparams, line: &'static ArchTable) -> &'static ArchTable {
+        match self.parent() {
+            Some(p) => p.arch(hp, line),
+            None => line,
+        }
+    }
+
+    /// Keys `__init__` writes, right after `general.architecture` (before the tensors' own
+    /// and every other key; also with `--vocab-only`).
+    fn init_keys(&self, cx: &Ctx, early: &mut Kv) -> Result<()> {
+        match self.parent() {
+            Some(p) => p.init_keys(cx, early),
+            None => Ok(()),
+        }
+    }
+
+    /// An integer tensor written as I64 after all the others, if `name` is one.
+    fn late_int64(&self, cx: &Ctx, name: &str) -> Option<LateInt> {
+        self.parent().and_then(|p| p.late_int64(cx, name))
     }
 
     /// `self.block_count`: the config's layer count, unless `__init__` (or `find_hparam`)

@@ -1,12 +1,14 @@
 //! `conversion/llama.py`.
 
-use super::base::{self, Ctx, Rearrange, ScalarKey, TextModel, Yields};
+use super::base::{self, Ctx, LateInt, Rearrange, ScalarKey, TextModel, Yields};
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::tables::Tensor;
+use crate::model_dir::ModelDir;
+use crate::names::format_name;
+use crate::tables::{self, ArchTable, Tensor};
 use crate::vocab;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// `LlamaModel`: `LlamaForCausalLM`, `MistralForCausalLM`, …
 pub(crate) struct Llama;
@@ -19,7 +21,77 @@ impl TextModel for Llama {
         }
     }
 
-    fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
+    /// An EAGLE-3 draft (`draft_vocab_size`, one layer) is written as `eagle3`.
+    fn arch(&self, hp: &Hparams, line: &'static ArchTable) -> &'static ArchTable {
+        match is_eagle3(hp) {
+            true => &tables::EAGLE3,
+            false => line,
+        }
+    }
+
+    /// An EAGLE-3 draft's: which target layers it reads, their width, and where its norms go.
+    fn init_keys(&self, cx: &Ctx, early: &mut Kv) -> Result<()> {
+        if !is_eagle3(cx.hp()) {
+            return Ok(());
+        }
+        let target = eagle3_target(cx)?;
+        let raw = cx.dir.json("config.json")?.unwrap_or_default();
+        let target_config = merged_text_config(target)?;
+        let path = target.file("config.json");
+        let count = |k: &str| {
+            target_config
+                .get(k)
+                .and_then(Value::as_i64)
+                .ok_or_else(|| Error::field(&path, k, "missing or not a count"))
+        };
+        let layers: Vec<i32> = match raw
+            .get("eagle_aux_hidden_state_layer_ids")
+            .filter(|v| vocab::truthy(v))
+        {
+            Some(ids) => ids
+                .as_array()
+                .and_then(|a| a.iter().map(|v| v.as_i64().map(|x| x as i32)).collect())
+                .ok_or_else(|| {
+                    Error::field(
+                        &cx.hp().path,
+                        "eagle_aux_hidden_state_layer_ids",
+                        "not a list of layer numbers",
+                    )
+                })?,
+            None => {
+                let n = count("num_hidden_layers")? as i32;
+                vec![2, n / 2, n - 3]
+            }
+        };
+        early.i32s(&cx.key("target_layers"), layers);
+        let width = match raw.get("target_hidden_size").filter(|v| !v.is_null()) {
+            Some(v) => base::u32_of(cx.hp(), "target_hidden_size", v)?,
+            None => u32::try_from(count("hidden_size")?)
+                .map_err(|_| Error::field(&path, "hidden_size", "not a 32-bit count"))?,
+        };
+        early.u32(&cx.key("target_hidden_size"), width);
+        let flag = |k: &str| raw.get(k).is_some_and(vocab::truthy);
+        early.bool(
+            &cx.key("norm_before_residual"),
+            flag("norm_before_residual"),
+        );
+        early.bool(&cx.key("norm_before_fc"), flag("norm_before_fc"));
+        Ok(())
+    }
+
+    /// An EAGLE-3 draft's one layer (`midlayer.`, or the speculators' `layers.0.`) is
+    /// named as layer 0 of the model.
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        let name = match is_eagle3(cx.hp()) {
+            true => match (
+                name.strip_prefix("midlayer."),
+                name.strip_prefix("layers.0."),
+            ) {
+                (Some(rest), _) | (None, Some(rest)) => format!("model.layers.0.{rest}"),
+                _ => name.to_owned(),
+            },
+            false => name.to_owned(),
+        };
         base::filter_tensors(&name.replace("text_model.", ""))
     }
 
@@ -28,53 +100,157 @@ impl TextModel for Llama {
         base::vocab_and_rope_keys(cx, kv)
     }
 
-    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
-        // The bare model's names are the causal model's without `model.`.
-        let name = match cx.class {
-            "LlamaModel" => format!("model.{name}"),
-            _ => name.to_owned(),
-        };
-        base::permuted(&name, permutation(cx, &name)?)
+    /// `d2t`, the draft-to-target token map, as absolute target ids.
+    fn late_int64(&self, cx: &Ctx, name: &str) -> Option<LateInt> {
+        (name == "d2t" && is_eagle3(cx.hp())).then(|| LateInt {
+            name: "d2t".to_owned(),
+            values: d2t_values,
+        })
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        if is_eagle3(cx.hp()) {
+            if let Some(yields) = eagle3_tensor(name) {
+                return yields;
+            }
+        }
+        llama_tensor(cx, name, shape)
     }
 
     fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {
         llama3_rope_freqs(cx, 8.0)
     }
 
+    /// An EAGLE-3 draft's is its target's (read with the draft's config).
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        if let Some(tc) = cx.dir.json("tokenizer_config.json")? {
-            if let Some(v) = tc.get("add_prefix_space").filter(|v| !v.is_null()) {
-                kv.bool("tokenizer.ggml.add_space_prefix", vocab::truthy(v));
-            }
-            if tc.get("tokenizer_class").and_then(Value::as_str) == Some("HybridDNATokenizer") {
-                return Err(Error::not_yet(
-                    "HybridDNATokenizer vocabularies are not converted yet",
-                ));
-            }
+        if is_eagle3(cx.hp()) {
+            let target = eagle3_target(cx)?;
+            return llama_vocab(&Ctx { dir: target, ..*cx }, kv);
         }
-        if cx.dir.has("tekken.json") && !cx.dir.has("tokenizer.json") {
-            return Err(Error::not_yet(
-                "Mistral tekken vocabularies are not converted yet",
-            ));
-        }
-        if !base::sentencepiece(cx, kv)? {
-            if llama_hf_style(cx)? {
-                base::llama_hf(cx, kv)?;
-            } else {
-                base::gpt2(cx, kv)?;
-            }
-        }
-        let vocab_size = cx.hp().opt_int(&["vocab_size"])?.unwrap_or(32000);
-        if vocab_size == 32016 {
-            return Err(Error::not_yet(
-                "CodeLlama's infill tokens are not written yet",
-            ));
-        }
-        if vocab_size == 49152 {
-            kv.bool("tokenizer.ggml.add_bos_token", false);
-        }
-        Ok(())
+        llama_vocab(cx, kv)
     }
+}
+
+/// `LlamaModel.modify_tensors` but EAGLE-3's: Llama's q/k permutation.
+fn llama_tensor(cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+    // The bare model's names are the causal model's without `model.`.
+    let name = match cx.class {
+        "LlamaModel" => format!("model.{name}"),
+        _ => name.to_owned(),
+    };
+    base::permuted(&name, permutation(cx, &name)?)
+}
+
+/// Whether `LlamaModel.__init__` takes the config for an EAGLE-3 draft.
+fn is_eagle3(hp: &Hparams) -> bool {
+    hp.map.contains_key("draft_vocab_size")
+        && hp.map.get("num_hidden_layers").and_then(Value::as_i64) == Some(1)
+}
+
+/// The target's folder, which an EAGLE-3 draft needs.
+fn eagle3_target<'a>(cx: &Ctx<'a>) -> Result<&'a ModelDir> {
+    cx.target.ok_or_else(|| {
+        Error::reference(
+            "ValueError: EAGLE-3 model requires --target-model-dir to be specified. Please \
+             provide the path to the target model directory to read config.json",
+        )
+    })
+}
+
+/// A folder's `config.json` as written, with its `text_config` laid over it.
+fn merged_text_config(dir: &ModelDir) -> Result<Map<String, Value>> {
+    let path = dir.file("config.json");
+    let config = dir
+        .json("config.json")?
+        .ok_or_else(|| Error::io(&path, std::io::ErrorKind::NotFound.into()))?;
+    let mut map = config.as_object().cloned().unwrap_or_default();
+    if let Some(Value::Object(text)) = config.get("text_config") {
+        map.extend(text.clone());
+    }
+    Ok(map)
+}
+
+/// An EAGLE-3 draft's own tensors: the fused target features' projection (kept under its
+/// own name), their norm, the hidden-state norm; the target-to-draft map is dropped.
+fn eagle3_tensor(name: &str) -> Option<Yields> {
+    let named = |n: String| {
+        let change = Rearrange {
+            named: true,
+            ..Rearrange::default()
+        };
+        base::yield_as(&n, change)
+    };
+    match name {
+        "fc.weight" => Some(named(name.to_owned())),
+        "input_norm.weight" => Some(named(format_name(Tensor::ENC_OUTPUT_NORM, None, ".weight"))),
+        "t2d" => Some(Ok(Vec::new())),
+        _ if name.ends_with(".hidden_norm.weight") => Some(named(format_name(
+            Tensor::ATTN_NORM_2,
+            base::block_of(name),
+            ".weight",
+        ))),
+        _ => None,
+    }
+}
+
+/// `d2t` as absolute target ids: each entry plus its index, every one inside the target's
+/// vocabulary and none twice.
+fn d2t_values(cx: &Ctx, stored: Vec<i64>) -> Result<Vec<i64>> {
+    let target = eagle3_target(cx)?;
+    let vocab_size = merged_text_config(target)?
+        .get("vocab_size")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| Error::field(&target.file("config.json"), "vocab_size", "missing"))?;
+    let ids: Vec<i64> = stored.iter().zip(0..).map(|(d, i)| d + i).collect();
+    if ids.iter().any(|&id| id < 0 || id >= vocab_size) {
+        return Err(Error::reference(format!(
+            "ValueError: EAGLE-3 d2t target ids out of range for target vocab size {vocab_size}"
+        )));
+    }
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    if sorted.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Error::reference(
+            "ValueError: EAGLE-3 d2t contains duplicate target ids",
+        ));
+    }
+    Ok(ids)
+}
+
+/// `LlamaModel.set_vocab` on `cx`'s folder.
+fn llama_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    if let Some(tc) = cx.dir.json("tokenizer_config.json")? {
+        if let Some(v) = tc.get("add_prefix_space").filter(|v| !v.is_null()) {
+            kv.bool("tokenizer.ggml.add_space_prefix", vocab::truthy(v));
+        }
+        if tc.get("tokenizer_class").and_then(Value::as_str) == Some("HybridDNATokenizer") {
+            return Err(Error::not_yet(
+                "HybridDNATokenizer vocabularies are not converted yet",
+            ));
+        }
+    }
+    if cx.dir.has("tekken.json") && !cx.dir.has("tokenizer.json") {
+        return Err(Error::not_yet(
+            "Mistral tekken vocabularies are not converted yet",
+        ));
+    }
+    if !base::sentencepiece(cx, kv)? {
+        if llama_hf_style(cx)? {
+            base::llama_hf(cx, kv)?;
+        } else {
+            base::gpt2(cx, kv)?;
+        }
+    }
+    let vocab_size = cx.hp().opt_int(&["vocab_size"])?.unwrap_or(32000);
+    if vocab_size == 32016 {
+        return Err(Error::not_yet(
+            "CodeLlama's infill tokens are not written yet",
+        ));
+    }
+    if vocab_size == 49152 {
+        kv.bool("tokenizer.ggml.add_bos_token", false);
+    }
+    Ok(())
 }
 
 /// `ArceeModel(LlamaModel)`.

@@ -49,7 +49,7 @@ mod talkie;
 mod xverse;
 
 pub(crate) use base::{
-    block_of, Ctx, Experts, Force, Gather, Order, Rearrange, ScalarKey, TextModel,
+    block_of, Ctx, Experts, Force, Gather, LateInt, Order, Rearrange, ScalarKey, TextModel,
 };
 pub(crate) use llama::llama3_factors;
 
@@ -200,6 +200,8 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
     ("Jais2ForCausalLM", &tables::JAIS2, &jais::Jais2),
     ("JAISLMHeadModel", &tables::JAIS, &jais::Jais),
+    ("LlamaForCausalLMEagle3", &tables::LLAMA, &llama::Llama),
+    ("Eagle3LlamaForCausalLM", &tables::LLAMA, &llama::Llama),
     (
         "InternLM2ForCausalLM",
         &tables::INTERNLM2,
