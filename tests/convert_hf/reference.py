@@ -670,6 +670,18 @@ FIXTURES += [
                    eagle_aux_hidden_state_layer_ids=[0, 1, 1], norm_before_residual=True),
         raw_ints={"d2t": [5 * i + 1 - i for i in range(32)]},
     ),
+    # DFlash draft for Qwen3-Tiny (its tokenizer, trained alike, is the target's size)
+    Fixture(
+        name="Qwen3-Tiny-DFlash-b16", seed=8787, dtype="bfloat16", raw="dflash",
+        architectures="DFlashDraftModel", spm=dict(model_type="unigram", vocab_size=320),
+        args=["--target-model-dir", "{work}/fixtures/Qwen3-Tiny"],
+        extra=dict(model_type="qwen3", hidden_size=64, intermediate_size=96,
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                   num_hidden_layers=2, max_position_embeddings=256, rms_norm_eps=1e-6,
+                   rope_theta=1000000.0, block_size=16, target_layer_ids=[0, 1],
+                   dflash_config={"mask_token_id": 5, "target_layer_ids": [0, 1]},
+                   tie_word_embeddings=False),
+    ),
     # PLaMo 3: its own tokenizer (tokenizer.jsonl), YaRN from flat keys, a sliding-window
     # period, norms stored less their constants
     Fixture(
@@ -1253,6 +1265,16 @@ def eagle3_layout(c: dict) -> list:
             ("lm_head.weight", [c["draft_vocab_size"], h])]
 
 
+def dflash_layout(c: dict) -> list:
+    """A DFlash draft (z-lab's layout): Qwen 3 layers named without `model.`, the projection of
+    the target layers' hidden states (`fc`) and its norm; no embeddings or output, which
+    are the target's."""
+    layers = [(n, s) for n, s in llama_layout(c, prefix="", qk_norm=True)
+              if n.startswith("layers.") or n == "norm.weight"]
+    h = c["hidden_size"]
+    return layers + [("fc.weight", [h, len(c["target_layer_ids"]) * h]), ("hidden_norm.weight", [h])]
+
+
 def alibi_slopes(n: int) -> list:
     """ALiBi's head slopes (a power-of-two head count): 2^(-8 i / n) for heads i = 1..n."""
     return [2.0 ** (-8.0 * (i + 1) / n) for i in range(n)]
@@ -1348,6 +1370,7 @@ RAW_LAYOUTS = {
     "internlm2": internlm2_layout,
     "plamo3": plamo3_layout,
     "eagle3": eagle3_layout,
+    "dflash": dflash_layout,
     "rugpt3xl": lambda c: llama_layout(c, norm_bias=True, attn_bias=True, gate=False,
                                        mlp_bias=True)
     + [("model.embed_positions.weight", [c["max_position_embeddings"], c["hidden_size"]])],

@@ -201,6 +201,8 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Jais2ForCausalLM", &tables::JAIS2, &jais::Jais2),
     ("JAISLMHeadModel", &tables::JAIS, &jais::Jais),
     ("LlamaForCausalLMEagle3", &tables::LLAMA, &llama::Llama),
+    ("DFlashDraftModel", &tables::DFLASH, &qwen::DFlash),
+    ("DFlash2DraftModel", &tables::DFLASH, &qwen::DFlash),
     ("Eagle3LlamaForCausalLM", &tables::LLAMA, &llama::Llama),
     (
         "InternLM2ForCausalLM",

@@ -123,3 +123,228 @@ fn qwen3_reranker(cx: &Ctx) -> Result<bool> {
     }
     Ok(arch.to_lowercase().contains("sequenceclassification"))
 }
+
+/// `DFlashModel(Qwen3Model)`: `DFlashDraftModel` and `DFlash2DraftModel`, block-diffusion
+/// drafts that read their target's hidden states; their vocabulary is the target's.
+pub(crate) struct DFlash;
+
+/// `dflash_config`'s `key`, else the config's own.
+fn dflash_value<'h>(hp: &'h crate::config::Hparams, key: &str) -> Option<&'h Value> {
+    let inner = hp.map.get("dflash_config").and_then(|c| c.get(key));
+    inner.or_else(|| hp.map.get(key)).filter(|v| !v.is_null())
+}
+
+impl TextModel for DFlash {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Qwen3)
+    }
+
+    /// Names without `model.` get it; a sink gets `.weight`.
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        let mut name = match name.starts_with("model.") {
+            true => name.to_owned(),
+            false => format!("model.{name}"),
+        };
+        if name.contains("sink") && !name.ends_with(".weight") {
+            name.push_str(".weight");
+        }
+        Qwen3.filter_tensors(cx, &name)
+    }
+
+    /// Qwen 3's keys, then the draft's: its rotated width, value scale, block size,
+    /// convolution and selector sizes, logit and embedding scales, the target layers it reads
+    /// (the inputs of the layers after them), its window, causality, and M-RoPE's sections
+    /// where the target has them.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Qwen3.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let inner = hp.map.get("dflash_config");
+        let own = |k: &str| inner.and_then(|c| c.get(k)).filter(|v| !v.is_null());
+        let float = |v: &Value, k: &str| {
+            v.as_f64()
+                .ok_or_else(|| Error::field(&hp.path, k, "not a number"))
+        };
+        let head = match hp.opt_int(&["head_dim"])? {
+            Some(d) if d != 0 => d,
+            _ => hp.int(&["hidden_size"])? / hp.int(&["num_attention_heads"])?.max(1),
+        };
+        if let Some(p) = cx
+            .rope()
+            .get("partial_rotary_factor")
+            .and_then(Value::as_f64)
+        {
+            kv.u32(&cx.key("rope.dimension_count"), (head as f64 * p) as u32);
+        }
+        if let Some(v) = own("attention_value_scale") {
+            kv.f32(
+                &cx.key("attention.value_scale"),
+                float(v, "attention_value_scale")?,
+            );
+        }
+        let block = own("block_size").or_else(|| hp.map.get("block_size"));
+        let block = match block {
+            Some(v) => base::u32_of(hp, "block_size", v)?,
+            None => 16,
+        };
+        kv.u32(&cx.key("block_size"), block);
+        if own("conv_kernel_size").is_some() {
+            for k in [
+                "conv_kernel_size",
+                "conv_group_size",
+                "selector_rank",
+                "selector_top_k",
+            ] {
+                let v = own(k).ok_or_else(|| Error::reference(format!("KeyError: '{k}'")))?;
+                kv.u32(&cx.key(k), base::u32_of(hp, k, v)?);
+            }
+        }
+        if let Some(v) = dflash_value(hp, "output_multiplier") {
+            kv.f32(&cx.key("logit_scale"), float(v, "output_multiplier")?);
+        }
+        if let Some(v) = dflash_value(hp, "final_logit_softcapping") {
+            let cap = float(v, "final_logit_softcapping")?;
+            if cap > 0.0 {
+                kv.f32(&cx.key("final_logit_softcapping"), cap);
+            }
+        }
+        if let Some(v) = dflash_value(hp, "input_embedding_scale") {
+            kv.f32(
+                &cx.key("embedding_scale"),
+                float(v, "input_embedding_scale")?,
+            );
+        }
+        if let Some(ids) = dflash_value(hp, "target_layer_ids").and_then(Value::as_array) {
+            if !ids.is_empty() {
+                let ids = ids
+                    .iter()
+                    .map(|v| v.as_i64().map(|i| (i + 1) as i32))
+                    .collect::<Option<Vec<i32>>>()
+                    .ok_or_else(|| {
+                        Error::field(&hp.path, "target_layer_ids", "not layer numbers")
+                    })?;
+                kv.i32s(&cx.key("target_layers"), ids);
+            }
+        }
+        let use_swa = own("use_swa").is_some_and(crate::vocab::truthy);
+        let sliding = hp
+            .map
+            .get("use_sliding_window")
+            .is_some_and(crate::vocab::truthy)
+            || use_swa;
+        let window = own("swa_window_size")
+            .filter(|v| crate::vocab::truthy(v))
+            .or_else(|| hp.map.get("sliding_window"))
+            .filter(|v| crate::vocab::truthy(v));
+        if let (true, Some(w)) = (sliding, window) {
+            let pattern = match use_swa {
+                true => vec![true; cx.block_count as usize],
+                false => match hp.map.get("layer_types") {
+                    Some(t) if !t.is_null() => base::sliding_layers(hp, t)?,
+                    _ => Vec::new(),
+                },
+            };
+            kv.u32(
+                &cx.key("attention.sliding_window"),
+                base::u32_of(hp, "sliding_window", w)?,
+            );
+            kv.bools(&cx.key("attention.sliding_window_pattern"), pattern);
+        }
+        let causal = hp
+            .map
+            .get("is_causal")
+            .filter(|v| !v.is_null())
+            .or_else(|| own("causal"));
+        if let Some(c) = causal {
+            kv.bool(&cx.key("attention.causal"), crate::vocab::truthy(c));
+        }
+        if target_uses_mrope(cx)? {
+            kv.i32s(
+                &cx.key("rope.dimension_sections"),
+                vec![(head / 2) as i32, 0, 0, 0],
+            );
+        }
+        Ok(())
+    }
+
+    /// Interleaved-RoPE checkpoints' q, k and their norms made NeoX's; the codebooks named as
+    /// weights.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let hp = cx.hp();
+        let neox = hp
+            .map
+            .get("rope_is_neox_style")
+            .is_none_or(crate::vocab::truthy);
+        const ROPE: [&str; 4] = [
+            "self_attn.q_proj.weight",
+            "self_attn.k_proj.weight",
+            "self_attn.q_norm.weight",
+            "self_attn.k_norm.weight",
+        ];
+        if !neox && ROPE.iter().any(|s| name.ends_with(s)) {
+            return Err(Error::not_yet(format!(
+                "{name}: interleaved-RoPE DFlash checkpoints (rope_is_neox_style false) are not \
+                 converted yet"
+            )));
+        }
+        match name {
+            "model.candidate_selector.predecessor_codebook"
+            | "model.candidate_selector.successor_codebook" => {
+                Qwen3.modify_tensors(cx, &format!("{name}.weight"), shape)
+            }
+            _ => Qwen3.modify_tensors(cx, name, shape),
+        }
+    }
+
+    /// A mask embedding (`mask_embedding.pt`) is a pickle: refused.
+    fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {
+        if cx.dir.has("mask_embedding.pt") {
+            return Err(Error::not_yet(
+                "mask_embedding.pt is a pickle, which ggufrw does not read",
+            ));
+        }
+        Qwen3.generate_extra_tensors(cx)
+    }
+
+    /// The target's vocabulary, as the target's own class reads it (with the draft's
+    /// config), then the mask token.
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let target = cx.target.ok_or_else(|| {
+            Error::reference(
+                "ValueError: DFlash draft model requires --target-model-dir to be specified. \
+                 Please provide the path to the target model directory containing the tokenizer.",
+            )
+        })?;
+        let class = target.hparams.architecture()?;
+        let (_, model) = super::for_class(&class)?;
+        let on_target = Ctx { dir: target, ..*cx };
+        match std::ptr::addr_eq(model as *const dyn TextModel, self as *const dyn TextModel) {
+            true => Qwen3.set_vocab(&on_target, kv)?,
+            false => model.set_vocab(&on_target, kv)?,
+        }
+        let mask = cx
+            .hp()
+            .map
+            .get("dflash_config")
+            .and_then(|c| c.get("mask_token_id"));
+        if let Some(id) = mask.filter(|v| !v.is_null()) {
+            kv.u32(
+                "tokenizer.ggml.mask_token_id",
+                base::u32_of(cx.hp(), "mask_token_id", id)?,
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Whether the target's RoPE has M-RoPE sections.
+fn target_uses_mrope(cx: &Ctx) -> Result<bool> {
+    let Some(target) = cx.target else {
+        return Ok(false);
+    };
+    let config = target.json("config.json")?.unwrap_or_default();
+    let config = config.get("text_config").unwrap_or(&config);
+    let rope = ["rope_parameters", "rope_scaling"]
+        .iter()
+        .find_map(|k| config.get(*k).filter(|v| crate::vocab::truthy(v)));
+    Ok(rope.is_some_and(|r| r.get("mrope_section").is_some()))
+}
