@@ -210,6 +210,7 @@ fn run(
     };
     let block_count = model.block_count(hp)?;
     let ckpt = open_checkpoint(dir)?;
+    let names: Vec<String> = ckpt.entries.iter().map(|e| e.name.clone()).collect();
     let mut cx = Ctx {
         dir: &folder,
         hp,
@@ -218,6 +219,7 @@ fn run(
         file_type: 0,
         tokenizer_pre: options.tokenizer_pre.as_deref(),
         target: target.as_ref(),
+        names: &names,
         class: &class,
     };
     let kept = filter_tensors(model, &cx, &ckpt);

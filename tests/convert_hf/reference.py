@@ -682,6 +682,32 @@ FIXTURES += [
                    dflash_config={"mask_token_id": 5, "target_layer_ids": [0, 1]},
                    tie_word_embeddings=False),
     ),
+    # DSpark drafts for Qwen3-Tiny: a draft vocabulary mapped by d2t, a confidence head;
+    # and the speculators' export (its layer settings nested, the target's vocabulary)
+    Fixture(
+        name="Qwen3-Tiny-DSpark", seed=8888, dtype="bfloat16", raw="dspark",
+        architectures="DSparkDraftModel", spm=dict(model_type="unigram", vocab_size=320),
+        args=["--target-model-dir", "{work}/fixtures/Qwen3-Tiny"],
+        extra=dict(model_type="qwen3", hidden_size=64, intermediate_size=96,
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                   num_hidden_layers=2, max_position_embeddings=256, rms_norm_eps=1e-6,
+                   rope_theta=1000000.0, block_size=8, aux_hidden_state_layer_ids=[1, 2],
+                   mask_token_id=5, markov_head_type="vanilla", draft_vocab_size=40,
+                   confidence=True, tie_word_embeddings=False),
+        raw_ints={"d2t": [3 * i + 2 - i for i in range(40)]},
+    ),
+    Fixture(
+        name="Qwen3-Tiny-DSpark-speculator", seed=8989, dtype="bfloat16", raw="dspark",
+        architectures="DSparkSpeculator", spm=dict(model_type="unigram", vocab_size=320),
+        args=["--target-model-dir", "{work}/fixtures/Qwen3-Tiny"],
+        extra=dict(transformer_layer_config=dict(
+                       model_type="qwen3", hidden_size=64, intermediate_size=96,
+                       num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                       num_hidden_layers=2, max_position_embeddings=256, rms_norm_eps=1e-6,
+                       rope_theta=1000000.0),
+                   speculators_model_type="dspark", target_layer_ids=[0, 1], mask_token_id=7,
+                   tie_word_embeddings=False),
+    ),
     # PLaMo 3: its own tokenizer (tokenizer.jsonl), YaRN from flat keys, a sliding-window
     # period, norms stored less their constants
     Fixture(
@@ -1275,6 +1301,19 @@ def dflash_layout(c: dict) -> list:
     return layers + [("fc.weight", [h, len(c["target_layer_ids"]) * h]), ("hidden_norm.weight", [h])]
 
 
+def dspark_layout(c: dict) -> list:
+    """A DSpark draft: DFlash's layers with a Markov head, a confidence head where
+    `confidence` is set, and an output over the draft vocabulary (the speculators' export
+    keeps its layer settings in `transformer_layer_config`)."""
+    c = {**c, **c.get("transformer_layer_config", {})}
+    c.setdefault("target_layer_ids", c.get("aux_hidden_state_layer_ids", [0, 1]))
+    h = c["hidden_size"]
+    out = dflash_layout(c) + [("markov_head.markov_w1.weight", [h, h]),
+                              ("markov_head.markov_w2.weight", [h, h]),
+                              ("lm_head.weight", [c.get("draft_vocab_size") or c["vocab_size"], h])]
+    return out + ([("confidence_head.proj.weight", [1, h])] if c.get("confidence") else [])
+
+
 def alibi_slopes(n: int) -> list:
     """ALiBi's head slopes (a power-of-two head count): 2^(-8 i / n) for heads i = 1..n."""
     return [2.0 ** (-8.0 * (i + 1) / n) for i in range(n)]
@@ -1371,6 +1410,7 @@ RAW_LAYOUTS = {
     "plamo3": plamo3_layout,
     "eagle3": eagle3_layout,
     "dflash": dflash_layout,
+    "dspark": dspark_layout,
     "rugpt3xl": lambda c: llama_layout(c, norm_bias=True, attn_bias=True, gate=False,
                                        mlp_bias=True)
     + [("model.embed_positions.weight", [c["max_position_embeddings"], c["hidden_size"]])],

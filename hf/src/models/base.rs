@@ -30,6 +30,8 @@ pub(crate) struct Ctx<'a> {
     pub tokenizer_pre: Option<&'a str>,
     /// `--target-model-dir`, read: a draft model's target.
     pub target: Option<&'a ModelDir>,
+    /// The checkpoint's tensor names, as stored (`self.model_tensors`' keys).
+    pub names: &'a [String],
     /// `hf_arch`: the `architectures` class being converted.
     pub class: &'a str,
 }
@@ -50,6 +52,7 @@ impl Ctx<'_> {
             file_type: self.file_type,
             tokenizer_pre: self.tokenizer_pre,
             target: self.target,
+            names: self.names,
             class: self.class,
         }
     }

@@ -203,6 +203,9 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("LlamaForCausalLMEagle3", &tables::LLAMA, &llama::Llama),
     ("DFlashDraftModel", &tables::DFLASH, &qwen::DFlash),
     ("DFlash2DraftModel", &tables::DFLASH, &qwen::DFlash),
+    ("Qwen3DSparkModel", &tables::DFLASH, &qwen::DSpark),
+    ("DSparkDraftModel", &tables::DFLASH, &qwen::DSpark),
+    ("DSparkSpeculator", &tables::DFLASH, &qwen::DSpark),
     ("Eagle3LlamaForCausalLM", &tables::LLAMA, &llama::Llama),
     (
         "InternLM2ForCausalLM",

@@ -1,6 +1,6 @@
 //! `conversion/qwen.py`.
 
-use super::base::{self, Ctx, Experts, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, Experts, LateInt, Rearrange, TextModel, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use serde_json::Value;
@@ -347,4 +347,155 @@ fn target_uses_mrope(cx: &Ctx) -> Result<bool> {
         .iter()
         .find_map(|k| config.get(*k).filter(|v| crate::vocab::truthy(v)));
     Ok(rope.is_some_and(|r| r.get("mrope_section").is_some()))
+}
+
+/// `DSparkModel(DFlashModel)`: DFlash with a semi-autoregressive Markov head (and maybe a
+/// confidence head), a draft vocabulary of its own mapped to the target's by `d2t`.
+pub(crate) struct DSpark;
+
+/// The draft's vocabulary size: `draft_vocab_size`, else `vocab_size`.
+fn dspark_vocab(hp: &crate::config::Hparams) -> Result<(u64, u64)> {
+    let n_vocab = hp.int(&["vocab_size"])?;
+    let draft = match hp.opt_int(&["draft_vocab_size"])? {
+        Some(d) if d != 0 => d,
+        _ => n_vocab,
+    };
+    Ok((draft, n_vocab))
+}
+
+impl TextModel for DSpark {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&DFlash)
+    }
+
+    /// The speculators' `transformer_layer_config` laid over the config, and both schemas'
+    /// draft fields gathered in `dflash_config` as DFlash has them.
+    fn init_hparams(&self, _class: &str, hp: &mut crate::config::Hparams) {
+        if let Some(Value::Object(layer)) = hp.map.get("transformer_layer_config").cloned() {
+            hp.map.extend(layer);
+        }
+        if hp.map.contains_key("dflash_config") {
+            return;
+        }
+        let mut inner = serde_json::Map::new();
+        if let Some(aux) = hp
+            .map
+            .get("aux_hidden_state_layer_ids")
+            .and_then(Value::as_array)
+        {
+            let ids: Vec<Value> = aux
+                .iter()
+                .filter_map(Value::as_i64)
+                .map(|i| (i - 1).into())
+                .collect();
+            let mask = hp.map.get("mask_token_id").cloned().unwrap_or(Value::Null);
+            inner.insert("mask_token_id".into(), mask);
+            inner.insert("target_layer_ids".into(), Value::Array(ids));
+        } else {
+            for k in ["target_layer_ids", "mask_token_id"] {
+                if let Some(v) = hp.map.get(k) {
+                    inner.insert(k.into(), v.clone());
+                }
+            }
+        }
+        hp.map.insert("dflash_config".into(), Value::Object(inner));
+    }
+
+    /// The Markov head must be vanilla and the draft vocabulary within the target's; then
+    /// DFlash's keys, whether the first token is sampled from the anchor, and whether a
+    /// confidence head is there.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let hp = cx.hp();
+        let head = hp.map.get("markov_head_type").and_then(Value::as_str);
+        if let Some(h) = head.filter(|h| *h != "vanilla") {
+            return Err(Error::reference(format!(
+                "ValueError: unsupported markov_head_type {h:?} (only 'vanilla' is supported)"
+            )));
+        }
+        let (draft, n_vocab) = dspark_vocab(hp)?;
+        if draft > n_vocab {
+            return Err(Error::reference(format!(
+                "ValueError: draft_vocab_size {draft} exceeds vocab_size {n_vocab}"
+            )));
+        }
+        DFlash.set_gguf_parameters(cx, kv)?;
+        let raw = &cx.dir.hparams.map;
+        let anchor = match raw.get("sample_from_anchor") {
+            Some(v) => crate::vocab::truthy(v),
+            None => {
+                !raw.contains_key("transformer_layer_config")
+                    && !raw.contains_key("aux_hidden_state_layer_ids")
+            }
+        };
+        kv.bool(&cx.key("sample_from_anchor"), anchor);
+        let confidence = cx.names.iter().any(|n| n.contains("confidence_head.proj"));
+        kv.bool(&cx.key("has_confidence_head"), confidence);
+        Ok(())
+    }
+
+    /// `t2d` is not used at run time.
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        match name {
+            "t2d" => None,
+            _ => DFlash.filter_tensors(cx, name),
+        }
+    }
+
+    /// `d2t` as absolute target ids, written last.
+    fn late_int64(&self, _cx: &Ctx, name: &str) -> Option<LateInt> {
+        (name == "model.d2t").then(|| LateInt {
+            name: "d2t".to_owned(),
+            values: dspark_d2t,
+        })
+    }
+
+    /// Without a vocabulary of its own the draft's output is the target's: dropped.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let (draft, n_vocab) = dspark_vocab(cx.hp())?;
+        if draft == n_vocab && name.ends_with("lm_head.weight") {
+            return Ok(Vec::new());
+        }
+        DFlash.modify_tensors(cx, name, shape)
+    }
+
+    /// A smaller draft vocabulary needs its map to the target's.
+    fn after_tensors(&self, cx: &Ctx, _early: &mut Kv) -> Result<()> {
+        let (draft, n_vocab) = dspark_vocab(cx.hp())?;
+        let has_map = cx
+            .names
+            .iter()
+            .any(|n| DSpark.filter_tensors(cx, n).as_deref() == Some("model.d2t"));
+        if draft < n_vocab && !has_map {
+            return Err(Error::reference(format!(
+                "ValueError: draft_vocab_size {draft} < vocab_size {n_vocab} but no d2t table found"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// `d2t` as absolute target ids: one a draft token, each plus its index, inside the
+/// vocabulary and none twice.
+fn dspark_d2t(cx: &Ctx, stored: Vec<i64>) -> Result<Vec<i64>> {
+    let (draft, n_vocab) = dspark_vocab(cx.hp())?;
+    if stored.len() as u64 != draft {
+        return Err(Error::reference(format!(
+            "ValueError: d2t size {} does not match draft_vocab_size {draft}",
+            stored.len()
+        )));
+    }
+    let ids: Vec<i64> = stored.iter().zip(0..).map(|(d, i)| d + i).collect();
+    if ids.iter().any(|&id| id < 0 || id as u64 >= n_vocab) {
+        return Err(Error::reference(format!(
+            "ValueError: d2t target ids out of range for target vocab size {n_vocab}"
+        )));
+    }
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    if sorted.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Error::reference(
+            "ValueError: d2t contains duplicate target ids",
+        ));
+    }
+    Ok(ids)
 }
