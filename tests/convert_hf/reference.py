@@ -1319,11 +1319,16 @@ def alibi_slopes(n: int) -> list:
     return [2.0 ** (-8.0 * (i + 1) / n) for i in range(n)]
 
 
+def dims(c: dict) -> tuple:
+    """Width, feed-forward width, vocabulary, heads, kv heads and head width of config `c`."""
+    h, heads = c["hidden_size"], c["num_attention_heads"]
+    return (h, c["intermediate_size"], c["vocab_size"], heads, c["num_key_value_heads"],
+            c.get("head_dim") or h // heads)
+
+
 def internlm2_layout(c: dict) -> list:
     """InternLM2: q, k and v fused per kv group (`wqkv`), its own tensor names."""
-    h, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
-    heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
-    hd = h // heads
+    h, ff, v, heads, kv, hd = dims(c)
     out = [("model.tok_embeddings.weight", [v, h])]
     for i in range(c["num_hidden_layers"]):
         b = f"model.layers.{i}"
@@ -1338,8 +1343,7 @@ def internlm2_layout(c: dict) -> list:
 def plamo3_layout(c: dict) -> list:
     """PLaMo 3: `model.layers.layers.N`, fused q/k/v with q and k norms, fused gate/up, norms
     before and after both sublayers."""
-    h, ff, v, hd = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["head_dim"]
-    heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
+    h, ff, v, heads, kv, hd = dims(c)
     out = [("model.embed_tokens.weight", [v, h])]
     for i in range(c["num_hidden_layers"]):
         b = f"model.layers.layers.{i}"

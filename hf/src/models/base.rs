@@ -76,6 +76,26 @@ pub(crate) fn global_tensor(cx: &Ctx, name: &str) -> Option<crate::tables::Tenso
         .map(|(t, _)| t)
 }
 
+/// A draft-to-target map (`d2t`, each entry a target id less its index) as absolute target
+/// ids, each inside a vocabulary of `n_vocab` and none twice; `who` begins the reference's
+/// messages otherwise.
+pub(crate) fn absolute_ids(stored: &[i64], n_vocab: i64, who: &str) -> Result<Vec<i64>> {
+    let ids: Vec<i64> = stored.iter().zip(0..).map(|(d, i)| d + i).collect();
+    if ids.iter().any(|&id| id < 0 || id >= n_vocab) {
+        return Err(Error::reference(format!(
+            "ValueError: {who}d2t target ids out of range for target vocab size {n_vocab}"
+        )));
+    }
+    let mut sorted = ids.clone();
+    sorted.sort_unstable();
+    if sorted.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Error::reference(format!(
+            "ValueError: {who}d2t contains duplicate target ids"
+        )));
+    }
+    Ok(ids)
+}
+
 /// `TextModel` itself, for the classes that override nothing but `model_arch`.
 pub(crate) struct Text;
 

@@ -201,20 +201,7 @@ fn d2t_values(cx: &Ctx, stored: Vec<i64>) -> Result<Vec<i64>> {
         .get("vocab_size")
         .and_then(Value::as_i64)
         .ok_or_else(|| Error::field(&target.file("config.json"), "vocab_size", "missing"))?;
-    let ids: Vec<i64> = stored.iter().zip(0..).map(|(d, i)| d + i).collect();
-    if ids.iter().any(|&id| id < 0 || id >= vocab_size) {
-        return Err(Error::reference(format!(
-            "ValueError: EAGLE-3 d2t target ids out of range for target vocab size {vocab_size}"
-        )));
-    }
-    let mut sorted = ids.clone();
-    sorted.sort_unstable();
-    if sorted.windows(2).any(|w| w[0] == w[1]) {
-        return Err(Error::reference(
-            "ValueError: EAGLE-3 d2t contains duplicate target ids",
-        ));
-    }
-    Ok(ids)
+    base::absolute_ids(&stored, vocab_size, "EAGLE-3 ")
 }
 
 /// `LlamaModel.set_vocab` on `cx`'s folder.

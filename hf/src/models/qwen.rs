@@ -484,18 +484,5 @@ fn dspark_d2t(cx: &Ctx, stored: Vec<i64>) -> Result<Vec<i64>> {
             stored.len()
         )));
     }
-    let ids: Vec<i64> = stored.iter().zip(0..).map(|(d, i)| d + i).collect();
-    if ids.iter().any(|&id| id < 0 || id as u64 >= n_vocab) {
-        return Err(Error::reference(format!(
-            "ValueError: d2t target ids out of range for target vocab size {n_vocab}"
-        )));
-    }
-    let mut sorted = ids.clone();
-    sorted.sort_unstable();
-    if sorted.windows(2).any(|w| w[0] == w[1]) {
-        return Err(Error::reference(
-            "ValueError: d2t contains duplicate target ids",
-        ));
-    }
-    Ok(ids)
+    base::absolute_ids(&stored, n_vocab as i64, "")
 }
