@@ -272,3 +272,19 @@ fn a_vocab_size_that_would_pad_without_end_is_refused_naming_it() {
         "{e}"
     );
 }
+
+#[test]
+fn a_draft_without_its_target_is_refused_naming_the_option() {
+    // A Llama config with a draft vocabulary and one layer is an EAGLE-3 draft, whose
+    // vocabulary and target layers come from the target model's folder.
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let config = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
+    std::fs::write(
+        dir.path().join("config.json"),
+        config.replace("\"vocab_size\": 4", "\"vocab_size\": 4, \"draft_vocab_size\": 2"),
+    )
+    .unwrap();
+    let e = refused(dir.path());
+    assert!(e.contains("--target-model-dir"), "{e}");
+}
