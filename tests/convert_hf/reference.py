@@ -599,6 +599,11 @@ FIXTURES += [
     ),
 ]
 
+# The layers of the DFlash and DSpark drafts for Qwen3-Tiny.
+QWEN3_DRAFT = dict(model_type="qwen3", hidden_size=64, intermediate_size=96, num_attention_heads=4,
+                   num_key_value_heads=2, head_dim=16, num_hidden_layers=2,
+                   max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=1000000.0)
+
 FIXTURES += [
     # HRM-Text: two stacks run in cycles (the block count is the expanded cache slots)
     Fixture(
@@ -675,10 +680,7 @@ FIXTURES += [
         name="Qwen3-Tiny-DFlash-b16", seed=8787, dtype="bfloat16", raw="dflash",
         architectures="DFlashDraftModel", spm=dict(model_type="unigram", vocab_size=320),
         args=["--target-model-dir", "{work}/fixtures/Qwen3-Tiny"],
-        extra=dict(model_type="qwen3", hidden_size=64, intermediate_size=96,
-                   num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                   num_hidden_layers=2, max_position_embeddings=256, rms_norm_eps=1e-6,
-                   rope_theta=1000000.0, block_size=16, target_layer_ids=[0, 1],
+        extra=dict(QWEN3_DRAFT, block_size=16, target_layer_ids=[0, 1],
                    dflash_config={"mask_token_id": 5, "target_layer_ids": [0, 1]},
                    tie_word_embeddings=False),
     ),
@@ -688,10 +690,7 @@ FIXTURES += [
         name="Qwen3-Tiny-DSpark", seed=8888, dtype="bfloat16", raw="dspark",
         architectures="DSparkDraftModel", spm=dict(model_type="unigram", vocab_size=320),
         args=["--target-model-dir", "{work}/fixtures/Qwen3-Tiny"],
-        extra=dict(model_type="qwen3", hidden_size=64, intermediate_size=96,
-                   num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                   num_hidden_layers=2, max_position_embeddings=256, rms_norm_eps=1e-6,
-                   rope_theta=1000000.0, block_size=8, aux_hidden_state_layer_ids=[1, 2],
+        extra=dict(QWEN3_DRAFT, block_size=8, aux_hidden_state_layer_ids=[1, 2],
                    mask_token_id=5, markov_head_type="vanilla", draft_vocab_size=40,
                    confidence=True, tie_word_embeddings=False),
         raw_ints={"d2t": [3 * i + 2 - i for i in range(40)]},
@@ -700,11 +699,7 @@ FIXTURES += [
         name="Qwen3-Tiny-DSpark-speculator", seed=8989, dtype="bfloat16", raw="dspark",
         architectures="DSparkSpeculator", spm=dict(model_type="unigram", vocab_size=320),
         args=["--target-model-dir", "{work}/fixtures/Qwen3-Tiny"],
-        extra=dict(transformer_layer_config=dict(
-                       model_type="qwen3", hidden_size=64, intermediate_size=96,
-                       num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                       num_hidden_layers=2, max_position_embeddings=256, rms_norm_eps=1e-6,
-                       rope_theta=1000000.0),
+        extra=dict(transformer_layer_config=QWEN3_DRAFT,
                    speculators_model_type="dspark", target_layer_ids=[0, 1], mask_token_id=7,
                    tie_word_embeddings=False),
     ),
