@@ -282,7 +282,10 @@ fn a_draft_without_its_target_is_refused_naming_the_option() {
     let config = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
     std::fs::write(
         dir.path().join("config.json"),
-        config.replace("\"vocab_size\": 4", "\"vocab_size\": 4, \"draft_vocab_size\": 2"),
+        config.replace(
+            "\"vocab_size\": 4",
+            "\"vocab_size\": 4, \"draft_vocab_size\": 2",
+        ),
     )
     .unwrap();
     let e = refused(dir.path());
