@@ -599,6 +599,12 @@ FIXTURES += [
     ),
 ]
 
+# The EAGLE-3 drafts' layer for Llama-3.2-Tiny-Instruct.
+EAGLE3_DRAFT = dict(model_type="llama", hidden_size=64, intermediate_size=96, num_attention_heads=4,
+                    num_key_value_heads=2, num_hidden_layers=1, max_position_embeddings=256,
+                    rms_norm_eps=1e-5, rope_theta=500000.0, target_hidden_size=64,
+                    hidden_act="silu")
+
 # The layers of the DFlash and DSpark drafts for Qwen3-Tiny.
 QWEN3_DRAFT = dict(model_type="qwen3", hidden_size=64, intermediate_size=96, num_attention_heads=4,
                    num_key_value_heads=2, head_dim=16, num_hidden_layers=2,
@@ -655,10 +661,7 @@ FIXTURES += [
         name="EAGLE3-Llama-3.2-Tiny", seed=8585, dtype="bfloat16", raw="eagle3", bpe="llama-bpe",
         architectures="LlamaForCausalLMEagle3",
         args=["--target-model-dir", "{work}/fixtures/Llama-3.2-Tiny-Instruct"],
-        extra=dict(model_type="llama", hidden_size=64, intermediate_size=96,
-                   num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=1,
-                   max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=500000.0,
-                   draft_vocab_size=48, target_hidden_size=64, hidden_act="silu"),
+        extra=dict(EAGLE3_DRAFT, draft_vocab_size=48),
         # 48 target ids spread over the vocabulary, each stored less its index
         raw_ints={"d2t": [7 * i + 3 - i for i in range(48)]},
     ),
@@ -668,11 +671,8 @@ FIXTURES += [
         name="EAGLE3-Llama-3.2-Tiny-aux", seed=8686, dtype="float16", raw="eagle3", bpe="llama-bpe",
         architectures="Eagle3LlamaForCausalLM",
         args=["--target-model-dir", "{work}/fixtures/Llama-3.2-Tiny-Instruct"],
-        extra=dict(model_type="llama", hidden_size=64, intermediate_size=96,
-                   num_attention_heads=4, num_key_value_heads=2, num_hidden_layers=1,
-                   max_position_embeddings=256, rms_norm_eps=1e-5, rope_theta=500000.0,
-                   draft_vocab_size=32, target_hidden_size=64, hidden_act="silu",
-                   eagle_aux_hidden_state_layer_ids=[0, 1, 1], norm_before_residual=True),
+        extra=dict(EAGLE3_DRAFT, draft_vocab_size=32, eagle_aux_hidden_state_layer_ids=[0, 1, 1],
+                   norm_before_residual=True),
         raw_ints={"d2t": [5 * i + 1 - i for i in range(32)]},
     ),
     # DFlash draft for Qwen3-Tiny (its tokenizer, trained alike, is the target's size)
