@@ -739,27 +739,26 @@ FIXTURES += [
     ),
 ]
 
+# Gemma 4's SentencePiece: byte-fallback BPE with Gemma's special pieces at ids 0 to 3.
+GEMMA4_SPM = dict(model_type="bpe", vocab_size=384, byte_fallback=True, pad_id=0, eos_id=1, bos_id=2,
+                  unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
+                  unk_piece="<unk>")
+
 # Classes only transformers 5 has, saved by it (tokenizer_config.json in its form too: the
 # reference runs on the 4.57 form of that file, see as_457_reads)
 FIXTURES += [
     Fixture(
         name="gemma-4-tiny-it", seed=7171, dtype="bfloat16", tf5="gemma4",
-        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True, pad_id=0, eos_id=1, bos_id=2,
-                 unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
-                 unk_piece="<unk>"),
+        spm=GEMMA4_SPM,
     ),
     Fixture(
         name="gemma-4-tiny-E2B-it", seed=7272, dtype="bfloat16", tf5="gemma4",
-        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True, pad_id=0, eos_id=1, bos_id=2,
-                 unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
-                 unk_piece="<unk>"),
+        spm=GEMMA4_SPM,
         extra=dict(hidden_size_per_layer_input=16, num_kv_shared_layers=2, use_double_wide_mlp=True),
     ),
     Fixture(
         name="gemma-4-tiny-it-assistant", seed=7171, dtype="bfloat16", tf5="gemma4_assistant",
-        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True, pad_id=0, eos_id=1, bos_id=2,
-                 unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
-                 unk_piece="<unk>"),
+        spm=GEMMA4_SPM,
     ),
     Fixture(
         name="gemma-4-unified-tiny-it-assistant", seed=7070, dtype="bfloat16",
@@ -767,9 +766,7 @@ FIXTURES += [
         # the reference reads the expert width of every Gemma 4 (KeyError without it), which
         # Gemma4UnifiedTextConfig does not write; Gemma4TextConfig writes it as null
         reference_config=dict(moe_intermediate_size=None),
-        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True, pad_id=0, eos_id=1, bos_id=2,
-                 unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
-                 unk_piece="<unk>"),
+        spm=GEMMA4_SPM,
     ),
     Fixture(
         name="Ministral-3-Tiny-Instruct", seed=7373, dtype="bfloat16", tf5="ministral3",
