@@ -126,6 +126,8 @@ class Fixture:
     reference_config: dict = field(default_factory=dict)
     # integer tensors of a raw layout (name: values), written as int64 beside the random ones
     raw_ints: dict = field(default_factory=dict)
+    # the saved folder rewritten into another class's form (POST_SAVE)
+    post_save: str | None = None
 
 
 FIXTURES = [
@@ -724,6 +726,15 @@ FIXTURES += [
                    num_attention_heads=4, num_hidden_layers=2, max_position_embeddings=256,
                    layer_norm_epsilon=1e-5),
     ),
+    # the same as Gemma3nForConditionalGeneration saves it (text_config; vision and audio
+    # towers, which the text conversion leaves out)
+    Fixture(
+        name="gemma-3n-tiny-E2B-it-multimodal", seed=7676, arch="gemma3n", dtype="bfloat16",
+        kv_heads=1, head_dim=16, tie=True, extra_vocab=8,
+        spm=dict(model_type="unigram", vocab_size=320), post_save="gemma3n_conditional",
+        renamed={"model.language_model.per_layer_model.language_model_projection.weight":
+                 "model.language_model.per_layer_model_projection.weight"},
+    ),
     # Chameleon: per-head q and k norms (LayerNorm with biases over heads × head width)
     Fixture(
         name="chameleon-tiny", seed=8181, arch="chameleon", dtype="bfloat16", bpe="llama-bpe",
@@ -971,6 +982,8 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
     if fx.max_shard_size is not None:
         save["max_shard_size"] = fx.max_shard_size
     model.save_pretrained(str(folder), **save)
+    if fx.post_save is not None:
+        POST_SAVE[fx.post_save](folder)
     if fx.renamed:
         from safetensors.torch import load_file, save_file
 
@@ -1484,6 +1497,41 @@ def tf5_tokenizer(folder: Path, fx: Fixture, gemma: bool, keep_model: bool = Fal
     tc.pop("vocab_file", None)  # the staging folder's path
     tc_path.write_text(json.dumps(tc, indent=2) + "\n", encoding="utf-8")
     return tok
+
+
+def as_multimodal(folder: Path, class_name: str, model_type: str, towers: dict) -> None:
+    """A text model's folder rewritten as its multimodal class saves it: the text settings
+    under `text_config`, empty vision and audio configs, and the towers' tensors (`towers`:
+    name to shape, zeros) beside the language model's."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "config.json"
+    text = json.loads(path.read_text(encoding="utf-8"))
+    text.pop("architectures", None)
+    config = {"architectures": [class_name], "model_type": model_type, "text_config": text,
+              "vision_config": {"model_type": f"{model_type}_vision"},
+              "audio_config": {"model_type": f"{model_type}_audio"},
+              "torch_dtype": text.get("torch_dtype"),
+              "transformers_version": text.get("transformers_version")}
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    weights = folder / "model.safetensors"
+    tensors = load_file(str(weights))
+    dtype = next(iter(tensors.values())).dtype
+    tensors.update({name: torch.zeros(shape, dtype=dtype) for name, shape in towers.items()})
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
+# folders rewritten after saving, into the form of a class transformers 4.57 cannot build
+# here (Gemma 3n's vision tower needs timm)
+POST_SAVE = {
+    "gemma3n_conditional": lambda folder: as_multimodal(
+        folder, "Gemma3nForConditionalGeneration", "gemma3n",
+        {"model.vision_tower.timm_model.conv_stem.conv.weight": [8, 3, 3, 3],
+         "model.embed_vision.embedding.weight": [16, 64],
+         "model.audio_tower.subsample_conv_projection.conv_0.conv.weight": [8, 1, 3, 3],
+         "model.embed_audio.embedding.weight": [16, 64]}),
+}
 
 
 def tf5_gemma4(fx: Fixture, folder: Path) -> None:
