@@ -537,6 +537,19 @@ fn modify_tensors(
                     format!("{why} (config: {})", hp.path.display()),
                 ));
             }
+            if change.cols != Order::Stored {
+                let cols = match shape.as_slice() {
+                    [_, cols] if !change.transpose => *cols,
+                    _ => 0,
+                };
+                if let Err(why) = change.cols.check(cols) {
+                    return Err(Error::field(
+                        &ckpt.parts[e.part].path,
+                        format!("{}.shape", e.name),
+                        format!("{shape:?}: its columns: {why}"),
+                    ));
+                }
+            }
             if change.pad_to > shape.first().copied().unwrap_or(0) {
                 if change.transpose || shape.is_empty() {
                     return Err(Error::field(
@@ -954,6 +967,7 @@ impl Segment<'_> {
             && self.change.add == 0.0
             && self.change.scale.is_none()
             && !self.change.head0_halves
+            && self.change.cols == Order::Stored
             && self.change.negate_upper_half == 0;
         let w = self.dtype.size() as u64;
         let mut f32s: Vec<f32> = Vec::new();
@@ -996,6 +1010,11 @@ impl Segment<'_> {
                     let row = f32s.split_off(at);
                     let (lo, hi) = row.split_at(row.len() / 2);
                     f32s.extend(lo.iter().zip(hi).flat_map(|(x, y)| [*x, *y]));
+                }
+                if self.change.cols != Order::Stored {
+                    let row = f32s.split_off(at);
+                    let n = row.len() as u64;
+                    f32s.extend((0..n).map(|j| row[self.change.cols.source(j, n) as usize]));
                 }
                 let hd = self.change.negate_upper_half;
                 if hd > 0 && src % hd >= hd / 2 {

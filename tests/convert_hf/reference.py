@@ -705,6 +705,15 @@ FIXTURES += [
                    speculators_model_type="dspark", target_layer_ids=[0, 1], mask_token_id=7,
                    tie_word_embeddings=False),
     ),
+    # PLaMo 1: the reference shuffles q and the attention output for 5120 × 5120 alone, so
+    # the fixture is that wide (one layer, ~130 MB)
+    Fixture(
+        name="plamo-13b-one-layer", seed=9090, dtype="bfloat16", raw="plamo",
+        architectures="PlamoForCausalLM", spm=dict(model_type="unigram", vocab_size=320),
+        extra=dict(model_type="plamo", hidden_size=5120, intermediate_size=32,
+                   num_attention_heads=40, num_key_value_heads=40, num_hidden_layers=1,
+                   rms_norm_eps=1e-6, max_position_embeddings=2048),
+    ),
     # PLaMo 3: its own tokenizer (tokenizer.jsonl), YaRN from flat keys, a sliding-window
     # period, norms stored less their constants
     Fixture(
@@ -1345,6 +1354,22 @@ def internlm2_layout(c: dict) -> list:
     return out + [("model.norm.weight", [h]), ("output.weight", [v, h])]
 
 
+def plamo_layout(c: dict) -> list:
+    """PLaMo 1 (pfnet/plamo-13b): `model.layers.layers.N`, one norm a layer (attention and
+    MLP side by side), 5 kv heads of 128."""
+    h, ff, v, heads, _, hd = dims(c)
+    out = [("model.embed_tokens.weight", [v, h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.layers.{i}"
+        out += [(f"{b}.norm.weight", [h]), (f"{b}.self_attn.q_proj.weight", [heads * hd, h]),
+                (f"{b}.self_attn.k_proj.weight", [5 * hd, h]),
+                (f"{b}.self_attn.v_proj.weight", [5 * hd, h]),
+                (f"{b}.self_attn.o_proj.weight", [h, heads * hd]),
+                (f"{b}.mlp.gate_proj.weight", [ff, h]), (f"{b}.mlp.up_proj.weight", [ff, h]),
+                (f"{b}.mlp.down_proj.weight", [h, ff])]
+    return out + [("model.norm.weight", [h]), ("lm_head.weight", [v, h])]
+
+
 def plamo3_layout(c: dict) -> list:
     """PLaMo 3: `model.layers.layers.N`, fused q/k/v with q and k norms, fused gate/up, norms
     before and after both sublayers."""
@@ -1417,6 +1442,7 @@ RAW_LAYOUTS = {
     "jais": jais_layout,
     "internlm2": internlm2_layout,
     "plamo3": plamo3_layout,
+    "plamo": plamo_layout,
     "eagle3": eagle3_layout,
     "dflash": dflash_layout,
     "dspark": dspark_layout,

@@ -125,6 +125,8 @@ pub(crate) struct Rearrange {
     /// Every row made of the first row's values with its two halves interleaved (Chameleon's
     /// per-head norms: head 0's, for every head).
     pub head0_halves: bool,
+    /// The order of each row's elements (its columns), as [`Order`] orders rows.
+    pub cols: Order,
     /// Every element multiplied by this (JAIS's embedding and output scales), before `add`.
     pub scale: Option<f32>,
     /// Rows of zeros appended up to this many rows (Gemma 3n's embeddings padded to the
@@ -166,6 +168,17 @@ pub(crate) enum Order {
         /// 0, 1, 2: q, k, v.
         part: u8,
     },
+    /// `reshape(outer, inner, block, …).permute(1, 0, 2, …)`: blocks of `block` rows in
+    /// `outer` groups of `inner`, written group-major the other way round (PLaMo's q rows and
+    /// attention-output columns).
+    Swapped {
+        /// Groups.
+        outer: u64,
+        /// Blocks a group.
+        inner: u64,
+        /// Rows a block.
+        block: u64,
+    },
 }
 
 impl Order {
@@ -179,6 +192,18 @@ impl Order {
                 kv * (q_per_kv + 2),
                 format!("{kv} groups of {q_per_kv} queries, a key and a value"),
             ),
+            Order::Swapped {
+                outer,
+                inner,
+                block,
+            } => {
+                if rows != outer * inner * block {
+                    return Err(format!(
+                        "{rows} rows are not {outer} × {inner} blocks of {block}"
+                    ));
+                }
+                return Ok(());
+            }
             Order::KvGroupPart {
                 kv,
                 q_per_kv,
@@ -227,6 +252,14 @@ impl Order {
                     let (which, within) = (r / (kv * hd), r % (kv * hd));
                     (within / hd) * group + (q_per_kv + which) * hd + within % hd
                 }
+            }
+            Order::Swapped {
+                outer,
+                inner,
+                block,
+            } => {
+                let (b, a, c) = (r / (outer * block), (r / block) % outer, r % block);
+                (a * inner + b) * block + c
             }
             Order::KvGroupPart {
                 kv,

@@ -213,6 +213,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &internlm::InternLm2,
     ),
     ("Plamo3ForCausalLM", &tables::PLAMO3, &plamo::Plamo3),
+    ("PlamoForCausalLM", &tables::PLAMO, &plamo::Plamo),
     ("PLaMo3ForCausalLM", &tables::PLAMO3, &plamo::Plamo3),
     (
         "ChameleonForConditionalGeneration",

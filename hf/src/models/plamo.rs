@@ -1,11 +1,71 @@
 //! `conversion/plamo.py`.
 
-use super::base::{self, Ctx, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::vocab::{token_type, Vocab};
 use serde_json::{Map, Value};
+
+/// `PlamoModel`: `PlamoForCausalLM` (PLaMo 1, pfnet/plamo-13b), whose q rows and
+/// attention-output columns are shuffled for ggml's broadcast of its 8 query heads a kv
+/// head; only its 5120-wide attention is converted, as the reference asserts.
+pub(crate) struct Plamo;
+
+/// PLaMo 1's shuffle: 8 kv groups of 5 heads of 128, written head-major.
+const PLAMO_SHUFFLE: Order = Order::Swapped {
+    outer: 8,
+    inner: 5,
+    block: 128,
+};
+
+impl TextModel for Plamo {
+    /// Its own keys: a 4096 context (not in its config) and 5 kv heads (the config's count is
+    /// wrong).
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        kv.u32(&k("context_length"), 4096);
+        kv.u32(&k("embedding_length"), base::int32(hp, &["hidden_size"])?);
+        kv.u32(
+            &k("feed_forward_length"),
+            base::int32(hp, &["intermediate_size"])?,
+        );
+        kv.u32(&k("block_count"), cx.block_count as u32);
+        kv.u32(
+            &k("attention.head_count"),
+            base::int32(hp, &["num_attention_heads"])?,
+        );
+        kv.u32(&k("attention.head_count_kv"), 5);
+        kv.f32(
+            &k("attention.layer_norm_rms_epsilon"),
+            hp.float(&["rms_norm_eps"])?,
+        );
+        kv.u32("general.file_type", cx.file_type);
+        Ok(())
+    }
+
+    /// q's rows and the attention output's columns shuffled (each 5120 × 5120).
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let q = name.ends_with(".self_attn.q_proj.weight");
+        let o = name.ends_with(".self_attn.o_proj.weight");
+        if (q || o) && shape != [5120, 5120] {
+            return Err(Error::reference(format!(
+                "AssertionError: {name} is {shape:?}, and PLaMo's shuffle is for 5120 × 5120"
+            )));
+        }
+        let change = Rearrange {
+            order: if q { PLAMO_SHUFFLE } else { Order::Stored },
+            cols: if o { PLAMO_SHUFFLE } else { Order::Stored },
+            ..Rearrange::default()
+        };
+        base::yield_as(name, change)
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::sentencepiece_required(cx, kv)
+    }
+}
 
 /// `Plamo3Model`: `Plamo3ForCausalLM` (PLaMo 3), sliding and full layers, norms around
 /// both sublayers stored less their constant.
