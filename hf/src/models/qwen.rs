@@ -315,11 +315,19 @@ impl TextModel for DFlash {
             )
         })?;
         let class = target.hparams.architecture()?;
-        let (_, model) = super::for_class(&class)?;
         let on_target = Ctx { dir: target, ..*cx };
-        match std::ptr::addr_eq(model as *const dyn TextModel, self as *const dyn TextModel) {
-            true => Qwen3.set_vocab(&on_target, kv)?,
-            false => model.set_vocab(&on_target, kv)?,
+        // `target_cls is not type(self)`, by the Python classes the names are registered to.
+        let py_class = |c: &str| super::reference_class(c).map(|r| r.class);
+        let target_class = py_class(&class);
+        if target_class == py_class(cx.class) {
+            Qwen3.set_vocab(&on_target, kv)?;
+        } else if matches!(target_class, Some("DFlashModel" | "DSparkModel")) {
+            // The target's class would read its own target, the same folder, without end.
+            return Err(Error::reference(format!(
+                "RecursionError: the target model {class} is itself a draft of another kind"
+            )));
+        } else {
+            super::for_class(&class)?.1.set_vocab(&on_target, kv)?;
         }
         let mask = cx
             .hp()
