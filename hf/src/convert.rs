@@ -966,7 +966,6 @@ impl Segment<'_> {
             && self.ty == GgmlType::F16
             && self.change.add == 0.0
             && self.change.scale.is_none()
-            && !self.change.head0_halves
             && self.change.cols == Order::Stored
             && self.change.negate_upper_half == 0;
         let w = self.dtype.size() as u64;
@@ -995,10 +994,7 @@ impl Segment<'_> {
                 }
                 continue;
             }
-            let src = match self.change.head0_halves {
-                true => self.first,
-                false => self.first + self.change.order.source(r, self.rows),
-            };
+            let src = self.first + self.change.order.source(r, self.rows);
             let a = (src * self.row_len * w) as usize;
             let b = a + (self.row_len * w) as usize;
             if keep16 {
@@ -1006,11 +1002,6 @@ impl Segment<'_> {
             } else {
                 let at = f32s.len();
                 widen(self.dtype, &self.bytes[a..b], &mut f32s);
-                if self.change.head0_halves {
-                    let row = f32s.split_off(at);
-                    let (lo, hi) = row.split_at(row.len() / 2);
-                    f32s.extend(lo.iter().zip(hi).flat_map(|(x, y)| [*x, *y]));
-                }
                 if self.change.cols != Order::Stored {
                     let row = f32s.split_off(at);
                     let n = row.len() as u64;

@@ -122,9 +122,6 @@ pub(crate) struct Rearrange {
     pub unsqueeze: bool,
     /// The name is the GGUF name already: the class yields it without `map_tensor_name`.
     pub named: bool,
-    /// Every row made of the first row's values with its two halves interleaved (Chameleon's
-    /// per-head norms: head 0's, for every head).
-    pub head0_halves: bool,
     /// The order of each row's elements (its columns), as [`Order`] orders rows.
     pub cols: Order,
     /// Every element multiplied by this (JAIS's embedding and output scales), before `add`.
@@ -168,6 +165,9 @@ pub(crate) enum Order {
         /// 0, 1, 2: q, k, v.
         part: u8,
     },
+    /// Every row the first stored one (`data[0]` repeated: Chameleon's per-head norms, head
+    /// 0's for every head).
+    First,
     /// `reshape(outer, inner, block, …).permute(1, 0, 2, …)`: blocks of `block` rows in
     /// `outer` groups of `inner`, written group-major the other way round (PLaMo's q rows and
     /// attention-output columns).
@@ -185,7 +185,7 @@ impl Order {
     /// Why `rows` rows cannot take this order, if they cannot.
     pub fn check(self, rows: u64) -> std::result::Result<(), String> {
         let (parts, what) = match self {
-            Order::Stored => return Ok(()),
+            Order::Stored | Order::First => return Ok(()),
             Order::LlamaHeads(h) => (2 * h, format!("{h} heads of two halves")),
             Order::QkvPerHead(h) => (3 * h, format!("{h} heads of q, k and v")),
             Order::KvGroups { kv, q_per_kv } => (
@@ -229,6 +229,7 @@ impl Order {
     pub fn source(self, r: u64, rows: u64) -> u64 {
         match self {
             Order::Stored => r,
+            Order::First => 0,
             Order::LlamaHeads(heads) => {
                 let half = rows / heads / 2;
                 let (h, rest) = (r / (2 * half), r % (2 * half));

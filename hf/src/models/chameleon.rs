@@ -1,6 +1,6 @@
 //! `conversion/chameleon.py`.
 
-use super::base::{self, Ctx, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, Order, Rearrange, TextModel, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 
@@ -54,8 +54,10 @@ impl TextModel for Chameleon {
                 heads[0]
             )));
         }
+        // Head 0's row, its two halves interleaved as Llama's permutation of one head does.
         let change = Rearrange {
-            head0_halves: true,
+            order: Order::First,
+            cols: Order::LlamaHeads(1),
             ..Rearrange::default()
         };
         base::yield_as(name, change)
