@@ -457,20 +457,18 @@ fn modify_tensors(
                     format!("{:?}: not {what}", e.shape),
                 )
             };
-            if let ScalarKey::Derived(key, f) = &key {
-                early.f32(key, f(cx, &value)?);
-                continue;
-            }
-            let [value] = value.as_slice() else {
-                return Err(bad("one value"));
+            let one = || match value.as_slice() {
+                [v] => Ok(*v),
+                _ => Err(bad("one value")),
             };
             match key {
-                ScalarKey::Derived(..) => {}
-                ScalarKey::One(key) => early.f32(&key, f64::from(*value)),
+                ScalarKey::Derived(key, f) => early.f32(&key, f(cx, &value)?),
+                ScalarKey::One(key) => early.f32(&key, f64::from(one()?)),
                 ScalarKey::PerBlock(key) => {
                     let bid = bid.ok_or_else(|| bad("in a numbered block"))?;
+                    let v = one()?;
                     let values = scalars.entry(key).or_default();
-                    values.insert(bid, *value);
+                    values.insert(bid, v);
                     if values.len() as u64 == hp.int(&["num_hidden_layers"])? {
                         early.f32s(key, values.values().copied().collect());
                     }
