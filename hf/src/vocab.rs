@@ -256,14 +256,7 @@ fn base_vocab(dir: &ModelDir, pieces: &[Piece], n: usize) -> Result<Vocab> {
     for (id, p) in pieces.iter().enumerate().take(n) {
         v.tokens[id] = p.piece.clone();
         v.scores[id] = p.score;
-        // sentencepiece's IsUnknown/IsControl/IsUnused/IsByte; a user-defined piece is none
-        // of these and so NORMAL, as the reference writes it.
-        v.types[id] = match p.kind {
-            token_type::UNKNOWN | token_type::CONTROL | token_type::UNUSED | token_type::BYTE => {
-                p.kind
-            }
-            _ => token_type::NORMAL,
-        };
+        v.types[id] = piece_type(p.kind);
     }
     let added_path = dir.file("added_tokens.json");
     if let Some(added) = dir.json("added_tokens.json")? {
@@ -310,73 +303,103 @@ pub fn sentencepiece_phi3(dir: &ModelDir, vocab_size: Option<u64>) -> Result<Voc
         ));
     }
     let mut v = base_vocab(dir, &pieces, n)?;
-    let mut overlay = |path: &Path, field: &str, list: Vec<(usize, String, bool)>| -> Result<()> {
-        for (id, content, special) in list {
-            if id >= n {
-                return Err(Error::field(
-                    path,
-                    field,
-                    format!("token id {id} is past the vocabulary ({n})"),
-                ));
-            }
-            v.tokens[id] = content;
-            v.scores[id] = -1000.0;
-            v.types[id] = if special {
-                token_type::CONTROL
-            } else {
-                token_type::USER_DEFINED
-            };
-        }
-        Ok(())
+    lay_over(dir, &mut v, &added_tokens(dir)?)?;
+    Ok(v)
+}
+
+/// A token added past a SentencePiece model, as the reference's overlays read it: from
+/// `tokenizer_config.json`'s `added_tokens_decoder`, then `tokenizer.json`'s `added_tokens`.
+pub(crate) struct Added {
+    /// The file it is read from.
+    pub file: &'static str,
+    /// Its field there.
+    pub field: &'static str,
+    /// Its id.
+    pub id: u64,
+    /// Its text.
+    pub content: String,
+    /// `special`.
+    pub special: bool,
+}
+
+/// The added tokens of `tokenizer_config.json` and `tokenizer.json`, in that order.
+pub(crate) fn added_tokens(dir: &ModelDir) -> Result<Vec<Added>> {
+    let text = |data: &Value| {
+        let content = data.get("content").and_then(Value::as_str);
+        content.unwrap_or_default().to_owned()
     };
-    let cfg = dir.file("tokenizer_config.json");
+    let special = |data: &Value| data.get("special").is_some_and(truthy);
+    let mut out = Vec::new();
     if let Some(c) = dir.json("tokenizer_config.json")? {
-        let mut list = Vec::new();
-        for (id, data) in c
-            .get("added_tokens_decoder")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            let id: usize = id
+        let (file, field) = ("tokenizer_config.json", "added_tokens_decoder");
+        let decoder = c.get(field).and_then(Value::as_object);
+        for (id, data) in decoder.into_iter().flatten() {
+            let id = id
                 .parse()
-                .map_err(|_| Error::field(&cfg, "added_tokens_decoder", "not a token id"))?;
-            let content = data
-                .get("content")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            list.push((id, content, data.get("special").is_some_and(truthy)));
+                .map_err(|_| Error::field(&dir.file(file), field, "not a token id"))?;
+            let (content, special) = (text(data), special(data));
+            out.push(Added {
+                file,
+                field,
+                id,
+                content,
+                special,
+            });
         }
-        overlay(&cfg, "added_tokens_decoder", list)?;
     }
-    let tj = dir.file("tokenizer.json");
     if let Some(t) = dir.json("tokenizer.json")? {
-        let mut list = Vec::new();
-        for data in t
-            .get("added_tokens")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        let (file, field) = ("tokenizer.json", "added_tokens");
+        for data in t.get(field).and_then(Value::as_array).into_iter().flatten() {
             let id = data
                 .get("id")
                 .and_then(Value::as_u64)
-                .ok_or_else(|| Error::field(&tj, "added_tokens", "an entry has no id"))?;
-            let content = data
-                .get("content")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            list.push((
-                id as usize,
+                .ok_or_else(|| Error::field(&dir.file(file), field, "an entry has no id"))?;
+            let (content, special) = (text(data), special(data));
+            out.push(Added {
+                file,
+                field,
+                id,
                 content,
-                data.get("special").is_some_and(truthy),
+                special,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `added` laid over their ids, as written (CONTROL when special, else USER_DEFINED, score
+/// -1000); an id past the vocabulary is an error, as it is in the reference.
+pub(crate) fn lay_over(dir: &ModelDir, v: &mut Vocab, added: &[Added]) -> Result<()> {
+    for a in added {
+        let i = a.id as usize;
+        if i >= v.tokens.len() {
+            return Err(Error::field(
+                &dir.file(a.file),
+                a.field,
+                format!(
+                    "token id {} is past the vocabulary ({})",
+                    a.id,
+                    v.tokens.len()
+                ),
             ));
         }
-        overlay(&tj, "added_tokens", list)?;
+        v.tokens[i] = a.content.clone();
+        v.scores[i] = -1000.0;
+        v.types[i] = match a.special {
+            true => token_type::CONTROL,
+            false => token_type::USER_DEFINED,
+        };
     }
-    Ok(v)
+    Ok(())
+}
+
+/// A SentencePiece piece's token type as the reference writes it: sentencepiece's
+/// IsUnknown/IsControl/IsUnused/IsByte; a user-defined piece is none of these and so NORMAL.
+pub(crate) fn piece_type(kind: i32) -> i32 {
+    match kind {
+        token_type::UNKNOWN | token_type::CONTROL | token_type::UNUSED | token_type::BYTE => kind,
+        _ => token_type::NORMAL,
+    }
 }
 
 /// Python's truth value of a JSON value.

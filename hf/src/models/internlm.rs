@@ -99,13 +99,9 @@ impl TextModel for InternLm2 {
                 t => t.to_owned(),
             });
             scores.push(p.score);
-            types.push(match p.kind {
-                _ if p.piece.starts_with("[UNUSED") => token_type::UNUSED,
-                token_type::UNKNOWN
-                | token_type::CONTROL
-                | token_type::UNUSED
-                | token_type::BYTE => p.kind,
-                _ => token_type::NORMAL,
+            types.push(match p.piece.starts_with("[UNUSED") {
+                true => token_type::UNUSED,
+                false => vocab::piece_type(p.kind),
             });
         }
         let added_path = cx.dir.file("added_tokens.json");
@@ -119,72 +115,18 @@ impl TextModel for InternLm2 {
                 types.push(token_type::USER_DEFINED);
             }
         }
-        let mut chat_eos = None;
-        let mut overlay = |file: &str, field: &str, list: Vec<(u64, String, bool)>| -> Result<()> {
-            for (id, content, special) in list {
-                let i = id as usize;
-                if i >= tokens.len() {
-                    return Err(Error::field(
-                        &cx.dir.file(file),
-                        field,
-                        format!("token id {id} is past the vocabulary ({})", tokens.len()),
-                    ));
-                }
-                if content == CHAT_EOS {
-                    chat_eos = Some(id);
-                }
-                tokens[i] = content;
-                scores[i] = -1000.0;
-                types[i] = match special {
-                    true => token_type::CONTROL,
-                    false => token_type::USER_DEFINED,
-                };
-            }
-            Ok(())
-        };
-        let entry = |file: &str, data: &Value, id: Option<u64>| -> Result<(u64, String, bool)> {
-            let id = id.ok_or_else(|| {
-                Error::field(&cx.dir.file(file), "added tokens", "an id is not a number")
-            })?;
-            let content = data
-                .get("content")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            Ok((
-                id,
-                content.to_owned(),
-                data.get("special").is_some_and(vocab::truthy),
-            ))
-        };
-        if let Some(tc) = cx.dir.json("tokenizer_config.json")? {
-            let decoder = tc.get("added_tokens_decoder").and_then(Value::as_object);
-            let list = decoder
-                .into_iter()
-                .flatten()
-                .map(|(id, data)| entry("tokenizer_config.json", data, id.parse().ok()))
-                .collect::<Result<Vec<_>>>()?;
-            overlay("tokenizer_config.json", "added_tokens_decoder", list)?;
-        }
-        if let Some(tj) = cx.dir.json("tokenizer.json")? {
-            let added = tj.get("added_tokens").and_then(Value::as_array);
-            let list = added
-                .into_iter()
-                .flatten()
-                .map(|data| {
-                    entry(
-                        "tokenizer.json",
-                        data,
-                        data.get("id").and_then(Value::as_u64),
-                    )
-                })
-                .collect::<Result<Vec<_>>>()?;
-            overlay("tokenizer.json", "added_tokens", list)?;
-        }
-        let v = vocab::Vocab {
+        let added = vocab::added_tokens(cx.dir)?;
+        let chat_eos = added
+            .iter()
+            .rev()
+            .find(|a| a.content == CHAT_EOS)
+            .map(|a| a.id);
+        let mut v = vocab::Vocab {
             tokens,
             scores,
             types,
         };
+        vocab::lay_over(cx.dir, &mut v, &added)?;
         let count = base::llama_tokens(kv, v);
         kv.bool("tokenizer.ggml.add_space_prefix", add_prefix);
         let mut special = SpecialVocab::load(cx.dir, Some(count), false)?;
