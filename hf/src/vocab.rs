@@ -324,11 +324,17 @@ pub(crate) struct Added {
 
 /// The added tokens of `tokenizer_config.json` and `tokenizer.json`, in that order.
 pub(crate) fn added_tokens(dir: &ModelDir) -> Result<Vec<Added>> {
-    let text = |data: &Value| {
-        let content = data.get("content").and_then(Value::as_str);
-        content.unwrap_or_default().to_owned()
+    let added = |file, field, id, data: &Value| Added {
+        file,
+        field,
+        id,
+        content: data
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        special: data.get("special").is_some_and(truthy),
     };
-    let special = |data: &Value| data.get("special").is_some_and(truthy);
     let mut out = Vec::new();
     if let Some(c) = dir.json("tokenizer_config.json")? {
         let (file, field) = ("tokenizer_config.json", "added_tokens_decoder");
@@ -337,14 +343,7 @@ pub(crate) fn added_tokens(dir: &ModelDir) -> Result<Vec<Added>> {
             let id = id
                 .parse()
                 .map_err(|_| Error::field(&dir.file(file), field, "not a token id"))?;
-            let (content, special) = (text(data), special(data));
-            out.push(Added {
-                file,
-                field,
-                id,
-                content,
-                special,
-            });
+            out.push(added(file, field, id, data));
         }
     }
     if let Some(t) = dir.json("tokenizer.json")? {
@@ -354,14 +353,7 @@ pub(crate) fn added_tokens(dir: &ModelDir) -> Result<Vec<Added>> {
                 .get("id")
                 .and_then(Value::as_u64)
                 .ok_or_else(|| Error::field(&dir.file(file), field, "an entry has no id"))?;
-            let (content, special) = (text(data), special(data));
-            out.push(Added {
-                file,
-                field,
-                id,
-                content,
-                special,
-            });
+            out.push(added(file, field, id, data));
         }
     }
     Ok(out)

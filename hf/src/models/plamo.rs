@@ -77,7 +77,7 @@ fn norm_shift(name: &str) -> f32 {
         (".pre_mixer_norm.weight", 1.0),
         (".post_mixer_norm.weight", 1.0 / 5.0),
         (".pre_mlp_norm.weight", 1.0),
-        // 5 ** 1.5, as Python computes it
+        // 1 / 5 ** 1.5, as Python computes it
         (".post_mlp_norm.weight", 0.089_442_719_099_991_6),
         (".mixer.q_norm.weight", 1.0),
         (".mixer.k_norm.weight", 1.0),
