@@ -3,6 +3,9 @@
 //! tensors; and a million one-byte keys (what validation's keyed hashing costs).
 //! `GGUFRW_BENCH_FILE=path` adds a real file (e.g. the Gemma model).
 
+#[path = "shared/walk.rs"]
+mod walk;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ggufrw::validate::{validate, Profile};
 use ggufrw::{Builder, Gguf, Value};
@@ -71,21 +74,7 @@ fn bench(c: &mut Criterion) {
         });
         // The view and every string through it: keys, string values, each string of the arrays.
         group.bench_function("view + every string", |b| {
-            b.iter(|| {
-                let view = ggufrw::view::GgufView::new(black_box(&bytes[..])).unwrap();
-                let mut total = 0usize;
-                for (key, value) in view.metadata() {
-                    total += key.len();
-                    if let Some(s) = value.as_str() {
-                        total += s.len();
-                    }
-                    if let Some(strings) = value.as_array().and_then(|a| a.strings()) {
-                        total += strings.map(|s| s.len()).sum::<usize>();
-                    }
-                }
-                total += view.tensors().map(|t| t.name.len()).sum::<usize>();
-                black_box(total)
-            })
+            b.iter(|| black_box(walk::walk(&bytes[..])))
         });
         let file = Gguf::from_bytes(&bytes[..]).unwrap();
         group.bench_function("validate", |b| {

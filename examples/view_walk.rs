@@ -4,24 +4,12 @@
 //! view hands strings out), printing the bytes read. `view_walk --vocabulary PATH` writes the
 //! 256,000-token header `benches/header.rs` times.
 
-use ggufrw::view::{map, GgufView};
-use ggufrw::{Builder, GgmlType, Value};
-use std::hint::black_box;
+#[path = "../benches/shared/walk.rs"]
+mod walk;
 
-fn walk(bytes: &[u8]) -> usize {
-    let view = GgufView::new(black_box(bytes)).expect("decodes");
-    let mut total = 0usize;
-    for (key, value) in view.metadata() {
-        total += key.len();
-        if let Some(s) = value.as_str() {
-            total += s.len();
-        }
-        if let Some(strings) = value.as_array().and_then(|a| a.strings()) {
-            total += strings.map(|s| s.len()).sum::<usize>();
-        }
-    }
-    total + view.tensors().map(|t| t.name.len()).sum::<usize>()
-}
+use ggufrw::view::map;
+use ggufrw::{Builder, GgmlType, Value};
+use walk::walk;
 
 fn main() -> ggufrw::Result<()> {
     let args: Vec<String> = std::env::args().collect();

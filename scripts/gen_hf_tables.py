@@ -21,26 +21,10 @@ import ast
 import sys
 from pathlib import Path
 
+from rust_literal import rust_str
+
 # Every architecture of MODEL_ARCH is written: a new family names its table and needs no
 # change here.
-
-
-def rust_str(s: str) -> str:
-    out = []
-    for c in s:
-        if c == "\\":
-            out.append("\\\\")
-        elif c == '"':
-            out.append('\\"')
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\t":
-            out.append("\\t")
-        elif c.isprintable() and c != "\r":
-            out.append(c)
-        else:
-            out.append("\\u{%x}" % ord(c))
-    return '"' + "".join(out) + '"'
 
 
 def prepare_tensors_tuples(base_py: Path) -> list[list[str]]:

@@ -18,6 +18,8 @@ import re
 import sys
 from pathlib import Path
 
+from rust_literal import rust_str
+
 STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 
 
@@ -37,26 +39,6 @@ def unescape(body: str) -> str:
             out.append(c)
             i += 1
     return "".join(out)
-
-
-def rust_str(s: str) -> str:
-    out = []
-    for c in s:
-        if c == "\\":
-            out.append("\\\\")
-        elif c == '"':
-            out.append('\\"')
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\r":
-            out.append("\\r")
-        elif c == "\t":
-            out.append("\\t")
-        elif c.isprintable():
-            out.append(c)
-        else:
-            out.append("\\u{%x}" % ord(c))
-    return '"' + "".join(out) + '"'
 
 
 def code_lines(text: str):

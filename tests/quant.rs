@@ -42,6 +42,18 @@ fn ggml_types(peer: &mut Peer) -> Types {
     types
 }
 
+/// The file under `proptest-regressions/` a property's failures are kept in.
+macro_rules! regressions {
+    ($name:literal) => {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../proptest-regressions/",
+            $name,
+            ".txt"
+        )
+    };
+}
+
 fn runner(cases: u32, file: &'static str) -> TestRunner {
     let config = Config {
         cases,
@@ -93,13 +105,7 @@ fn dequantization_is_ggmls_bit_for_bit() {
             failures.push(format!("{ty}: ggml dequantizes it, ggufrw does not"));
             continue;
         }
-        let mut runner = runner(
-            96,
-            concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../proptest-regressions/quant_dequantize.txt"
-            ),
-        );
+        let mut runner = runner(96, regressions!("quant_dequantize"));
         let result = runner.run(&blocks(ty, 8), |bytes| {
             let mine = ours(ty, &bytes)?;
             let theirs = peer
@@ -110,10 +116,7 @@ fn dequantization_is_ggmls_bit_for_bit() {
             prop_assert_eq!(bits(&mine), bits(&theirs), "{} differs from ggml", ty);
             Ok(())
         });
-        match result {
-            Err(e) => failures.push(format!("{ty}: {e}")),
-            Ok(()) => covered.push(ty),
-        }
+        tally(ty, result, ty, &mut covered, &mut failures);
     }
     eprintln!("dequantized bit for bit: {covered:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -177,13 +180,7 @@ fn quantization_is_ggmls_byte_for_byte() {
             failures.push(format!("{ty}: ggml quantizes it, ggufrw: {mine:?}"));
             continue;
         }
-        let mut runner = runner(
-            48,
-            concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../proptest-regressions/quant_quantize.txt"
-            ),
-        );
+        let mut runner = runner(48, regressions!("quant_quantize"));
         let aborted = Cell::new(0);
         let result = runner.run(&rows(n_per_row), |x| {
             let mine = if reference {
@@ -195,7 +192,7 @@ fn quantization_is_ggmls_byte_for_byte() {
             let theirs = peer.borrow_mut().quantize(ty, &x, n_per_row, reference);
             same_as_ggml(ty, &mine, theirs, &aborted)
         });
-        tally(ty, result, &aborted, &mut covered, &mut failures);
+        tally(ty, result, (ty, aborted.get()), &mut covered, &mut failures);
     }
     eprintln!("quantized byte for byte (type, cases where ggml aborted): {covered:?}");
     eprintln!("refused: {refused:?}");
@@ -229,17 +226,18 @@ fn same_as_ggml(
     Ok(())
 }
 
-/// One type's run, as covered (with its count of ggml aborts) or failed.
-fn tally(
+/// One type's run, as covered (by `item`: the type, or with its count of ggml aborts) or
+/// failed.
+fn tally<C>(
     ty: GgmlType,
     result: Result<(), proptest::test_runner::TestError<impl std::fmt::Debug>>,
-    aborted: &Cell<u32>,
-    covered: &mut Vec<(GgmlType, u32)>,
+    item: C,
+    covered: &mut Vec<C>,
     failures: &mut Vec<String>,
 ) {
     match result {
         Err(e) => failures.push(format!("{ty}: {e}")),
-        Ok(()) => covered.push((ty, aborted.get())),
+        Ok(()) => covered.push(item),
     }
 }
 
@@ -318,13 +316,7 @@ fn weighted_quantization_is_ggmls_byte_for_byte() {
             not_yet.push(ty);
             continue;
         }
-        let mut runner = runner(
-            48,
-            concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../proptest-regressions/quant_quantize_weighted.txt"
-            ),
-        );
+        let mut runner = runner(48, regressions!("quant_quantize_weighted"));
         let aborted = Cell::new(0);
         let result = runner.run(&(rows(n_per_row), weights(n_per_row)), |(x, w)| {
             let mine = quant::quantize_weighted(ty, &x, n_per_row, Some(&w))
@@ -332,7 +324,7 @@ fn weighted_quantization_is_ggmls_byte_for_byte() {
             let theirs = (peer.borrow_mut()).quantize_weighted(ty, &x, n_per_row, false, Some(&w));
             same_as_ggml(ty, &mine, theirs, &aborted)
         });
-        tally(ty, result, &aborted, &mut covered, &mut failures);
+        tally(ty, result, (ty, aborted.get()), &mut covered, &mut failures);
     }
     eprintln!("quantized with an imatrix byte for byte (type, ggml aborts): {covered:?}");
     eprintln!("not yet: {not_yet:?}");
@@ -369,13 +361,7 @@ fn dequantization_agrees_with_gguf_py() {
         if !dequantizes || ty == GgmlType::F32 {
             continue;
         }
-        let mut runner = runner(
-            32,
-            concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/../proptest-regressions/quant_gguf_py.txt"
-            ),
-        );
+        let mut runner = runner(32, regressions!("quant_gguf_py"));
         let result = runner.run(&blocks(ty, 8), |bytes| {
             let n = bytes.len() / ty.type_size() as usize * ty.block_size() as usize;
             let mut mine = vec![0f32; n];
@@ -394,10 +380,7 @@ fn dequantization_agrees_with_gguf_py() {
             );
             Ok(())
         });
-        match result {
-            Err(e) => failures.push(format!("{ty}: {e}")),
-            Ok(()) => covered.push(ty),
-        }
+        tally(ty, result, ty, &mut covered, &mut failures);
     }
     eprintln!("agree with gguf-py: {covered:?}");
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -247,7 +247,9 @@ fn convert_and_quantize(
     }
 }
 
-fn failed(e: &Error) -> ExitCode {
+/// A conversion's error on stderr; its exit status: an unreadable or unwritable file is
+/// `USAGE_OR_IO`, anything else `FAILED` (export-hf's too).
+pub(crate) fn failed(e: &Error) -> ExitCode {
     eprintln!("{e}");
     match e {
         Error::Io { .. } => ExitCode::from(USAGE_OR_IO),

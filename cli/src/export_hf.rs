@@ -1,7 +1,7 @@
 //! `ggufrw export-hf`: a GGUF file back to a Hugging Face folder (weights, config, tokenizer).
 
-use super::{print_out, FAILED, USAGE_OR_IO};
-use ggufrw_hf::{export_hf, Dtype, Error, ExportOptions};
+use super::{print_out, USAGE_OR_IO};
+use ggufrw_hf::{export_hf, Dtype, ExportOptions};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -72,13 +72,7 @@ pub fn run(args: Args) -> ExitCode {
             ));
             print_out(&text)
         }
-        Err(e) => {
-            eprintln!("{e}");
-            match e {
-                Error::Io { .. } => ExitCode::from(USAGE_OR_IO),
-                _ => ExitCode::from(FAILED),
-            }
-        }
+        Err(e) => super::convert_hf::failed(&e),
     }
 }
 

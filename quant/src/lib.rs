@@ -408,6 +408,19 @@ fn quantize_rows(
     })
 }
 
+/// A xorshift64 stream from `seed`: the tests' cheap source of arbitrary bytes and floats,
+/// seeded by proptest so that a failure shrinks and replays.
+#[cfg(test)]
+fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed | 1;
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    }
+}
+
 /// Little-endian blocks of `ty` swapped to big-endian through the declaration only (each block
 /// read by binrw in one order, written in the other): what [`swap_plan`] is derived from.
 #[cfg(test)]

@@ -180,13 +180,7 @@ mod tests {
         }
         let config = ProptestConfig::with_cases(12);
         proptest!(config, |(seed in any::<u64>(), extreme in any::<bool>())| {
-            let mut s = seed | 1;
-            let mut next = || {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                s
-            };
+            let mut next = crate::xorshift(seed);
             for ty in GgmlType::iter() {
                 let (size, block) = (ty.type_size() as usize, ty.block_size() as usize);
                 let bytes: Vec<u8> = (0..8 * size).map(|_| next() as u8).collect();

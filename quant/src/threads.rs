@@ -142,7 +142,7 @@ pub fn quantize_into_threads(
     out: &mut [u8],
     threads: usize,
 ) -> Result<(), QuantError> {
-    quantize_split(ty, x, n_per_row, out, threads, MIN_PIECE)
+    quantize_split_weighted(ty, x, n_per_row, None, out, threads, MIN_PIECE)
 }
 
 /// [`quantize_into_weighted`] on up to `threads` threads (0: all); the same bytes for every
@@ -156,17 +156,6 @@ pub fn quantize_into_weighted_threads(
     threads: usize,
 ) -> Result<(), QuantError> {
     quantize_split_weighted(ty, x, n_per_row, imatrix, out, threads, MIN_PIECE)
-}
-
-fn quantize_split(
-    ty: GgmlType,
-    x: &[f32],
-    n_per_row: usize,
-    out: &mut [u8],
-    threads: usize,
-    min_piece: usize,
-) -> Result<(), QuantError> {
-    quantize_split_weighted(ty, x, n_per_row, None, out, threads, min_piece)
 }
 
 fn quantize_split_weighted(
@@ -209,13 +198,7 @@ mod tests {
     fn every_thread_count_gives_the_single_threaded_result() {
         let config = ProptestConfig::with_cases(16);
         proptest!(config, |(seed in any::<u64>(), rows in 1usize..7, threads in 2usize..6)| {
-            let mut s = seed | 1;
-            let mut next = || {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                s
-            };
+            let mut next = crate::xorshift(seed);
             for ty in GgmlType::iter() {
                 let (size, block) = (ty.type_size() as usize, ty.block_size() as usize);
                 // Pieces of one block or row at least, so that small inputs are split too.
@@ -237,7 +220,7 @@ mod tests {
                 let len = x.len() / block * size;
                 let (mut one, mut many) = (vec![0u8; len], vec![0u8; len]);
                 let a = quantize_into(ty, &x, n_per_row, &mut one);
-                let b = quantize_split(ty, &x, n_per_row, &mut many, threads, 1);
+                let b = quantize_split_weighted(ty, &x, n_per_row, None, &mut many, threads, 1);
                 prop_assert_eq!(a.is_ok(), b.is_ok(), "{}", ty);
                 prop_assert!(one == many, "{} quantize, {} threads", ty, threads);
             }

@@ -39,6 +39,8 @@ import os
 import sys
 from pathlib import Path
 
+from gguf_metadata import read_metadata
+
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 
 TEST_SEPARATOR = "\n__ggml_vocab_test__\n"
@@ -160,18 +162,12 @@ def added_token_object(content: str, normalized: bool) -> dict:
 
 
 def read_vocab_gguf(llama_cpp_root: Path, vocab_name: str) -> dict:
-    """The tokenizer fields of `models/ggml-vocab-<vocab_name>.gguf`, read with the tree's gguf-py."""
-    gguf_py = str(Path(llama_cpp_root) / "gguf-py")
-    if gguf_py not in sys.path:
-        sys.path.insert(0, gguf_py)
-    import gguf  # noqa: E402  (the tree's own copy)
-
+    """The tokenizer fields of `models/ggml-vocab-<vocab_name>.gguf`."""
     path = Path(llama_cpp_root) / "models" / f"ggml-vocab-{vocab_name}.gguf"
-    reader = gguf.GGUFReader(path)
+    fields = read_metadata(path)
 
     def get(key, default=None):
-        field = reader.fields.get(key)
-        return default if field is None else field.contents()
+        return fields.get(key, default)
 
     tokens = get("tokenizer.ggml.tokens")
     types = get("tokenizer.ggml.token_type")

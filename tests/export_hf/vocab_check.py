@@ -30,6 +30,8 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "convert_hf"))
+from gguf_metadata import read_metadata  # noqa: E402
 
 SEP = "\n__ggml_vocab_test__\n"
 
@@ -51,13 +53,22 @@ def cases(inp, out):
     return list(zip(texts, ids))
 
 
-def keys(path, tree):
+def keys(path):
+    f = read_metadata(path)
+    return f.get("tokenizer.ggml.model", ""), f.get("tokenizer.ggml.pre", "")
+
+
+def reader_agrees(path, tree):
+    """read_metadata's values equal gguf-py's reader's, key for key, on `path`."""
     sys.path.insert(0, os.path.join(tree, "gguf-py"))
     import gguf  # noqa: E402
 
-    r = gguf.GGUFReader(path)
-    get = lambda k: r.fields[k].contents() if k in r.fields else ""
-    return get("tokenizer.ggml.model"), get("tokenizer.ggml.pre")
+    theirs = {k: f.contents() for k, f in gguf.GGUFReader(path).fields.items()}
+    # the reader also lists the header's own fields
+    theirs = {k: v for k, v in theirs.items() if not k.startswith("GGUF.")}
+    mine = read_metadata(path)
+    assert mine == theirs, (path, sorted(k for k in mine.keys() | theirs.keys()
+                                         if mine.get(k) != theirs.get(k))[:5])
 
 
 # A vocabulary file whose pre-tokenizer no converted tokenizer of its tokens can name.
@@ -103,8 +114,7 @@ class Reconverter:
         self.work = Path(work)
 
     def fields(self, path) -> dict:
-        r = self.gguf.GGUFReader(path)
-        return {k: f.contents() for k, f in r.fields.items()}
+        return read_metadata(path)
 
     def config(self, f: dict) -> dict:
         """A config.json for the converter's class of the file's architecture: the file's own
@@ -228,11 +238,13 @@ def main():
 
     rows, bad, notes, reconverter = [], 0, [], None
     work = tempfile.mkdtemp(prefix="vocab-check-")
-    for gg in sorted(glob.glob(os.path.join(tree, "models/ggml-vocab-*.gguf"))):
+    vocabs = sorted(glob.glob(os.path.join(tree, "models/ggml-vocab-*.gguf")))
+    reader_agrees(min(vocabs, key=os.path.getsize), tree)
+    for gg in vocabs:
         name = os.path.basename(gg)[len("ggml-vocab-") : -len(".gguf")]
         if not os.path.exists(gg + ".inp") or (only and name not in only):
             continue
-        model, pre = keys(gg, tree)
+        model, pre = keys(gg)
         out = os.path.join(work, name)
         p = subprocess.run(
             [binary, "export-hf", gg, "-o", out, "--vocab-only"], capture_output=True, text=True

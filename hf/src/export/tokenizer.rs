@@ -8,18 +8,11 @@ mod pre;
 mod pre_tables;
 
 use crate::error::{Error, Result};
+use crate::vocab::token_type::{BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED, USER_DEFINED};
 use ggufrw::view::{GgufView, ValueRef};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-
-/// Token types of `tokenizer.ggml.token_type` (gguf-py's `TokenType`).
-const NORMAL: i32 = 1;
-const UNKNOWN: i32 = 2;
-const CONTROL: i32 = 3;
-const USER_DEFINED: i32 = 4;
-const UNUSED: i32 = 5;
-const BYTE: i32 = 6;
 
 /// SentencePiece's word-boundary mark.
 const SPACE_MARK: &str = "\u{2581}";
