@@ -136,6 +136,17 @@ impl Hparams {
             .ok_or_else(|| Error::field(&self.path, keys.join("|"), "missing"))
     }
 
+    /// The first of `keys` present and not null, as a bool.
+    pub fn opt_bool(&self, keys: &[&str]) -> Result<Option<bool>> {
+        match self.find(keys) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_bool()
+                .map(Some)
+                .ok_or_else(|| Error::field(&self.path, keys[0], format!("{v} is not a bool"))),
+        }
+    }
+
     /// `hparams["architectures"][0]`.
     pub fn architecture(&self) -> Result<String> {
         let first = |m: &Map<String, Value>| {

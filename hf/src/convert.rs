@@ -494,7 +494,10 @@ fn modify_tensors(
             }
             continue;
         }
-        if let Some(ex) = experts.as_ref().filter(|ex| name.contains(ex.marker)) {
+        let is_expert = |ex: &&Experts| {
+            name.contains(ex.marker) && (ex.unless.is_empty() || !name.contains(ex.unless))
+        };
+        if let Some(ex) = experts.as_ref().filter(is_expert) {
             let Some(bid) = bid else {
                 return Err(Error::reference(format!(
                     "expert tensor {name:?} has no block number"

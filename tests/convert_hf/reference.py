@@ -333,6 +333,44 @@ FIXTURES += [
         name="EXAONE-4.0-Tiny", seed=3434, arch="exaone4", dtype="bfloat16", kv_heads=2,
         bpe="qwen2", extra=dict(sliding_window=64, sliding_window_pattern=4),
     ),
+    # mixtures of experts, experts stored one by one (transformers 4 and 5 save them so)
+    Fixture(
+        name="Mixtral-Tiny-8x-Instruct", seed=7101, arch="mixtral", dtype="bfloat16", kv_heads=2,
+        spm=dict(model_type="bpe", vocab_size=320),
+    ),
+    Fixture(
+        name="OLMoE-Tiny-Instruct", seed=7102, arch="olmoe", dtype="bfloat16", kv_heads=2,
+        bpe="gpt-neox", rms_norm_eps=1e-6,  # the converter writes 1e-5 whatever this says
+    ),
+    Fixture(
+        name="Phi-3.5-MoE-tiny-instruct", seed=7103, arch="phimoe", dtype="bfloat16", kv_heads=2,
+        spm=dict(model_type="bpe", vocab_size=320), architectures="PhiMoEForCausalLM",
+    ),
+    Fixture(
+        name="ERNIE-4.5-Tiny-A1B-PT", seed=7104, arch="ernie4_5_moe", dtype="bfloat16",
+        kv_heads=2, head_dim=16, tie=True, spm=dict(model_type="bpe", vocab_size=320),
+        tokenizer=dict(add_prefix_space=False),
+    ),
+    Fixture(
+        name="dots.llm1.tiny.inst", seed=7105, arch="dots1", dtype="bfloat16", kv_heads=2,
+        head_dim=16, bpe="qwen2",
+    ),
+    Fixture(
+        name="GLM-4.5-Tiny-Air", seed=7106, arch="glm4_moe", dtype="bfloat16", kv_heads=2,
+        head_dim=16, bpe="gpt-2", added=["[gMASK]", "<|user|>", "<|observation|>"],
+        extra=dict(pad_token_id=0),
+        # as transformers 5 saves it: a prediction layer named, its weights not saved (a block
+        # counted, llama.cpp loads the trunk alone)
+        saved_extra=dict(num_nextn_predict_layers=1),
+    ),
+    # transformers 5 only; the reference reads its config.json as it is (4.57 has no class),
+    # where real checkpoints carry the rotated width and the sigmoid routing
+    Fixture(
+        name="MiniMax-M2-Tiny", seed=7107, dtype="bfloat16", tf5="saved", bpe="gpt-2",
+        extra=dict(config_class="MiniMaxM2Config", num_local_experts=4, num_experts_per_tok=2,
+                   head_dim=16, intermediate_size=32),
+        saved_extra=dict(rotary_dim=8, scoring_func="sigmoid"),
+    ),
     Fixture(
         name="ERNIE-4.5-Tiny-PT", seed=3535, arch="ernie4_5", dtype="bfloat16", kv_heads=2,
         head_dim=16, tie=True, spm=dict(model_type="bpe", vocab_size=320),
@@ -865,11 +903,29 @@ def fast_tokenizer(model_file: Path, options: dict):
 
 def build_fixture(fx: Fixture, folder: Path) -> None:
     if fx.tf5 is not None:
-        # transformers 5 is another environment: this script again, run there
+        # transformers 5 is another environment: this script again, run there; a real BPE
+        # vocabulary is built here (vocabs.py) and the model sized to it there
         import subprocess
 
+        env, stage = dict(os.environ), folder.parent / f".{fx.name}.bpe"
+        if fx.bpe is not None:
+            import vocabs
+
+            shutil.rmtree(stage, ignore_errors=True)
+            facts = vocabs.build(fx.bpe, LLAMA_CPP, stage)
+            env["GGUFRW_FIXTURE_VOCAB"] = json.dumps({
+                "vocab_size": facts["config"]["vocab_size"],
+                "bos_token_id": facts["config"].get("bos_token_id"),
+                "eos_token_id": facts["config"].get("eos_token_id")})
         subprocess.run([TF5_PYTHON, __file__, "--build-tf5", fx.name, "--fixture-dir", str(folder)],
-                       check=True, stdout=sys.stderr)
+                       check=True, stdout=sys.stderr, env=env)
+        (folder / ".complete").unlink()  # complete once the files below are in
+        if fx.bpe is not None:
+            for f in stage.iterdir():
+                shutil.copy(f, folder / f.name)
+            shutil.rmtree(stage)
+        saved_config(fx, folder)
+        (folder / ".complete").write_text("")
         return
     import torch
     import transformers
@@ -1016,6 +1072,13 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
         pooling["include_prompt"] = True
         (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling, indent=2) + "\n",
                                                           encoding="utf-8")
+    saved_config(fx, folder)
+    (folder / ".complete").write_text("")
+
+
+def saved_config(fx: Fixture, folder: Path) -> None:
+    """config.json's class and the fields written after saving (`architectures`,
+    `saved_extra`)."""
     if fx.architectures is not None or fx.saved_extra:
         config_path = folder / "config.json"
         config = json.loads(config_path.read_text(encoding="utf-8"))
@@ -1023,7 +1086,6 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
             config["architectures"] = [fx.architectures]
         config.update(fx.saved_extra)
         config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    (folder / ".complete").write_text("")
 
 
 def llama_layout(c: dict, *, prefix="model.", norm_bias=False, attn_bias=False, qk_norm=False,
@@ -1652,11 +1714,18 @@ def tf5_saved(fx: Fixture, folder: Path) -> None:
     import transformers
 
     fields = dict(fx.extra)
-    tok = tf5_tokenizer(folder, fx, gemma=False, keep_model=fields.pop("keep_spm", False))
+    keep_spm = fields.pop("keep_spm", False)
+    if "GGUFRW_FIXTURE_VOCAB" in os.environ:
+        # a BPE vocabulary build_fixture writes beside the model afterwards
+        vocab = json.loads(os.environ["GGUFRW_FIXTURE_VOCAB"])
+    else:
+        tok = tf5_tokenizer(folder, fx, gemma=False, keep_model=keep_spm)
+        vocab = dict(vocab_size=len(tok), bos_token_id=tok.bos_token_id,
+                     eos_token_id=tok.eos_token_id)
     cls = getattr(transformers, fields.pop("config_class"))
-    cfg = cls(vocab_size=len(tok), hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-              bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, **fields)
+    common = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+    cfg = cls(**{**common, **vocab, **fields})
     save_tf5_model(fx, folder, cfg)
 
 
@@ -1711,6 +1780,21 @@ CONFIGS = {
     "qwen3": ("Qwen3Config", {}),
     "qwen2_moe": ("Qwen2MoeConfig", dict(shared_expert_intermediate_size=64)),
     "qwen3_moe": ("Qwen3MoeConfig", {}),
+    "mixtral": ("MixtralConfig", dict(num_local_experts=4, num_experts_per_tok=2)),
+    "olmoe": ("OlmoeConfig", dict(num_experts=4, num_experts_per_tok=2)),
+    "phimoe": ("PhimoeConfig", dict(num_local_experts=4, num_experts_per_tok=2,
+                                    original_max_position_embeddings=256)),
+    # routed and shared experts past a dense first layer, the routing's bias, scale and norm
+    "dots1": ("Dots1Config", dict(
+        n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=32,
+        first_k_dense_replace=1, routed_scaling_factor=2.5, norm_topk_prob=True)),
+    "glm4_moe": ("Glm4MoeConfig", dict(
+        n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=32,
+        first_k_dense_replace=1, routed_scaling_factor=2.5, use_qk_norm=True)),
+    # a dense first layer, then experts with one shared expert
+    "ernie4_5_moe": ("Ernie4_5_MoeConfig", dict(
+        moe_num_experts=4, moe_k=2, moe_intermediate_size=32, moe_num_shared_experts=1,
+        moe_layer_start_index=1, moe_layer_interval=1)),
     "gemma2": ("Gemma2Config", dict(sliding_window=64, query_pre_attn_scalar=16)),
     "gemma3": ("Gemma3TextConfig", dict(sliding_window=64, query_pre_attn_scalar=16)),
     "phi3": ("Phi3Config", dict(original_max_position_embeddings=256, sliding_window=None)),
@@ -1831,6 +1915,12 @@ FAST = {
     "gemma-3-tiny-it__bf16",
     "gemma-3n-tiny-E2B-it__q8_0",
     "jais-family-tiny-chat__f16",
+    # mixtures of experts: Mixtral's names, a shared expert with the routing's bias, GLM's
+    # vocabulary and prediction layer, a class only transformers 5 has
+    "Mixtral-Tiny-8x-Instruct__q8_0",
+    "ERNIE-4.5-Tiny-A1B-PT__auto",
+    "GLM-4.5-Tiny-Air__f16",
+    "MiniMax-M2-Tiny__bf16",
     "Phi-3-tiny-4k-instruct__q8_0",
     "Qwen2.5-Tiny-BPE__f16",
     "Qwen1.5-MoE-Tiny-A1B__auto",

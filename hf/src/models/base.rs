@@ -326,6 +326,9 @@ pub(crate) struct Experts {
     pub count_keys: &'static [&'static str],
     /// What marks an expert tensor's checkpoint name.
     pub marker: &'static str,
+    /// What unmarks it again (Dots1's `shared_experts`, which contains `experts`); empty for
+    /// nothing.
+    pub unless: &'static str,
     /// Expert `{xid}`'s weight `{w}` in block `{bid}`.
     pub expert: &'static str,
     /// The merged tensor's checkpoint name.

@@ -1,6 +1,6 @@
 //! `conversion/ernie.py` (the dense class).
 
-use super::base::{self, Ctx, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, Experts, Rearrange, TextModel, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 
@@ -58,5 +58,82 @@ impl TextModel for Ernie45 {
             }
         }
         Ok(())
+    }
+}
+
+/// `Ernie4_5MoeModel(Ernie4_5Model)`: `Ernie4_5_MoeForCausalLM`.
+pub(crate) struct Ernie45Moe;
+
+impl TextModel for Ernie45Moe {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Ernie45)
+    }
+
+    /// `TextModel`'s (the config's own expert names are not among those it reads), then the
+    /// mixture's keys; the shared experts' width is `intermediate_size // num_key_value_heads`,
+    /// as the reference computes it.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        kv.u32(&k("expert_count"), hp.int(&["moe_num_experts"])? as u32);
+        kv.u32(&k("expert_used_count"), hp.int(&["moe_k"])? as u32);
+        kv.u32(
+            &k("interleave_moe_layer_step"),
+            hp.int(&["moe_layer_interval"])? as u32,
+        );
+        kv.u32(
+            &k("leading_dense_block_count"),
+            hp.int(&["moe_layer_start_index"])? as u32,
+        );
+        if let Some(n) = hp.opt_int(&["moe_intermediate_size"])? {
+            kv.u32(&k("expert_feed_forward_length"), n as u32);
+        }
+        if let Some(shared) = hp.opt_int(&["moe_num_shared_experts"])? {
+            kv.u32(&k("expert_shared_count"), shared as u32);
+            let ff = hp.opt_int(&["intermediate_size"])?;
+            let n_kv = hp.opt_int(&["num_key_value_heads"])?;
+            if let (true, Some(ff), Some(n_kv)) = (shared > 0, ff, n_kv) {
+                if n_kv == 0 {
+                    return Err(Error::field(&hp.path, "num_key_value_heads", "is 0"));
+                }
+                kv.u32(&k("expert_shared_feed_forward_length"), (ff / n_kv) as u32);
+            }
+        }
+        Ok(())
+    }
+
+    /// The multi-token-prediction layers are left out.
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        let mtp = [
+            "model.mtp_block.",
+            "model.mtp_emb_norm.",
+            "model.mtp_hidden_norm.",
+            "model.mtp_linear_proj.",
+        ];
+        let numbered = |prefix: &&str| {
+            name.strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+        };
+        if mtp.iter().any(numbered) {
+            return None;
+        }
+        Ernie45.filter_tensors(cx, name)
+    }
+
+    /// `ModelBase`'s: none of the dense class's splits.
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        base::yield_as(name, Rearrange::default())
+    }
+
+    fn experts(&self) -> Option<Experts> {
+        Some(Experts {
+            count_keys: &["moe_num_experts"],
+            marker: "mlp.experts",
+            unless: "",
+            expert: "model.layers.{bid}.mlp.experts.{xid}.{w}.weight",
+            merged: "model.layers.{bid}.mlp.experts.{w}.weight",
+            weights: ["gate_proj", "up_proj", "down_proj"],
+        })
     }
 }

@@ -1,6 +1,7 @@
 //! `conversion/glm.py` (the text class of GLM-4).
 
-use super::base::{self, Ctx, TextModel};
+use super::base::{self, Ctx, Experts, Rearrange, TextModel, Yields};
+use crate::config::Hparams;
 use crate::error::Result;
 use crate::kv::Kv;
 use crate::vocab::SpecialVocab;
@@ -38,5 +39,94 @@ impl TextModel for Glm4 {
             special.set_special(typ, i);
         }
         special.add_to(kv)
+    }
+}
+
+/// `TextModel._set_vocab_glm`: GPT-2's BPE with its merges, then bos `[gMASK]`, eot
+/// `<|user|>`, unk `<|endoftext|>` and eom `<|observation|>` by their ids among the added
+/// tokens, each where the tokenizer files name none.
+fn glm_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    let added = base::added_vocab(cx)?;
+    base::gpt2_tokens(cx, kv)?;
+    let mut special = SpecialVocab::load(cx.dir, None, true)?;
+    for (typ, token) in [
+        ("bos", "[gMASK]"),
+        ("eot", "<|user|>"),
+        ("unk", "<|endoftext|>"),
+        ("eom", "<|observation|>"),
+    ] {
+        special.set_special(typ, base::added_id(&added, token)?);
+    }
+    special.add_to(kv)
+}
+
+/// `Glm4MoeModel`: `Glm4MoeForCausalLM` (GLM-4.5, 4.6, 4.7).
+pub(crate) struct Glm4Moe;
+
+impl TextModel for Glm4Moe {
+    /// The next-token-prediction layers count as blocks (`--no-mtp` is not offered).
+    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+        let n = hp.int(&["n_layers", "num_hidden_layers", "n_layer", "num_layers"])?;
+        Ok(n + hp.opt_int(&["num_nextn_predict_layers"])?.unwrap_or(0))
+    }
+
+    /// `TextModel`'s keys, then the rotated share of a head, the mixture's keys (its gating
+    /// always sigmoid) and the prediction layers.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let pct = cx
+            .rope()
+            .get("partial_rotary_factor")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.5);
+        let dim = base::head_dim(hp)?;
+        kv.u32(&k("rope.dimension_count"), (dim as f64 * pct) as u32);
+        let counts = [
+            ("n_routed_experts", "expert_count"),
+            ("moe_intermediate_size", "expert_feed_forward_length"),
+            ("n_shared_experts", "expert_shared_count"),
+            ("first_k_dense_replace", "leading_dense_block_count"),
+        ];
+        for (field, key) in counts {
+            if let Some(n) = hp.opt_int(&[field])? {
+                kv.u32(&k(key), n as u32);
+            }
+        }
+        kv.u32(&k("expert_gating_func"), 2);
+        if let Some(scale) = hp.opt_float(&["routed_scaling_factor"])? {
+            kv.f32(&k("expert_weights_scale"), scale);
+        }
+        if let Some(norm) = hp.opt_bool(&["norm_topk_prob"])? {
+            kv.bool(&k("expert_weights_norm"), norm);
+        }
+        if let Some(n) = hp.opt_int(&["num_nextn_predict_layers"])? {
+            kv.u32(&k("nextn_predict_layers"), n as u32);
+        }
+        Ok(())
+    }
+
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        let name = match name {
+            "model.embed_tokens.weight" => "token_embd.weight",
+            _ => name,
+        };
+        base::yield_as(name, Rearrange::default())
+    }
+
+    fn experts(&self) -> Option<Experts> {
+        Some(Experts {
+            count_keys: &["n_routed_experts"],
+            marker: "mlp.experts",
+            unless: "",
+            expert: "model.layers.{bid}.mlp.experts.{xid}.{w}.weight",
+            merged: "model.layers.{bid}.mlp.experts.{w}.weight",
+            weights: ["down_proj", "gate_proj", "up_proj"],
+        })
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        glm_vocab(cx, kv)
     }
 }

@@ -1,6 +1,6 @@
 //! `conversion/llama.py`.
 
-use super::base::{self, Ctx, LateInt, Rearrange, ScalarKey, TextModel, Yields};
+use super::base::{self, Ctx, Experts, LateInt, Rearrange, ScalarKey, TextModel, Yields};
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
@@ -119,6 +119,19 @@ impl TextModel for Llama {
 
     fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {
         llama3_rope_freqs(cx, 8.0)
+    }
+
+    /// Mixtral's (`block_sparse_moe.experts.{xid}.w{1,2,3}`), counted by `num_local_experts`
+    /// alone.
+    fn experts(&self) -> Option<Experts> {
+        Some(Experts {
+            count_keys: &["num_local_experts"],
+            marker: "block_sparse_moe.experts",
+            unless: "",
+            expert: "model.layers.{bid}.block_sparse_moe.experts.{xid}.{w}.weight",
+            merged: "layers.{bid}.feed_forward.experts.{w}.weight",
+            weights: ["w1", "w2", "w3"],
+        })
     }
 
     /// An EAGLE-3 draft's is its target's (read with the draft's config).
@@ -282,11 +295,6 @@ impl TextModel for Apertus {
 
 /// The head count of `LlamaModel.permute` for a q or k projection.
 fn permutation(cx: &Ctx, name: &str) -> Result<Option<u64>> {
-    if name.contains("block_sparse_moe.experts") {
-        return Err(Error::not_yet(format!(
-            "{name}: Mixtral's experts are not converted yet"
-        )));
-    }
     let hp = cx.hp();
     let n_head = hp.int(&["n_heads", "num_attention_heads"])?;
     let n_kv = hp.int(&["n_kv_heads", "num_key_value_heads"])?;

@@ -14,6 +14,7 @@ mod chatglm;
 mod codeshell;
 mod command_r;
 mod deci;
+mod dots1;
 mod dream;
 mod ernie;
 mod exaone;
@@ -29,6 +30,7 @@ mod llada;
 mod llama;
 mod maincoder;
 mod minicpm;
+mod minimax;
 mod mistral3;
 mod mpt;
 mod nanbeige;
@@ -63,6 +65,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("LlamaForCausalLM", &tables::LLAMA, &llama::Llama),
     ("LlamaModel", &tables::LLAMA, &llama::Llama),
     ("MistralForCausalLM", &tables::LLAMA, &llama::Llama),
+    ("MixtralForCausalLM", &tables::LLAMA, &llama::Llama),
     ("IQuestCoderForCausalLM", &tables::LLAMA, &llama::Llama),
     ("VLlama3ForCausalLM", &tables::LLAMA, &llama::Llama),
     ("ArceeForCausalLM", &tables::ARCEE, &llama::Arcee),
@@ -80,6 +83,12 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Qwen3Model", &tables::QWEN3, &qwen::Qwen3),
     ("Qwen2MoeForCausalLM", &tables::QWEN2MOE, &qwen::Qwen2Moe),
     ("Qwen3MoeForCausalLM", &tables::QWEN3MOE, &qwen::Qwen2Moe),
+    ("Dots1ForCausalLM", &tables::DOTS1, &dots1::Dots1),
+    (
+        "MiniMaxM2ForCausalLM",
+        &tables::MINIMAXM2,
+        &minimax::MiniMaxM2,
+    ),
     ("GemmaForCausalLM", &tables::GEMMA, &gemma::Gemma),
     ("Gemma2ForCausalLM", &tables::GEMMA2, &gemma::Gemma2),
     ("Gemma3ForCausalLM", &tables::GEMMA3, &gemma::Gemma3),
@@ -114,6 +123,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
     ("PhiForCausalLM", &tables::PHI2, &phi::Phi2),
     ("Phi3ForCausalLM", &tables::PHI3, &phi::Phi3),
+    ("PhiMoEForCausalLM", &tables::PHIMOE, &phi::PhiMoe),
     ("GraniteForCausalLM", &tables::GRANITE, &granite::Granite),
     (
         "GraniteSWAForCausalLM",
@@ -122,6 +132,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
     ("OlmoForCausalLM", &tables::OLMO, &olmo::Olmo),
     ("OLMoForCausalLM", &tables::OLMO, &olmo::Olmo),
+    ("OlmoeForCausalLM", &tables::OLMOE, &olmo::Olmoe),
     ("Olmo2ForCausalLM", &tables::OLMO2, &olmo::Olmo2),
     ("Olmo3ForCausalLM", &tables::OLMO2, &olmo::Olmo2),
     ("SeedOssForCausalLM", &tables::SEED_OSS, &base::Text),
@@ -142,6 +153,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Ernie4_5ForCausalLM", &tables::ERNIE4_5, &ernie::Ernie45),
     ("Ernie4_5_ForCausalLM", &tables::ERNIE4_5, &ernie::Ernie45),
     (
+        "Ernie4_5_MoeForCausalLM",
+        &tables::ERNIE4_5_MOE,
+        &ernie::Ernie45Moe,
+    ),
+    (
         "NemotronForCausalLM",
         &tables::NEMOTRON,
         &nemotron::Nemotron,
@@ -154,6 +170,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("GPT2LMHeadModel", &tables::GPT2, &gptneox::Gpt2),
     ("RuGPT3XLForCausalLM", &tables::GPT2, &gptneox::RuGpt3Xl),
     ("Glm4ForCausalLM", &tables::GLM4, &glm::Glm4),
+    ("Glm4MoeForCausalLM", &tables::GLM4_MOE, &glm::Glm4Moe),
     ("GlmForCausalLM", &tables::CHATGLM, &chatglm::ChatGlm),
     (
         "HunYuanDenseV1ForCausalLM",

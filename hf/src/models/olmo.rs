@@ -1,6 +1,6 @@
 //! `conversion/olmo.py`.
 
-use super::base::{self, Ctx, TextModel, Yields};
+use super::base::{self, Ctx, Experts, TextModel, Yields};
 use crate::error::Result;
 use crate::kv::Kv;
 
@@ -45,5 +45,21 @@ impl TextModel for Olmo2 {
             kv.bools(&cx.key("attention.sliding_window_pattern"), pattern);
         }
         Ok(())
+    }
+}
+
+/// `OlmoeModel`: `OlmoeForCausalLM`, Qwen's experts under OLMo's names.
+pub(crate) struct Olmoe;
+
+impl TextModel for Olmoe {
+    /// The RMS epsilon is 1e-5 whatever the config says (written over `TextModel`'s, in place).
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::set_gguf_parameters(cx, kv)?;
+        kv.f32(&cx.key("attention.layer_norm_rms_epsilon"), 1e-5);
+        Ok(())
+    }
+
+    fn experts(&self) -> Option<Experts> {
+        Some(super::qwen::qwen_experts())
     }
 }

@@ -1,6 +1,6 @@
 //! `conversion/phi.py`.
 
-use super::base::{self, Ctx, TextModel};
+use super::base::{self, Ctx, Experts, TextModel};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::vocab;
@@ -122,5 +122,36 @@ impl TextModel for Phi3 {
         }
         let v = vocab::sentencepiece_phi3(cx.dir, cx.hp().opt_int(&["vocab_size"])?)?;
         base::llama_vocab(cx, kv, v)
+    }
+}
+
+/// `PhiMoeModel(Phi3MiniModel)`: `PhiMoEForCausalLM`, Phi-3 with Mixtral's experts.
+pub(crate) struct PhiMoe;
+
+impl TextModel for PhiMoe {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Phi3)
+    }
+
+    /// Phi-3's, then the used count before the count.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Phi3.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let used = hp.int(&["num_experts_per_tok", "num_experts_per_token"])?;
+        kv.u32(&cx.key("expert_used_count"), used as u32);
+        let n = hp.int(&["num_local_experts", "num_experts"])?;
+        kv.u32(&cx.key("expert_count"), n as u32);
+        Ok(())
+    }
+
+    fn experts(&self) -> Option<Experts> {
+        Some(Experts {
+            count_keys: &["num_local_experts", "num_experts"],
+            marker: "block_sparse_moe.experts",
+            unless: "",
+            expert: "model.layers.{bid}.block_sparse_moe.experts.{xid}.{w}.weight",
+            merged: "model.layers.{bid}.block_sparse_moe.experts.{w}.weight",
+            weights: ["w1", "w2", "w3"],
+        })
     }
 }

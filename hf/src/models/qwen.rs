@@ -48,11 +48,12 @@ impl TextModel for Qwen3 {
     }
 }
 
-/// The experts of Qwen's mixtures (`mlp.experts.{xid}.{w}`).
-fn qwen_experts() -> Experts {
+/// The experts of Qwen's mixtures (`mlp.experts.{xid}.{w}`), also OLMoE's (copied from them).
+pub(crate) fn qwen_experts() -> Experts {
     Experts {
         count_keys: &["num_local_experts", "num_experts"],
         marker: "experts",
+        unless: "",
         expert: "model.layers.{bid}.mlp.experts.{xid}.{w}.weight",
         merged: "model.layers.{bid}.mlp.experts.{w}.weight",
         weights: ["down_proj", "gate_proj", "up_proj"],
@@ -60,7 +61,7 @@ fn qwen_experts() -> Experts {
 }
 
 /// What `Qwen2MoeModel.set_gguf_parameters` adds.
-fn moe_parameters(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+pub(crate) fn moe_parameters(cx: &Ctx, kv: &mut Kv) -> Result<()> {
     base::set_gguf_parameters(cx, kv)?;
     let hp = cx.hp();
     if let Some(n) = hp.opt_int(&["moe_intermediate_size"])? {
