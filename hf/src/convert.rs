@@ -516,6 +516,26 @@ fn modify_tensors(
             continue;
         }
         for (name, mut change) in model.modify_tensors(cx, name, &e.shape)? {
+            if let Some(view) = change.view {
+                let alone = Rearrange {
+                    view: Some(view),
+                    ..Rearrange::default()
+                };
+                let fits = view.last().is_some_and(|last| last < e.numel());
+                if change != alone || !fits {
+                    return Err(Error::field(
+                        &ckpt.parts[e.part].path,
+                        format!("{}.shape", e.name),
+                        format!("{:?} cannot be read as {:?}", e.shape, view.shape()),
+                    ));
+                }
+                let src = Src::Entry {
+                    index: *index,
+                    change,
+                };
+                yielded.push((name, bid, src, e.dtype, view.shape()));
+                continue;
+            }
             let mut shape = e.shape.clone();
             if let Some((a, b)) = change.rows.as_mut() {
                 // A slice past the end stops at it, as Python's does.
@@ -944,6 +964,9 @@ struct Segment<'a> {
 impl Segment<'_> {
     /// The rows of the output (a transposed tensor's are its stored columns).
     fn out_rows(&self) -> u64 {
+        if let Some(v) = self.change.view {
+            return v.axes[0].0 * v.axes[1].0;
+        }
         if self.change.transpose {
             self.row_len
         } else {
@@ -953,6 +976,9 @@ impl Segment<'_> {
 
     /// The elements of an output row.
     fn out_row_len(&self) -> u64 {
+        if let Some(v) = self.change.view {
+            return v.axes[2].0;
+        }
         if self.change.transpose {
             self.rows
         } else {
@@ -973,6 +999,18 @@ impl Segment<'_> {
         let mut f32s: Vec<f32> = Vec::new();
         let mut raw16: Vec<u8> = Vec::new();
         for r in rows {
+            if let Some(v) = self.change.view {
+                let mut row = Vec::with_capacity((v.axes[2].0 * w) as usize);
+                for j in 0..v.axes[2].0 {
+                    let a = (v.element(r, j) * w) as usize;
+                    row.extend_from_slice(&self.bytes[a..a + w as usize]);
+                }
+                match keep16 {
+                    true => raw16.extend_from_slice(&row),
+                    false => widen(self.dtype, &row, &mut f32s),
+                }
+                continue;
+            }
             if self.change.transpose {
                 // Output row r is stored column r: one element of each stored row.
                 let mut column = Vec::with_capacity((self.rows * w) as usize);
@@ -1116,7 +1154,10 @@ fn rows_source<'a>(
         let group = (PIECE_ELEMENTS * threads as u64 / segment.out_row_len().max(1)).max(1);
         let end = (start + group).min(rows);
         let converted = segment.convert_on(start..end, threads);
-        if segment.change.order == Order::Stored && !segment.change.transpose {
+        if segment.change.order == Order::Stored
+            && !segment.change.transpose
+            && segment.change.view.is_none()
+        {
             let first = segment.first;
             // Padding rows past the stored ones have no pages.
             let stored = |r: u64| first + r.min(segment.rows);

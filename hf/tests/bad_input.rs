@@ -227,12 +227,14 @@ fn a_class_the_reference_converts_is_refused_naming_its_module() {
     let config = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
     std::fs::write(
         dir.path().join("config.json"),
-        config.replace("LlamaForCausalLM", "DbrxForCausalLM"),
+        config.replace("LlamaForCausalLM", "ArcticForCausalLM"),
     )
     .unwrap();
     let e = refused(dir.path());
     assert!(
-        e.contains("DbrxForCausalLM") && e.contains("conversion/dbrx.py") && e.contains("--list"),
+        e.contains("ArcticForCausalLM")
+            && e.contains("conversion/arctic.py")
+            && e.contains("--list"),
         "{e}"
     );
 }
@@ -290,4 +292,55 @@ fn a_draft_without_its_target_is_refused_naming_the_option() {
     .unwrap();
     let e = refused(dir.path());
     assert!(e.contains("--target-model-dir"), "{e}");
+}
+
+/// The tiny checkpoint's config.json rewritten as a mixture of experts of class `class`.
+fn as_mixture(dir: &Path, class: &str) {
+    let config = format!(
+        r#"{{"architectures": ["{class}"], "hidden_size": 8, "intermediate_size": 16,
+        "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 2,
+        "vocab_size": 4, "max_position_embeddings": 32, "rms_norm_eps": 1e-5,
+        "num_local_experts": 2, "num_experts_per_tok": 1}}"#
+    );
+    std::fs::write(dir.join("config.json"), config).unwrap();
+}
+
+#[test]
+fn an_expert_missing_from_a_block_is_refused_naming_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = llama_tensors();
+    let experts = [
+        "model.layers.0.block_sparse_moe.experts.0.w1.weight",
+        "model.layers.0.block_sparse_moe.experts.0.w2.weight",
+        "model.layers.0.block_sparse_moe.experts.0.w3.weight",
+        "model.layers.0.block_sparse_moe.experts.1.w1.weight",
+        "model.layers.0.block_sparse_moe.experts.1.w3.weight",
+    ];
+    t.extend(experts.iter().map(|n| (*n, "F32", vec![16, 8])));
+    checkpoint(dir.path(), &t);
+    as_mixture(dir.path(), "MixtralForCausalLM");
+    let e = refused(dir.path());
+    assert!(
+        e.contains("Unprocessed experts") && e.contains("experts.1.w1.weight"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_packed_expert_tensor_of_the_wrong_shape_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = llama_tensors();
+    // gate and up of 16 rows each would be 32 rows an expert
+    t.push((
+        "model.layers.0.block_sparse_moe.input_linear.weight",
+        "F32",
+        vec![2, 30, 8],
+    ));
+    checkpoint(dir.path(), &t);
+    as_mixture(dir.path(), "GraniteMoeForCausalLM");
+    let e = refused(dir.path());
+    assert!(
+        e.contains("input_linear") && e.contains("intermediate_size"),
+        "{e}"
+    );
 }

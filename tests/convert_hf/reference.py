@@ -371,6 +371,54 @@ FIXTURES += [
                    head_dim=16, intermediate_size=32),
         saved_extra=dict(rotary_dim=8, scoring_func="sigmoid"),
     ),
+    # experts stored packed: Granite's gate and up fused along each expert's rows
+    Fixture(
+        name="granite-3.1-tiny-a800m-instruct", seed=7108, arch="granitemoe", dtype="bfloat16",
+        kv_heads=2, tie=True, bpe="starcoder",
+        extra=dict(attention_multiplier=0.0625, embedding_multiplier=12.0,
+                   residual_multiplier=0.22, logits_scaling=8.0),
+    ),
+    Fixture(
+        name="granite-moe-shared-tiny", seed=7109, arch="granitemoeshared", dtype="float16",
+        kv_heads=2, tie=True, bpe="starcoder",
+        extra=dict(attention_multiplier=0.0625, embedding_multiplier=12.0,
+                   residual_multiplier=0.22, logits_scaling=8.0, shared_intermediate_size=48),
+    ),
+    # gpt-oss as transformers saves it in bf16 (OpenAI's MXFP4 checkpoints are refused):
+    # gate and up interleaved in one packed tensor, expert biases, attention sinks, YaRN
+    Fixture(
+        name="gpt-oss-tiny", seed=7110, arch="gpt_oss", dtype="bfloat16", kv_heads=2,
+        head_dim=16, bpe="gpt-2",
+    ),
+    # Llama 4's text: top-1 experts on every other layer beside a shared expert, packed and
+    # transposed; the dense layers' width is intermediate_size_mlp
+    Fixture(
+        name="Llama-4-Tiny-16E-Instruct", seed=7111, arch="llama4_text", dtype="bfloat16",
+        kv_heads=2, head_dim=16, bpe="llama-bpe",
+    ),
+    # DBRX: its own config names, experts stored flat ([experts · ffn, hidden], no .weight),
+    # every matrix the output type (the router too)
+    Fixture(
+        name="dbrx-tiny-instruct", seed=7112, arch="dbrx", dtype="bfloat16", bpe="gpt-2",
+        custom=True,
+        extra=dict(d_model=64, n_heads=4, n_layers=2, max_seq_len=256,
+                   attn_config=dict(kv_n_heads=2, clip_qkv=8.0, rope_theta=500000.0),
+                   ffn_config=dict(ffn_hidden_size=32, moe_num_experts=4, moe_top_k=2)),
+    ),
+    # DeepSeek's latent attention (kv_b_proj split per head; the reference needs as many kv
+    # heads as heads in the config) beside routed and shared experts; V2 without a q
+    # compression, V3 with one, routing groups and YaRN
+    Fixture(
+        name="DeepSeek-V2-Tiny-Lite-Chat", seed=7113, arch="deepseek_v2", dtype="bfloat16",
+        kv_heads=4, bpe="deepseek-llm",
+    ),
+    Fixture(
+        name="DeepSeek-V3-Tiny", seed=7114, arch="deepseek_v3", dtype="bfloat16", kv_heads=4,
+        bpe="deepseek-llm",
+        extra=dict(rope_scaling={"type": "yarn", "factor": 40.0, "original_max_position_embeddings": 64,
+                                 "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0,
+                                 "mscale_all_dim": 1.0}),
+    ),
     Fixture(
         name="ERNIE-4.5-Tiny-PT", seed=3535, arch="ernie4_5", dtype="bfloat16", kv_heads=2,
         head_dim=16, tie=True, spm=dict(model_type="bpe", vocab_size=320),
@@ -1784,6 +1832,22 @@ CONFIGS = {
     "olmoe": ("OlmoeConfig", dict(num_experts=4, num_experts_per_tok=2)),
     "phimoe": ("PhimoeConfig", dict(num_local_experts=4, num_experts_per_tok=2,
                                     original_max_position_embeddings=256)),
+    "granitemoe": ("GraniteMoeConfig", dict(num_local_experts=4, num_experts_per_tok=2)),
+    "granitemoeshared": ("GraniteMoeSharedConfig", dict(num_local_experts=4, num_experts_per_tok=2)),
+    "gpt_oss": ("GptOssConfig", dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=64)),
+    "llama4_text": ("Llama4TextConfig", dict(
+        num_local_experts=4, num_experts_per_tok=1, intermediate_size=32, intermediate_size_mlp=96,
+        interleave_moe_layer_step=2, use_qk_norm=True)),
+    "dbrx": ("DbrxConfig", {}),
+    "deepseek_v2": ("DeepseekV2Config", dict(
+        n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=32,
+        first_k_dense_replace=1, kv_lora_rank=32, q_lora_rank=None, qk_nope_head_dim=16,
+        qk_rope_head_dim=8, v_head_dim=16)),
+    "deepseek_v3": ("DeepseekV3Config", dict(
+        n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=32,
+        first_k_dense_replace=1, kv_lora_rank=32, q_lora_rank=48, qk_nope_head_dim=16,
+        qk_rope_head_dim=8, v_head_dim=16, n_group=2, topk_group=1, routed_scaling_factor=2.5,
+        norm_topk_prob=True)),
     # routed and shared experts past a dense first layer, the routing's bias, scale and norm
     "dots1": ("Dots1Config", dict(
         n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=32,
@@ -1921,6 +1985,9 @@ FAST = {
     "ERNIE-4.5-Tiny-A1B-PT__auto",
     "GLM-4.5-Tiny-Air__f16",
     "MiniMax-M2-Tiny__bf16",
+    # packed experts read through strided views
+    "gpt-oss-tiny__q8_0",
+    "DeepSeek-V3-Tiny__auto",
     "Phi-3-tiny-4k-instruct__q8_0",
     "Qwen2.5-Tiny-BPE__f16",
     "Qwen1.5-MoE-Tiny-A1B__auto",

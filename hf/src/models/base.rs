@@ -129,6 +129,58 @@ pub(crate) struct Rearrange {
     /// Rows of zeros appended up to this many rows (Gemma 3n's embeddings padded to the
     /// vocabulary); 0 or fewer than stored: none.
     pub pad_to: u64,
+    /// The output read through a strided view of the stored elements instead (a split along
+    /// an inner axis, a batched transpose, every other row): alone, with no other change.
+    pub view: Option<View>,
+}
+
+/// Output element `(a, b, c)` is stored element `offset + a·s0 + b·s1 + c·s2` of the
+/// tensor's elements in storage order, for `axes = [(n0, s0), (n1, s1), (n2, s2)]`: what a
+/// chain of torch's `view`, `transpose` and slicing makes of a contiguous tensor, read
+/// without copying it first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct View {
+    /// The first element read.
+    pub offset: u64,
+    /// Each output axis, outermost first: its length and the stored elements between
+    /// neighbours along it. The last is a row of the output.
+    pub axes: [(u64, u64); 3],
+    /// The output has three axes, or two (the first two merged: `n0 · n1` rows).
+    pub three: bool,
+}
+
+impl View {
+    /// The output's shape, outermost first.
+    pub fn shape(&self) -> Vec<u64> {
+        let [(n0, _), (n1, _), (n2, _)] = self.axes;
+        match self.three {
+            true => vec![n0, n1, n2],
+            false => vec![n0 * n1, n2],
+        }
+    }
+
+    /// The last stored element read, or `None` when the view is empty.
+    pub fn last(&self) -> Option<u64> {
+        self.axes.iter().try_fold(self.offset, |at, &(n, s)| {
+            n.checked_sub(1).map(|k| at + k * s)
+        })
+    }
+
+    /// Stored element `j` of output row `r`.
+    pub fn element(&self, r: u64, j: u64) -> u64 {
+        let [(_, s0), (n1, s1), (_, s2)] = self.axes;
+        self.offset + (r / n1) * s0 + (r % n1) * s1 + j * s2
+    }
+
+    /// `[n, rows, cols]` of a contiguous `[n, 2 * part, cols]` tensor's half `half` (0, 1)
+    /// along its middle axis: `split(part, dim=-2)`.
+    pub fn middle_half(n: u64, part: u64, cols: u64, half: u64) -> View {
+        View {
+            offset: half * part * cols,
+            axes: [(n, 2 * part * cols), (part, cols), (cols, 1)],
+            three: true,
+        }
+    }
 }
 
 /// The order of a tensor's rows (along its first axis) in the output: each a reshape and a
@@ -338,7 +390,7 @@ pub(crate) struct Experts {
 }
 
 /// `tensor_force_quant`'s answer other than `False`.
-// No class converted yet overrides `tensor_force_quant`; granite.py, glm.py and nemotron.py do.
+// `Type` is for the classes that force one (granite.py, glm.py, nemotron.py): none yet.
 #[allow(dead_code)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Force {

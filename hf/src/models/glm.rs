@@ -116,14 +116,7 @@ impl TextModel for Glm4Moe {
     }
 
     fn experts(&self) -> Option<Experts> {
-        Some(Experts {
-            count_keys: &["n_routed_experts"],
-            marker: "mlp.experts",
-            unless: "",
-            expert: "model.layers.{bid}.mlp.experts.{xid}.{w}.weight",
-            merged: "model.layers.{bid}.mlp.experts.{w}.weight",
-            weights: ["down_proj", "gate_proj", "up_proj"],
-        })
+        Some(super::deepseek::routed_experts())
     }
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {

@@ -1,9 +1,11 @@
-//! `conversion/granite.py` (the dense classes).
+//! `conversion/granite.py` (the dense classes and the mixtures of experts).
 
-use super::base::{self, Ctx, TextModel};
+use super::base::{self, Ctx, Experts, Rearrange, TextModel, View, Yields};
 use super::llama::Llama;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kv::Kv;
+use crate::names::format_name;
+use crate::tables::Tensor;
 
 /// `GraniteModel(LlamaModel)`.
 pub(crate) struct Granite;
@@ -93,5 +95,85 @@ impl TextModel for GraniteSwa {
             }
         }
         Ok(())
+    }
+}
+
+/// `GraniteMoeModel(GraniteModel)`: `GraniteMoeForCausalLM`, `GraniteMoeSharedForCausalLM`.
+/// The experts' gate and up are stored fused (`input_linear`, `[experts, 2·ffn, hidden]`),
+/// as is the shared expert's (`[2·shared, hidden]`).
+pub(crate) struct GraniteMoe;
+
+impl TextModel for GraniteMoe {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Granite)
+    }
+
+    /// Granite's keys, then the shared expert's width where it is set.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Granite.set_gguf_parameters(cx, kv)?;
+        let shared = cx.hp().opt_int(&["shared_intermediate_size"])?;
+        if let Some(n) = shared.filter(|&n| n != 0) {
+            kv.u32(&cx.key("expert_shared_feed_forward_length"), n as u32);
+        }
+        Ok(())
+    }
+
+    /// The fused gate/up cut in two along their rows (within each expert), under GGUF names;
+    /// without routed experts the shared expert is the block's feed-forward.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let hp = cx.hp();
+        let bid = base::block_of(name);
+        let gguf = |t: Tensor| format_name(t, bid, ".weight");
+        let fused = |key: &str| -> Result<u64> {
+            let part = hp.int(&[key])?;
+            match shape.len() >= 2 && shape[shape.len() - 2] == 2 * part {
+                true => Ok(part),
+                false => Err(Error::field(
+                    &hp.path,
+                    key,
+                    format!("{name} is {shape:?}: not two halves of {part} rows"),
+                )),
+            }
+        };
+        if name.ends_with("block_sparse_moe.input_linear.weight") {
+            let ff = fused("intermediate_size")?;
+            let [n, _, cols] = shape[..] else {
+                return Err(Error::field(
+                    &hp.path,
+                    "intermediate_size",
+                    format!("{name} is {shape:?}, not [experts, rows, columns]"),
+                ));
+            };
+            let half = |h| Rearrange {
+                view: Some(View::middle_half(n, ff, cols, h)),
+                ..Rearrange::default()
+            };
+            return Ok(vec![
+                (gguf(Tensor::FFN_GATE_EXP), half(0)),
+                (gguf(Tensor::FFN_UP_EXP), half(1)),
+            ]);
+        }
+        let has_experts = hp.opt_int(&["num_local_experts"])?.is_some_and(|n| n != 0);
+        if name.ends_with("shared_mlp.input_linear.weight") {
+            let s = fused("shared_intermediate_size")?;
+            let rows = |a, b| Rearrange {
+                rows: Some((a, b)),
+                ..Rearrange::default()
+            };
+            let (gate, up) = match has_experts {
+                true => (Tensor::FFN_GATE_SHEXP, Tensor::FFN_UP_SHEXP),
+                false => (Tensor::FFN_GATE, Tensor::FFN_UP),
+            };
+            return Ok(vec![(gguf(gate), rows(0, s)), (gguf(up), rows(s, 2 * s))]);
+        }
+        if !has_experts && name.ends_with("shared_mlp.output_linear.weight") {
+            return base::yield_as(&gguf(Tensor::FFN_DOWN), Rearrange::default());
+        }
+        Granite.modify_tensors(cx, name, shape)
+    }
+
+    /// None stored one by one (Mixtral's, which Llama has, are not Granite's).
+    fn experts(&self) -> Option<Experts> {
+        None
     }
 }

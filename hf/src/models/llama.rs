@@ -1,6 +1,6 @@
 //! `conversion/llama.py`.
 
-use super::base::{self, Ctx, Experts, LateInt, Rearrange, ScalarKey, TextModel, Yields};
+use super::base::{self, Ctx, Experts, LateInt, Rearrange, ScalarKey, TextModel, View, Yields};
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
@@ -392,4 +392,98 @@ pub(crate) fn llama3_factors(
         out.push(v);
     }
     out
+}
+
+/// `Llama4Model(LlamaModel)`: `Llama4ForCausalLM` (the text of Llama 4); no q/k permutation,
+/// GPT-2's BPE, experts stored packed and transposed.
+pub(crate) struct Llama4;
+
+impl TextModel for Llama4 {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Llama)
+    }
+
+    /// `intermediate_size` is the experts' width and `intermediate_size_mlp` the dense
+    /// layers': the reference swaps them back.
+    fn init_hparams(&self, class: &str, hp: &mut Hparams) {
+        Llama.init_hparams(class, hp);
+        let moe = hp.map.get("intermediate_size").cloned();
+        if let (Some(moe), Some(mlp)) = (moe, hp.map.get("intermediate_size_mlp").cloned()) {
+            hp.map.insert("intermediate_size_moe".into(), moe);
+            hp.map.insert("intermediate_size".into(), mlp);
+        }
+    }
+
+    /// Llama's keys, then the interleaving of expert layers, the experts' width, and no
+    /// sliding window where every layer attends fully.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let hp = cx.hp();
+        if !hp.map.contains_key("intermediate_size_moe") {
+            return Err(Error::field(&hp.path, "intermediate_size_mlp", "missing"));
+        }
+        Llama.set_gguf_parameters(cx, kv)?;
+        let step = hp.int(&["interleave_moe_layer_step"])?;
+        kv.u32(&cx.key("interleave_moe_layer_step"), step as u32);
+        let ff = hp.int(&["intermediate_size_moe"])?;
+        kv.u32(&cx.key("expert_feed_forward_length"), ff as u32);
+        if let Some(Value::Array(types)) = hp.map.get("layer_types") {
+            if types.iter().all(|t| t.as_str() == Some("full_attention")) {
+                kv.u32(&cx.key("attention.sliding_window"), 0);
+            }
+        }
+        Ok(())
+    }
+
+    /// The experts' `gate_up_proj` (`[experts, hidden, 2·ffn]`) transposed and cut into gate
+    /// and up; their `down_proj` (`[experts, ffn, hidden]`) transposed.
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let view = |v: View| Rearrange {
+            view: Some(v),
+            ..Rearrange::default()
+        };
+        let packed = || match shape[..] {
+            [n, rows, cols] => Ok((n, rows, cols)),
+            _ => Err(Error::reference(format!(
+                "{name} is {shape:?}, not the packed experts' shape"
+            ))),
+        };
+        if name.contains("gate_up_proj") {
+            let (n, hidden, two_ff) = packed()?;
+            let ff = two_ff / 2;
+            let half = |offset| View {
+                offset,
+                axes: [(n, hidden * two_ff), (ff, 1), (hidden, two_ff)],
+                three: true,
+            };
+            return Ok(vec![
+                (
+                    name.replace("gate_up_proj", "gate_proj.weight"),
+                    view(half(0)),
+                ),
+                (
+                    name.replace("gate_up_proj", "up_proj.weight"),
+                    view(half(ff)),
+                ),
+            ]);
+        }
+        if name.ends_with("down_proj") {
+            let (n, ff, hidden) = packed()?;
+            let t = View {
+                offset: 0,
+                axes: [(n, ff * hidden), (hidden, 1), (ff, hidden)],
+                three: true,
+            };
+            return base::yield_as(&format!("{name}.weight"), view(t));
+        }
+        base::yield_as(name, Rearrange::default())
+    }
+
+    /// None stored one by one.
+    fn experts(&self) -> Option<Experts> {
+        None
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::gpt2(cx, kv)
+    }
 }

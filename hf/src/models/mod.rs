@@ -13,13 +13,16 @@ mod chameleon;
 mod chatglm;
 mod codeshell;
 mod command_r;
+mod dbrx;
 mod deci;
+mod deepseek;
 mod dots1;
 mod dream;
 mod ernie;
 mod exaone;
 mod gemma;
 mod glm;
+mod gpt_oss;
 mod gptneox;
 mod granite;
 mod hrm_text;
@@ -66,6 +69,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("LlamaModel", &tables::LLAMA, &llama::Llama),
     ("MistralForCausalLM", &tables::LLAMA, &llama::Llama),
     ("MixtralForCausalLM", &tables::LLAMA, &llama::Llama),
+    ("Llama4ForCausalLM", &tables::LLAMA4, &llama::Llama4),
     ("IQuestCoderForCausalLM", &tables::LLAMA, &llama::Llama),
     ("VLlama3ForCausalLM", &tables::LLAMA, &llama::Llama),
     ("ArceeForCausalLM", &tables::ARCEE, &llama::Arcee),
@@ -83,7 +87,19 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Qwen3Model", &tables::QWEN3, &qwen::Qwen3),
     ("Qwen2MoeForCausalLM", &tables::QWEN2MOE, &qwen::Qwen2Moe),
     ("Qwen3MoeForCausalLM", &tables::QWEN3MOE, &qwen::Qwen2Moe),
+    ("DbrxForCausalLM", &tables::DBRX, &dbrx::Dbrx),
+    (
+        "DeepseekV2ForCausalLM",
+        &tables::DEEPSEEK2,
+        &deepseek::DeepseekV2,
+    ),
+    (
+        "DeepseekV3ForCausalLM",
+        &tables::DEEPSEEK2,
+        &deepseek::DeepseekV2,
+    ),
     ("Dots1ForCausalLM", &tables::DOTS1, &dots1::Dots1),
+    ("GptOssForCausalLM", &tables::GPT_OSS, &gpt_oss::GptOss),
     (
         "MiniMaxM2ForCausalLM",
         &tables::MINIMAXM2,
@@ -125,6 +141,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Phi3ForCausalLM", &tables::PHI3, &phi::Phi3),
     ("PhiMoEForCausalLM", &tables::PHIMOE, &phi::PhiMoe),
     ("GraniteForCausalLM", &tables::GRANITE, &granite::Granite),
+    (
+        "GraniteMoeForCausalLM",
+        &tables::GRANITE_MOE,
+        &granite::GraniteMoe,
+    ),
+    (
+        "GraniteMoeSharedForCausalLM",
+        &tables::GRANITE_MOE,
+        &granite::GraniteMoe,
+    ),
     (
         "GraniteSWAForCausalLM",
         &tables::GRANITE_SWA,

@@ -1,0 +1,164 @@
+//! `conversion/deepseek.py` (`DeepseekV2Model`: DeepSeek V2 and V3).
+
+use super::base::{self, Ctx, Experts, Rearrange, TextModel, View, Yields};
+use crate::config::Hparams;
+use crate::error::{Error, Result};
+use crate::kv::Kv;
+use serde_json::Value;
+
+/// `DeepseekV2Model`: `DeepseekV2ForCausalLM`, `DeepseekV3ForCausalLM`. Latent attention
+/// (MLA) written as one kv head of `kv_lora_rank + qk_rope_head_dim`, its `kv_b_proj` split
+/// into `k_b` and `v_b`; routed and shared experts; the multi-token-prediction layers left out.
+pub(crate) struct DeepseekV2;
+
+/// `hparams.get(key, default)`: the value where present (a null refused: the reference
+/// would write None), `default` where absent.
+fn int_or(hp: &Hparams, key: &str, default: u64) -> Result<u64> {
+    match hp.map.get(key) {
+        None => Ok(default),
+        Some(_) => hp.int(&[key]),
+    }
+}
+
+/// Qwen's layout counted by `n_routed_experts` (DeepSeek's and GLM-4.5's).
+pub(crate) fn routed_experts() -> Experts {
+    Experts {
+        count_keys: &["n_routed_experts"],
+        marker: "mlp.experts",
+        ..super::qwen::qwen_experts()
+    }
+}
+
+impl TextModel for DeepseekV2 {
+    /// The OCR models' vision towers, the tied output and the prediction layers (blocks past
+    /// `num_hidden_layers`) are left out.
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        if name.contains("sam_model") || name.contains("qwen2_model") {
+            return None;
+        }
+        let hp = cx.hp();
+        let tied = hp.map.get("tie_word_embeddings").and_then(Value::as_bool) == Some(true);
+        if tied && (name == "lm_head.weight" || name == "model.lm_head.weight") {
+            return None;
+        }
+        let layers = hp.map.get("num_hidden_layers").and_then(Value::as_u64);
+        let block = name
+            .strip_prefix("model.layers.")
+            .and_then(|rest| rest.split('.').next())
+            .and_then(|b| b.parse::<u64>().ok());
+        if let (Some(b), Some(n)) = (block, layers) {
+            if b >= n {
+                return None;
+            }
+        }
+        base::filter_tensors(name)
+    }
+
+    /// `TextModel`'s keys as if one kv head (and an RMS epsilon of 1e-6 where none is given),
+    /// then the latent attention's widths and the mixture's keys.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let mut hp = cx.hp().clone();
+        hp.map.insert("num_key_value_heads".into(), 1.into());
+        if !hp.map.contains_key("rms_norm_eps") {
+            hp.map.insert("rms_norm_eps".into(), 1e-6.into());
+        }
+        let cx = cx.with_hparams(&hp);
+        base::set_gguf_parameters(&cx, kv)?;
+        let k = |s: &str| cx.key(s);
+        let has_moe = hp.opt_int(&["n_routed_experts"])?.is_some();
+        let dense = match hp.opt_int(&["first_k_dense_replace"])? {
+            Some(n) => n,
+            None if has_moe => 0,
+            None => hp.int(&["num_hidden_layers"])?,
+        };
+        kv.u32(&k("leading_dense_block_count"), dense as u32);
+        let kv_lora = int_or(&hp, "kv_lora_rank", 512)?;
+        kv.u32(&k("vocab_size"), hp.int(&["vocab_size"])? as u32);
+        if let Some(q_lora) = hp.opt_int(&["q_lora_rank"])? {
+            kv.u32(&k("attention.q_lora_rank"), q_lora as u32);
+        }
+        let rope = hp.int(&["qk_rope_head_dim"])?;
+        let nope = hp.int(&["qk_nope_head_dim"])?;
+        kv.u32(&k("attention.kv_lora_rank"), kv_lora as u32);
+        kv.u32(&k("attention.key_length"), (kv_lora + rope) as u32);
+        kv.u32(&k("attention.value_length"), kv_lora as u32);
+        kv.u32(&k("attention.key_length_mla"), (nope + rope) as u32);
+        let v = hp.int(&["v_head_dim"])?;
+        kv.u32(&k("attention.value_length_mla"), v as u32);
+        let ff = hp.int(&["moe_intermediate_size", "intermediate_size"])?;
+        kv.u32(&k("expert_feed_forward_length"), ff as u32);
+        if let Some(n) = hp.opt_int(&["n_routed_experts"])? {
+            kv.u32(&k("expert_count"), n as u32);
+        }
+        kv.u32(
+            &k("expert_shared_count"),
+            int_or(&hp, "n_shared_experts", 0)? as u32,
+        );
+        if let Some(scale) = hp.opt_float(&["routed_scaling_factor"])? {
+            kv.f32(&k("expert_weights_scale"), scale);
+        }
+        if hp.opt_bool(&["norm_topk_prob"])? == Some(true) {
+            kv.bool(&k("expert_weights_norm"), true);
+        }
+        kv.u32(&k("rope.dimension_count"), rope as u32);
+        if let Some(m) = cx.rope().get("mscale_all_dim").filter(|v| !v.is_null()) {
+            let m = m.as_f64().ok_or_else(|| {
+                Error::field(&hp.path, "rope_scaling.mscale_all_dim", "not a number")
+            })?;
+            kv.f32(&k("rope.scaling.yarn_log_multiplier"), 0.1 * m);
+        }
+        Ok(())
+    }
+
+    /// `kv_b_proj` (`[kv_heads · (nope + v), kv_lora_rank]`, with the config's kv heads) cut
+    /// per head into `k_b` (transposed: `[kv_heads, kv_lora_rank, nope]`) and `v_b`.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        if !name.ends_with("kv_b_proj.weight") {
+            return base::yield_as(name, Rearrange::default());
+        }
+        let hp = cx.hp();
+        let n_kv = hp.int(&["num_key_value_heads"])?;
+        let v = hp.int(&["v_head_dim"])?;
+        let nope = hp.int(&["qk_nope_head_dim"])?;
+        let [rows, lora] = shape[..] else {
+            return Err(Error::reference(format!(
+                "{name} is {shape:?}, not a matrix"
+            )));
+        };
+        if rows != n_kv * (v + nope) {
+            return Err(Error::reference(format!(
+                "{name} has {rows} rows, not num_key_value_heads × (v_head_dim + \
+                 qk_nope_head_dim) = {n_kv} × {} (assert data_torch.shape[0] == ...)",
+                v + nope
+            )));
+        }
+        let head = (v + nope) * lora;
+        let k_b = View {
+            offset: 0,
+            axes: [(n_kv, head), (lora, 1), (nope, lora)],
+            three: true,
+        };
+        let v_b = View {
+            offset: nope * lora,
+            axes: [(n_kv, head), (v, lora), (lora, 1)],
+            three: true,
+        };
+        let view = |v| Rearrange {
+            view: Some(v),
+            ..Rearrange::default()
+        };
+        Ok(vec![
+            (name.replace("kv_b_proj", "k_b_proj"), view(k_b)),
+            (name.replace("kv_b_proj", "v_b_proj"), view(v_b)),
+        ])
+    }
+
+    fn experts(&self) -> Option<Experts> {
+        Some(routed_experts())
+    }
+
+    /// GPT-2's BPE (the reference's tiktoken fallback, Kimi K2's, is not read yet).
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::gpt2(cx, kv)
+    }
+}
