@@ -172,6 +172,24 @@ impl View {
         self.offset + (r / n1) * s0 + (r % n1) * s1 + j * s2
     }
 
+    /// A contiguous `[n, rows, cols]` tensor with its last two axes swapped
+    /// (`transpose(-1, -2)`): `[n, cols, rows]`.
+    pub fn transposed(n: u64, rows: u64, cols: u64) -> View {
+        View {
+            offset: 0,
+            axes: [(n, rows * cols), (cols, 1), (rows, cols)],
+            three: true,
+        }
+    }
+
+    /// The change that reads the tensor through this view and does nothing else.
+    pub fn alone(self) -> Rearrange {
+        Rearrange {
+            view: Some(self),
+            ..Rearrange::default()
+        }
+    }
+
     /// `[n, rows, cols]` of a contiguous `[n, 2 * part, cols]` tensor's half `half` (0, 1)
     /// along its middle axis: `split(part, dim=-2)`.
     pub fn middle_half(n: u64, part: u64, cols: u64, half: u64) -> View {

@@ -80,22 +80,15 @@ impl TextModel for Dbrx {
                 "{name} is {shape:?}: shape '[{n}, {ff}, {hidden}]' is invalid for its size"
             )));
         }
-        let axes = match expert.ends_with("w2") {
-            true => [(n, ff * hidden), (hidden, 1), (ff, hidden)],
-            false => [(n, ff * hidden), (ff, hidden), (hidden, 1)],
-        };
-        let view = View {
-            offset: 0,
-            axes,
-            three: true,
-        };
-        base::yield_as(
-            &format!("{name}.weight"),
-            Rearrange {
-                view: Some(view),
-                ..Rearrange::default()
+        let view = match expert.ends_with("w2") {
+            true => View::transposed(n, ff, hidden),
+            false => View {
+                offset: 0,
+                axes: [(n, ff * hidden), (ff, hidden), (hidden, 1)],
+                three: true,
             },
-        )
+        };
+        base::yield_as(&format!("{name}.weight"), view.alone())
     }
 
     /// Every tensor of two or more axes takes the output type, the router's too.

@@ -143,13 +143,9 @@ impl TextModel for DeepseekV2 {
             axes: [(n_kv, head), (v, lora), (lora, 1)],
             three: true,
         };
-        let view = |v| Rearrange {
-            view: Some(v),
-            ..Rearrange::default()
-        };
         Ok(vec![
-            (name.replace("kv_b_proj", "k_b_proj"), view(k_b)),
-            (name.replace("kv_b_proj", "v_b_proj"), view(v_b)),
+            (name.replace("kv_b_proj", "k_b_proj"), k_b.alone()),
+            (name.replace("kv_b_proj", "v_b_proj"), v_b.alone()),
         ])
     }
 

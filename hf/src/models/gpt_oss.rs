@@ -41,10 +41,6 @@ impl TextModel for GptOss {
                  bf16 converts)"
             )));
         }
-        let view = |v: View| Rearrange {
-            view: Some(v),
-            ..Rearrange::default()
-        };
         let bad = || {
             Error::reference(format!(
                 "{name} is {shape:?}, not the packed experts' shape"
@@ -60,13 +56,8 @@ impl TextModel for GptOss {
             let [n, ff, hidden] = shape[..] else {
                 return Err(bad());
             };
-            // `transpose(-1, -2)`: [n, hidden, ff]
-            let t = View {
-                offset: 0,
-                axes: [(n, ff * hidden), (hidden, 1), (ff, hidden)],
-                three: true,
-            };
-            return base::yield_as(&name.replace("down_proj", "down_proj.weight"), view(t));
+            let t = View::transposed(n, ff, hidden);
+            return base::yield_as(&name.replace("down_proj", "down_proj.weight"), t.alone());
         }
         if name.contains("gate_up_proj") {
             if name.ends_with("_bias") {
@@ -81,8 +72,8 @@ impl TextModel for GptOss {
                 };
                 let part = |p: &str| name.replace("gate_up_proj_bias", p);
                 return Ok(vec![
-                    (part("gate_proj.bias"), view(half(0))),
-                    (part("up_proj.bias"), view(half(1))),
+                    (part("gate_proj.bias"), half(0).alone()),
+                    (part("up_proj.bias"), half(1).alone()),
                 ]);
             }
             let [n, hidden, two_ff] = shape[..] else {
@@ -100,8 +91,8 @@ impl TextModel for GptOss {
             };
             let part = |p: &str| name.replace("gate_up_proj", p);
             return Ok(vec![
-                (part("gate_proj.weight"), view(half(0))),
-                (part("up_proj.weight"), view(half(1))),
+                (part("gate_proj.weight"), half(0).alone()),
+                (part("up_proj.weight"), half(1).alone()),
             ]);
         }
         base::yield_as(name, Rearrange::default())

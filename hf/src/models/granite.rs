@@ -144,10 +144,7 @@ impl TextModel for GraniteMoe {
                     format!("{name} is {shape:?}, not [experts, rows, columns]"),
                 ));
             };
-            let half = |h| Rearrange {
-                view: Some(View::middle_half(n, ff, cols, h)),
-                ..Rearrange::default()
-            };
+            let half = |h| View::middle_half(n, ff, cols, h).alone();
             return Ok(vec![
                 (gguf(Tensor::FFN_GATE_EXP), half(0)),
                 (gguf(Tensor::FFN_UP_EXP), half(1)),

@@ -437,10 +437,6 @@ impl TextModel for Llama4 {
     /// The experts' `gate_up_proj` (`[experts, hidden, 2·ffn]`) transposed and cut into gate
     /// and up; their `down_proj` (`[experts, ffn, hidden]`) transposed.
     fn modify_tensors(&self, _cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
-        let view = |v: View| Rearrange {
-            view: Some(v),
-            ..Rearrange::default()
-        };
         let packed = || match shape[..] {
             [n, rows, cols] => Ok((n, rows, cols)),
             _ => Err(Error::reference(format!(
@@ -458,22 +454,18 @@ impl TextModel for Llama4 {
             return Ok(vec![
                 (
                     name.replace("gate_up_proj", "gate_proj.weight"),
-                    view(half(0)),
+                    half(0).alone(),
                 ),
                 (
                     name.replace("gate_up_proj", "up_proj.weight"),
-                    view(half(ff)),
+                    half(ff).alone(),
                 ),
             ]);
         }
         if name.ends_with("down_proj") {
             let (n, ff, hidden) = packed()?;
-            let t = View {
-                offset: 0,
-                axes: [(n, ff * hidden), (hidden, 1), (ff, hidden)],
-                three: true,
-            };
-            return base::yield_as(&format!("{name}.weight"), view(t));
+            let t = View::transposed(n, ff, hidden);
+            return base::yield_as(&format!("{name}.weight"), t.alone());
         }
         base::yield_as(name, Rearrange::default())
     }
