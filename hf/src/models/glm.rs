@@ -73,16 +73,10 @@ impl TextModel for Glm4Moe {
     /// `TextModel`'s keys, then the rotated share of a head, the mixture's keys (its gating
     /// always sigmoid) and the prediction layers.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        base::set_gguf_parameters(cx, kv)?;
+        // GLM-4's: `TextModel`'s keys and the rotated share of a head
+        Glm4.set_gguf_parameters(cx, kv)?;
         let hp = cx.hp();
         let k = |s: &str| cx.key(s);
-        let pct = cx
-            .rope()
-            .get("partial_rotary_factor")
-            .and_then(Value::as_f64)
-            .unwrap_or(0.5);
-        let dim = base::head_dim(hp)?;
-        kv.u32(&k("rope.dimension_count"), (dim as f64 * pct) as u32);
         let counts = [
             ("n_routed_experts", "expert_count"),
             ("moe_intermediate_size", "expert_feed_forward_length"),
