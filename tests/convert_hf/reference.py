@@ -2078,6 +2078,9 @@ def run_case(module, case: Case, fixture: Path, folder: Path, recorder: Recorder
         (folder / d).mkdir(parents=True)
     recorder.warnings.clear()
     recorder.errors.clear()
+    # transformers' warning_once remembers for the whole process: a warning the fixtures' build
+    # already gave would be missing from one run of a case and not from another
+    getattr(getattr(logging.Logger, "warning_once", None), "cache_clear", lambda: None)()
     status, error = 0, ""
     cwd = os.getcwd()
     saved_argv = sys.argv
