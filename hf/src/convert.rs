@@ -1,6 +1,7 @@
 //! The conversion: `ModelBase.write` (or `write_vocab`) planned from headers, then carried out
 //! tensor by tensor.
 
+use crate::dequant::{self, widen, Scaler};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::metadata::Metadata;
@@ -209,7 +210,7 @@ fn run(
         None => None,
     };
     let block_count = model.block_count(hp)?;
-    let ckpt = open_checkpoint(dir)?;
+    let mut ckpt = open_checkpoint(dir)?;
     let names: Vec<String> = ckpt.entries.iter().map(|e| e.name.clone()).collect();
     let mut cx = Ctx {
         dir: &folder,
@@ -223,10 +224,13 @@ fn run(
         class: &class,
     };
     let kept = filter_tensors(model, &cx, &ckpt);
+    // The guess sees the checkpoint as stored, scales included.
     let outtype = match options.outtype {
         OutType::Auto => auto_type(&ckpt, &kept),
         t => t,
     };
+    let kept = dequant::dequant_model(&folder, hp, model.keeps_mxfp4(), &mut ckpt, kept)?;
+    let ckpt = ckpt;
     let (file_type, wanted, type_name) = outtype.resolved();
     cx.file_type = file_type;
     let type_name: &str = options.name_type.as_deref().unwrap_or(type_name);
@@ -448,8 +452,7 @@ fn modify_tensors(
             continue;
         }
         if let Some(key) = model.scalar_key(cx, name) {
-            let mut value = Vec::new();
-            widen(e.dtype, ckpt.bytes(e), &mut value);
+            let value = read_values(ckpt, e);
             let bad = |what: &str| {
                 Error::field(
                     &ckpt.parts[e.part].path,
@@ -533,7 +536,7 @@ fn modify_tensors(
                     index: *index,
                     change,
                 };
-                yielded.push((name, bid, src, e.dtype, view.shape()));
+                yielded.push((name, bid, src, e.read_dtype(), view.shape()));
                 continue;
             }
             let mut shape = e.shape.clone();
@@ -595,7 +598,7 @@ fn modify_tensors(
                 shape.push(1);
             }
             if change.drop_if_zero {
-                if all_zero(e.dtype, ckpt.bytes(e)) {
+                if read_values(ckpt, e).iter().all(|&x| x == 0.0) {
                     continue;
                 }
                 return Err(Error::reference(format!(
@@ -606,7 +609,7 @@ fn modify_tensors(
                 index: *index,
                 change,
             };
-            yielded.push((name, bid, src, e.dtype, shape));
+            yielded.push((name, bid, src, e.read_dtype(), shape));
         }
     }
     let left: Vec<&String> = pending.values().flatten().map(|(n, _)| n).collect();
@@ -626,8 +629,7 @@ fn modify_tensors(
 /// reads them: widened to f32 (`prepare_tensors` does so to every tensor not f16 or f32),
 /// then made integers again.
 fn late_int(cx: &Ctx, ckpt: &Checkpoint, e: &Entry, int: LateInt) -> Result<TensorPlan> {
-    let mut stored = Vec::new();
-    widen(e.dtype, ckpt.bytes(e), &mut stored);
+    let stored = read_values(ckpt, e);
     let values = (int.values)(cx, stored.iter().map(|&v| v as i64).collect())?;
     let n = values.len() as u64;
     Ok(TensorPlan {
@@ -669,7 +671,13 @@ fn gathered(ckpt: &Checkpoint, g: &Gather, parts: Vec<usize>, bid: Option<u64>) 
         true => shape.insert(0, parts.len() as u64),
         false => shape[0] = rows,
     }
-    Ok((g.into.clone(), bid, Src::Stack(parts), first.dtype, shape))
+    Ok((
+        g.into.clone(),
+        bid,
+        Src::Stack(parts),
+        first.read_dtype(),
+        shape,
+    ))
 }
 
 /// One weight of a block's `n` experts stacked along a new first axis.
@@ -713,7 +721,13 @@ fn stack_experts(
         .merged
         .replace("{bid}", &bid.to_string())
         .replace("{w}", w);
-    Ok((merged, Some(bid), Src::Stack(parts), first.dtype, shape))
+    Ok((
+        merged,
+        Some(bid),
+        Src::Stack(parts),
+        first.read_dtype(),
+        shape,
+    ))
 }
 
 /// `prepare_tensors`' naming and type rules for each yielded tensor.
@@ -950,6 +964,8 @@ fn data_source<'a>(
 struct Segment<'a> {
     bytes: &'a [u8],
     dtype: Dtype,
+    /// The scales its stored elements are multiplied by (a quantized checkpoint).
+    scale: Option<Scaler<'a>>,
     change: Rearrange,
     /// The stored rows (along the first axis) this output takes: `first..first + rows`.
     first: u64,
@@ -994,7 +1010,8 @@ impl Segment<'_> {
             && self.change.add == 0.0
             && self.change.scale.is_none()
             && self.change.cols == Order::Stored
-            && self.change.negate_upper_half == 0;
+            && self.change.negate_upper_half == 0
+            && self.scale.is_none();
         let w = self.dtype.size() as u64;
         let mut f32s: Vec<f32> = Vec::new();
         let mut raw16: Vec<u8> = Vec::new();
@@ -1005,9 +1022,16 @@ impl Segment<'_> {
                     let a = (v.element(r, j) * w) as usize;
                     row.extend_from_slice(&self.bytes[a..a + w as usize]);
                 }
-                match keep16 {
-                    true => raw16.extend_from_slice(&row),
-                    false => widen(self.dtype, &row, &mut f32s),
+                if keep16 {
+                    raw16.extend_from_slice(&row);
+                    continue;
+                }
+                let at = f32s.len();
+                widen(self.dtype, &row, &mut f32s);
+                if let Some(s) = &self.scale {
+                    for (j, x) in f32s[at..].iter_mut().enumerate() {
+                        *x *= s.at(v.element(r, j as u64));
+                    }
                 }
                 continue;
             }
@@ -1020,8 +1044,14 @@ impl Segment<'_> {
                 }
                 if keep16 {
                     raw16.extend_from_slice(&column);
-                } else {
-                    widen(self.dtype, &column, &mut f32s);
+                    continue;
+                }
+                let at = f32s.len();
+                widen(self.dtype, &column, &mut f32s);
+                if let Some(s) = &self.scale {
+                    for (i, x) in f32s[at..].iter_mut().enumerate() {
+                        *x *= s.at(i as u64 * self.row_len + r);
+                    }
                 }
                 continue;
             }
@@ -1041,6 +1071,9 @@ impl Segment<'_> {
             } else {
                 let at = f32s.len();
                 widen(self.dtype, &self.bytes[a..b], &mut f32s);
+                if let Some(s) = &self.scale {
+                    s.apply(src * self.row_len, &mut f32s[at..]);
+                }
                 if self.change.cols != Order::Stored {
                     let row = f32s.split_off(at);
                     let n = row.len() as u64;
@@ -1061,7 +1094,10 @@ impl Segment<'_> {
         if self.change.add != 0.0 {
             f32s.iter_mut().for_each(|x| *x += self.change.add);
         }
-        if self.dtype == Dtype::F16 && (self.change.add != 0.0 || self.change.scale.is_some()) {
+        if self.dtype == Dtype::F16
+            && self.scale.is_none()
+            && (self.change.add != 0.0 || self.change.scale.is_some())
+        {
             // torch's arithmetic on a float16 tensor gives float16: the result is rounded.
             round_to_f16(&mut f32s);
         }
@@ -1125,6 +1161,7 @@ fn rows_source<'a>(
         let segment = Segment {
             bytes: ckpt.bytes(e),
             dtype: e.dtype,
+            scale: Scaler::of(ckpt, e),
             change,
             first,
             rows: end - first,
@@ -1179,11 +1216,14 @@ fn rows_source<'a>(
     }
 }
 
-/// Whether every element of a tensor is zero (negative zero too, as torch's `!= 0` sees it).
-fn all_zero(dtype: Dtype, bytes: &[u8]) -> bool {
-    let mut values = Vec::new();
-    widen(dtype, bytes, &mut values);
-    values.iter().all(|&x| x == 0.0)
+/// A tensor's values as the reference reads them: widened to float32, dequantized.
+fn read_values(ckpt: &Checkpoint, e: &Entry) -> Vec<f32> {
+    let mut values = Vec::with_capacity(e.numel() as usize);
+    widen(e.dtype, ckpt.bytes(e), &mut values);
+    if let Some(s) = Scaler::of(ckpt, e) {
+        s.apply(0, &mut values);
+    }
+    values
 }
 
 /// Rounds each value to the nearest float16 (ties to even), as a float16 tensor holds it.
@@ -1194,46 +1234,6 @@ fn round_to_f16(values: &mut [f32]) {
     let mut back = vec![0f32; values.len()];
     if ggufrw::quant::dequantize(GgmlType::F16, &bits, ByteOrder::Little, &mut back).is_ok() {
         values.copy_from_slice(&back);
-    }
-}
-
-/// Torch's conversion of a checkpoint dtype to float32 (floats widened exactly or rounded to
-/// nearest, integers rounded to nearest).
-fn widen(dtype: Dtype, b: &[u8], out: &mut Vec<f32>) {
-    match dtype {
-        Dtype::F32 => out.extend(
-            b.chunks_exact(4)
-                .map(|c| f32::from_le_bytes(c.try_into().expect("4"))),
-        ),
-        Dtype::BF16 => out.extend(
-            b.chunks_exact(2)
-                .map(|c| f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16)),
-        ),
-        Dtype::F16 => {
-            let at = out.len();
-            out.resize(at + b.len() / 2, 0.0);
-            ggufrw::quant::dequantize(GgmlType::F16, b, ByteOrder::Little, &mut out[at..])
-                .expect("F16 takes any whole number of elements");
-        }
-        Dtype::F64 => out.extend(
-            b.chunks_exact(8)
-                .map(|c| f64::from_le_bytes(c.try_into().expect("8")) as f32),
-        ),
-        Dtype::I64 => out.extend(
-            b.chunks_exact(8)
-                .map(|c| i64::from_le_bytes(c.try_into().expect("8")) as f32),
-        ),
-        Dtype::I32 => out.extend(
-            b.chunks_exact(4)
-                .map(|c| i32::from_le_bytes(c.try_into().expect("4")) as f32),
-        ),
-        Dtype::I16 => out.extend(
-            b.chunks_exact(2)
-                .map(|c| f32::from(i16::from_le_bytes([c[0], c[1]]))),
-        ),
-        Dtype::I8 => out.extend(b.iter().map(|&x| f32::from(x as i8))),
-        Dtype::U8 => out.extend(b.iter().map(|&x| f32::from(x))),
-        Dtype::Bool => out.extend(b.iter().map(|&x| f32::from(u8::from(x != 0)))),
     }
 }
 

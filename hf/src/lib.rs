@@ -28,6 +28,7 @@
 
 mod config;
 mod convert;
+mod dequant;
 mod error;
 pub mod export;
 mod json;

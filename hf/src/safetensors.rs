@@ -35,6 +35,12 @@ pub enum Dtype {
     U8,
     /// One byte, 0 or 1.
     Bool,
+    /// 8-bit float, 4 exponent and 3 mantissa bits, no infinities (`float8_e4m3fn`).
+    F8E4M3,
+    /// 8-bit float, 5 exponent and 2 mantissa bits (`float8_e5m2`).
+    F8E5M2,
+    /// 8-bit power of two, the exponent alone (`float8_e8m0fnu`: MX block scales).
+    F8E8M0,
 }
 
 impl Dtype {
@@ -50,6 +56,9 @@ impl Dtype {
             "I8" => Dtype::I8,
             "U8" => Dtype::U8,
             "BOOL" => Dtype::Bool,
+            "F8_E4M3" => Dtype::F8E4M3,
+            "F8_E5M2" => Dtype::F8E5M2,
+            "F8_E8M0" => Dtype::F8E8M0,
             _ => return None,
         })
     }
@@ -61,6 +70,7 @@ impl Dtype {
             Dtype::F32 | Dtype::I32 => 4,
             Dtype::BF16 | Dtype::F16 | Dtype::I16 => 2,
             Dtype::I8 | Dtype::U8 | Dtype::Bool => 1,
+            Dtype::F8E4M3 | Dtype::F8E5M2 | Dtype::F8E8M0 => 1,
         }
     }
 
@@ -77,6 +87,9 @@ impl Dtype {
             Dtype::I8 => "torch.int8",
             Dtype::U8 => "torch.uint8",
             Dtype::Bool => "torch.bool",
+            Dtype::F8E4M3 => "torch.float8_e4m3fn",
+            Dtype::F8E5M2 => "torch.float8_e5m2",
+            Dtype::F8E8M0 => "torch.float8_e8m0fnu",
         }
     }
 }
@@ -94,12 +107,22 @@ pub struct Entry {
     pub part: usize,
     start: usize,
     end: usize,
+    /// The scales it is multiplied by as it is read (a checkpoint published quantized).
+    pub(crate) scale: Option<crate::dequant::Scale>,
 }
 
 impl Entry {
     /// Elements in the tensor.
     pub fn numel(&self) -> u64 {
         self.shape.iter().product()
+    }
+
+    /// The type its values have once read: float32 where it is dequantized.
+    pub(crate) fn read_dtype(&self) -> Dtype {
+        match self.scale {
+            Some(_) => Dtype::F32,
+            None => self.dtype,
+        }
     }
 }
 
@@ -345,6 +368,7 @@ pub fn parse_header(path: &Path, bytes: &[u8], part: usize) -> Result<Vec<Entry>
             part,
             start: header_end + begin as usize,
             end: header_end + end as usize,
+            scale: None,
         });
     }
     let mut spans: Vec<(usize, usize, &str)> = entries
@@ -404,7 +428,7 @@ mod tests {
         assert!(err(&file(size, 16)).contains("takes 12"));
         let overlap = r#"{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}}"#;
         assert!(err(&file(overlap, 16)).contains("overlaps"));
-        let dtype = r#"{"w":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}}"#;
+        let dtype = r#"{"w":{"dtype":"F4","shape":[1],"data_offsets":[0,1]}}"#;
         assert!(err(&file(dtype, 1)).contains("w.dtype"));
         let mut long = file("{}", 0);
         long[..8].copy_from_slice(&1000u64.to_le_bytes());

@@ -49,12 +49,17 @@ fn sentencepiece(pieces: &[&str]) -> Vec<u8> {
     out
 }
 
-/// F32 tensors of the given shapes, their data laid out in order.
+/// Tensors of the given types and shapes, zeros, their data laid out in order.
 fn safetensors(tensors: &[(&str, &str, Vec<u64>)]) -> Vec<u8> {
     let mut header = String::from("{");
     let mut at = 0u64;
     for (i, (name, dtype, shape)) in tensors.iter().enumerate() {
-        let n: u64 = shape.iter().product::<u64>() * 4;
+        let width = match *dtype {
+            "F8_E4M3" | "F8_E5M2" | "I8" | "U8" => 1,
+            "BF16" | "F16" => 2,
+            _ => 4,
+        };
+        let n: u64 = shape.iter().product::<u64>() * width;
         if i > 0 {
             header.push(',');
         }
@@ -343,4 +348,83 @@ fn a_packed_expert_tensor_of_the_wrong_shape_is_refused_naming_it() {
         e.contains("input_linear") && e.contains("intermediate_size"),
         "{e}"
     );
+}
+
+/// The tiny checkpoint with its attention's query weight stored as FP8, beside `scales`, and
+/// `quantization` as config.json's `quantization_config`.
+fn as_fp8(dir: &Path, scales: &[(&'static str, &'static str, Vec<u64>)], quantization: &str) {
+    let mut t = llama_tensors();
+    t[2].1 = "F8_E4M3";
+    t.extend_from_slice(scales);
+    checkpoint(dir, &t);
+    let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let config = config.replacen(
+        '{',
+        &format!("{{\"quantization_config\": {quantization},"),
+        1,
+    );
+    std::fs::write(dir.join("config.json"), config).unwrap();
+}
+
+#[test]
+fn an_fp8_weight_without_its_scales_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    as_fp8(
+        dir.path(),
+        &[],
+        r#"{"quant_method": "fp8", "weight_block_size": [4, 4]}"#,
+    );
+    let e = refused(dir.path());
+    assert!(
+        e.contains("model.layers.0.self_attn.q_proj.weight.dtype")
+            && e.contains("without its scales"),
+        "{e}"
+    );
+}
+
+#[test]
+fn scales_that_do_not_tile_the_weight_are_refused_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // blocks of 4 × 4 over an 8 × 8 weight take 2 × 2 scales; 3 × 1 leave half the columns out
+    let scales = [(
+        "model.layers.0.self_attn.q_proj.weight_scale_inv",
+        "F32",
+        vec![3, 1],
+    )];
+    as_fp8(
+        dir.path(),
+        &scales,
+        r#"{"quant_method": "fp8", "weight_block_size": [4, 4]}"#,
+    );
+    let e = refused(dir.path());
+    assert!(
+        e.contains("q_proj.weight_scale_inv.shape") && e.contains("does not tile"),
+        "{e}"
+    );
+}
+
+#[test]
+fn scales_of_a_weight_the_checkpoint_lacks_are_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let scales = [(
+        "model.layers.0.self_attn.k_proj.weight_scale_inv",
+        "F32",
+        vec![2, 2],
+    )];
+    as_fp8(
+        dir.path(),
+        &scales,
+        r#"{"quant_method": "fp8", "weight_block_size": [4, 4]}"#,
+    );
+    let e = refused(dir.path());
+    assert!(e.contains("k_proj.weight"), "{e}");
+}
+
+#[test]
+fn a_quantization_method_the_reference_does_not_read_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let scales = [("model.layers.0.self_attn.q_proj.scales", "F32", vec![8])];
+    as_fp8(dir.path(), &scales, r#"{"quant_method": "awq", "bits": 4}"#);
+    let e = refused(dir.path());
+    assert!(e.contains("not yet supported: 'awq'"), "{e}");
 }

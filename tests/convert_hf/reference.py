@@ -419,6 +419,29 @@ FIXTURES += [
                                  "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0,
                                  "mscale_all_dim": 1.0}),
     ),
+    # published quantized: FP8 in blocks with float32 scales (DeepSeek-V3's form, blocks that
+    # do not divide the weights), compressed-tensors FP8 and INT8 per row, ModelOpt FP8 per
+    # tensor (named by hf_quant_config.json alone)
+    Fixture(
+        name="DeepSeek-V3-Tiny-FP8", seed=7115, arch="deepseek_v3", dtype="bfloat16", kv_heads=4,
+        bpe="deepseek-llm", post_save="fp8-block-32", hidden=80,
+    ),
+    Fixture(
+        name="Qwen3-Tiny-FP8", seed=809, arch="qwen3", dtype="bfloat16", kv_heads=2, head_dim=32,
+        spm=dict(model_type="unigram", vocab_size=320), tie=True, post_save="fp8-block-128",
+    ),
+    Fixture(
+        name="Llama-Tiny-FP8-dynamic", seed=111, dtype="bfloat16", kv_heads=2,
+        spm=dict(model_type="bpe", vocab_size=320), post_save="ct-fp8-channel",
+    ),
+    Fixture(
+        name="Llama-Tiny-W8A8", seed=112, dtype="bfloat16", kv_heads=2,
+        spm=dict(model_type="bpe", vocab_size=320), post_save="ct-int8-channel",
+    ),
+    Fixture(
+        name="Mistral-Tiny-FP8-ModelOpt", seed=405, arch="mistral", dtype="bfloat16", kv_heads=2,
+        spm=dict(model_type="bpe", vocab_size=320), post_save="modelopt-fp8",
+    ),
     Fixture(
         name="ERNIE-4.5-Tiny-PT", seed=3535, arch="ernie4_5", dtype="bfloat16", kv_heads=2,
         head_dim=16, tie=True, spm=dict(model_type="bpe", vocab_size=320),
@@ -1658,9 +1681,95 @@ def as_multimodal(folder: Path, class_name: str, model_type: str, towers: dict) 
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def as_quantized(folder: Path, scheme: str) -> None:
+    """A saved folder rewritten as the quantizers publish it: every linear weight of the
+    decoder's layers (not the routers, embeddings or output) stored quantized beside its
+    scales, computed as the publishers compute them (the absolute maximum of each block, row
+    or tensor over the type's largest value), and the config naming the method.
+
+    `fp8-block-N`: `fp8` in N×N blocks, float32 `weight_scale_inv` (DeepSeek-V3, Qwen3-FP8);
+    `ct-fp8-channel`: compressed-tensors float-quantized, bfloat16 `weight_scale` per row
+    (llm-compressor's FP8-dynamic); `ct-int8-channel`: compressed-tensors int-quantized, int8
+    weights, float32 scales per row (W8A8); `modelopt-fp8`: one float32 scale per tensor and
+    the unused input and kv-cache scales, named by `hf_quant_config.json` alone."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    weights = folder / "model.safetensors"
+    tensors = load_file(str(weights))
+    out = {}
+    fp8_max = torch.finfo(torch.float8_e4m3fn).max
+    for name, t in tensors.items():
+        linear = (name.startswith("model.layers.") and name.endswith(".weight") and t.ndim == 2
+                  and not name.endswith("norm.weight") and not name.endswith("mlp.gate.weight"))
+        if not linear:
+            out[name] = t
+            continue
+        w = t.float()
+        if scheme.startswith("fp8-block-"):
+            b = int(scheme.rsplit("-", 1)[1])
+            rows, cols = w.shape
+            pr, pc = -rows % b, -cols % b
+            blocks = torch.nn.functional.pad(w, (0, pc, 0, pr)).reshape(
+                (rows + pr) // b, b, (cols + pc) // b, b)
+            scale = (blocks.abs().amax(dim=(1, 3)) / fp8_max).clamp_min(1e-12)
+            full = scale.repeat_interleave(b, 0).repeat_interleave(b, 1)[:rows, :cols]
+            out[name] = (w / full).to(torch.float8_e4m3fn)
+            out[name + "_scale_inv"] = scale.float()
+        elif scheme == "ct-fp8-channel":
+            scale = (w.abs().amax(dim=1, keepdim=True) / fp8_max).clamp_min(1e-12).to(torch.bfloat16)
+            out[name] = (w / scale.float()).to(torch.float8_e4m3fn)
+            out[name + "_scale"] = scale
+        elif scheme == "ct-int8-channel":
+            scale = (w.abs().amax(dim=1, keepdim=True) / 127.0).clamp_min(1e-12)
+            out[name] = torch.round(w / scale).clamp(-128, 127).to(torch.int8)
+            out[name + "_scale"] = scale
+        elif scheme == "modelopt-fp8":
+            scale = (w.abs().amax() / fp8_max).clamp_min(1e-12).float()
+            out[name] = (w / scale).to(torch.float8_e4m3fn)
+            out[name + "_scale"] = scale
+            out[name.removesuffix("weight") + "input_scale"] = torch.tensor(0.0125)
+            if name.endswith("self_attn.o_proj.weight"):
+                attn = name.removesuffix("o_proj.weight")
+                out[attn + "k_scale"] = torch.tensor(1.0)
+                out[attn + "v_scale"] = torch.tensor(1.0)
+        else:
+            raise ValueError(scheme)
+    save_file(out, str(weights), metadata={"format": "pt"})
+    config_path = folder / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    channel = {"num_bits": 8, "strategy": "channel", "symmetric": True, "dynamic": False,
+               "group_size": None, "block_structure": None, "observer": "minmax"}
+    if scheme.startswith("fp8-block-"):
+        b = int(scheme.rsplit("-", 1)[1])
+        config["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3",
+                                         "quant_method": "fp8", "weight_block_size": [b, b]}
+    elif scheme.startswith("ct-"):
+        kind = "float" if scheme == "ct-fp8-channel" else "int"
+        config["quantization_config"] = {
+            "config_groups": {"group_0": {
+                "targets": ["Linear"], "weights": dict(channel, type=kind),
+                "input_activations": {"num_bits": 8, "type": kind, "strategy": "token",
+                                      "dynamic": True, "symmetric": True}}},
+            "format": f"{kind}-quantized", "global_compression_ratio": None,
+            "ignore": ["lm_head"], "kv_cache_scheme": None, "quant_method": "compressed-tensors",
+            "quantization_status": "compressed"}
+    else:
+        (folder / "hf_quant_config.json").write_text(json.dumps({
+            "producer": {"name": "modelopt", "version": "0.29.0"},
+            "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8",
+                             "exclude_modules": ["lm_head"]}}, indent=4) + "\n", encoding="utf-8")
+    config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
 # folders rewritten after saving, into the form of a class transformers 4.57 cannot build
-# here (Gemma 3n's vision tower needs timm)
+# here (Gemma 3n's vision tower needs timm); checkpoints published quantized
 POST_SAVE = {
+    "fp8-block-32": lambda folder: as_quantized(folder, "fp8-block-32"),
+    "fp8-block-128": lambda folder: as_quantized(folder, "fp8-block-128"),
+    "ct-fp8-channel": lambda folder: as_quantized(folder, "ct-fp8-channel"),
+    "ct-int8-channel": lambda folder: as_quantized(folder, "ct-int8-channel"),
+    "modelopt-fp8": lambda folder: as_quantized(folder, "modelopt-fp8"),
     "gemma3n_conditional": lambda folder: as_multimodal(
         folder, "Gemma3nForConditionalGeneration", "gemma3n",
         {"model.vision_tower.timm_model.conv_stem.conv.weight": [8, 3, 3, 3],
@@ -1987,6 +2096,12 @@ FAST = {
     "MiniMax-M2-Tiny__bf16",
     # packed experts read through strided views
     "gpt-oss-tiny__q8_0",
+    # checkpoints published quantized
+    "DeepSeek-V3-Tiny-FP8__auto",
+    "Qwen3-Tiny-FP8__bf16",
+    "Llama-Tiny-FP8-dynamic__q8_0",
+    "Llama-Tiny-W8A8__f16",
+    "Mistral-Tiny-FP8-ModelOpt__auto",
     "DeepSeek-V3-Tiny__auto",
     "Phi-3-tiny-4k-instruct__q8_0",
     "Qwen2.5-Tiny-BPE__f16",

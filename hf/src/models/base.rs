@@ -520,6 +520,12 @@ pub(crate) trait TextModel: Sync {
         self.parent().and_then(|p| p.experts())
     }
 
+    /// Whether the class writes an `mxfp4` checkpoint's experts as MXFP4 instead of
+    /// dequantizing the checkpoint (`dequant_model` overridden to do nothing).
+    fn keeps_mxfp4(&self) -> bool {
+        self.parent().is_some_and(|p| p.keeps_mxfp4())
+    }
+
     /// `generate_extra_tensors`: computed tensors, as f32 values (1-D).
     fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {
         match self.parent() {

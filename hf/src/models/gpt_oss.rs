@@ -10,6 +10,10 @@ use crate::kv::Kv;
 pub(crate) struct GptOss;
 
 impl TextModel for GptOss {
+    fn keeps_mxfp4(&self) -> bool {
+        true
+    }
+
     /// The attention sinks are named as weights.
     fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
         match name.contains("sinks") {

@@ -1,0 +1,548 @@
+//! Checkpoints published quantized, read as the reference's `dequant_model` reads them: each
+//! quantized weight is widened to float32 and multiplied by its scale (one float32 product per
+//! element, as torch's `weight.float() * scale`), as the rows are converted. Nothing full-size
+//! is made: a weight's scales are held while it is read, the weight is read from the map.
+//!
+//! Read: `fp8` (`weight_scale_inv`, in blocks or per channel, and the Mistral form's
+//! `qscale_weight`), `compressed-tensors` in its float, int and naive formats (`weight_scale`
+//! per channel or in blocks) and `modelopt` FP8 (`weight_scale` per tensor or channel, also
+//! when only `hf_quant_config.json` names it). Refused, naming the method: GPTQ,
+//! compressed-tensors' packed groups, BitNet's packed ternary weights and NVFP4, which the
+//! reference reads and this converter does not yet; and every method the reference refuses.
+
+use crate::config::Hparams;
+use crate::error::{Error, Result};
+use crate::model_dir::ModelDir;
+use crate::safetensors::{Checkpoint, Dtype, Entry};
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+
+/// How a weight finds the scale of each of its elements: for each of the weight's axes, the
+/// block its coordinate is divided by and the stride of that axis in the scale's elements
+/// (0 where the scale is broadcast along it).
+#[derive(Clone, Debug)]
+pub(crate) struct Scale {
+    entry: usize,
+    axes: Vec<(u64, u64)>,
+}
+
+/// The scale of one weight, read.
+pub(crate) struct Scaler<'a> {
+    values: Vec<f32>,
+    axes: &'a [(u64, u64)],
+    shape: &'a [u64],
+}
+
+impl<'a> Scaler<'a> {
+    /// The scale of `e`, if it has one.
+    pub(crate) fn of(ckpt: &Checkpoint, e: &'a Entry) -> Option<Scaler<'a>> {
+        let scale = e.scale.as_ref()?;
+        let s = &ckpt.entries[scale.entry];
+        let mut values = Vec::with_capacity(s.numel() as usize);
+        widen(s.dtype, ckpt.bytes(s), &mut values);
+        Some(Scaler {
+            values,
+            axes: &scale.axes,
+            shape: &e.shape,
+        })
+    }
+
+    /// The scale's element for the weight's element at `flat` (row-major).
+    fn index(&self, flat: u64) -> usize {
+        let mut rem = flat;
+        let mut at = 0;
+        for (&n, &(block, stride)) in self.shape.iter().zip(self.axes).rev() {
+            let c = rem % n.max(1);
+            rem /= n.max(1);
+            at += c / block * stride;
+        }
+        at as usize
+    }
+
+    /// The factor of the weight's element at `flat`.
+    pub(crate) fn at(&self, flat: u64) -> f32 {
+        self.values[self.index(flat)]
+    }
+
+    /// Multiplies `values`, the weight's elements from `flat` on, by their scales.
+    pub(crate) fn apply(&self, flat: u64, values: &mut [f32]) {
+        let Some((&last, &(block, stride))) = self.shape.last().zip(self.axes.last()) else {
+            values.iter_mut().for_each(|v| *v *= self.values[0]);
+            return;
+        };
+        let last = last.max(1);
+        let mut flat = flat;
+        let mut done = 0;
+        while done < values.len() {
+            let c = flat % last;
+            let base = self.index(flat - c);
+            let run = ((last - c) as usize).min(values.len() - done);
+            for (t, v) in values[done..done + run].iter_mut().enumerate() {
+                *v *= self.values[base + ((c + t as u64) / block * stride) as usize];
+            }
+            done += run;
+            flat += run as u64;
+        }
+    }
+}
+
+/// What one tensor of the checkpoint is to the quantization: a weight's scale (and the
+/// blocks it covers, if it says), or a tensor left out.
+enum Role {
+    ScaleOf(String, Option<Vec<u64>>),
+    Removed,
+}
+
+/// `prepare_tensors`' reading of the quantization config, then `dequant_model` over the kept
+/// tensors (`kept`, named as `filter_tensors` names them): the scales are taken out, each
+/// weight learns its scale, and what the reference leaves out is left out. `keeps_mxfp4`: the
+/// class writes MXFP4 experts as they are (gpt-oss), so an `mxfp4` checkpoint is not
+/// dequantized.
+pub(crate) fn dequant_model(
+    folder: &ModelDir,
+    hp: &Hparams,
+    keeps_mxfp4: bool,
+    ckpt: &mut Checkpoint,
+    kept: Vec<(String, usize)>,
+) -> Result<Vec<(String, usize)>> {
+    let empty = Map::new();
+    let config = hp.map.get("quantization_config").and_then(Value::as_object);
+    let qc = config.unwrap_or(&empty);
+    let text =
+        |m: &Map<String, Value>, k: &str| m.get(k).and_then(Value::as_str).map(str::to_owned);
+    let mut method = text(qc, "quant_method");
+    let mut algo = text(qc, "quant_algo");
+    let mut format = text(qc, "format");
+    let mut groups = qc.get("config_groups").cloned().unwrap_or(Value::Null);
+    let mut layers = qc.get("quantized_layers").cloned().unwrap_or(Value::Null);
+    // What `dequant_model` reads: the config's, given the producer's name as its method where
+    // it names none and `hf_quant_config.json` does.
+    let mut dequant_config = config.cloned();
+    let file = "hf_quant_config.json";
+    if (algo.as_deref().is_none_or(str::is_empty) || !truthy(&layers)) && folder.has(file) {
+        if let Some(h) = folder.json(file)? {
+            let q = h
+                .get("quantization")
+                .and_then(Value::as_object)
+                .unwrap_or(&empty);
+            let producer = h
+                .get("producer")
+                .and_then(Value::as_object)
+                .unwrap_or(&empty);
+            let producer = text(producer, "name").unwrap_or_default().to_lowercase();
+            if method.is_none() {
+                dequant_config
+                    .get_or_insert_with(Map::new)
+                    .insert("quant_method".into(), Value::String(producer.clone()));
+                method = Some(producer);
+            }
+            algo = text(q, "quant_algo").or(algo);
+            method = text(q, "quant_method").or(method);
+            format = text(q, "format").or(format);
+            groups = q.get("config_groups").cloned().unwrap_or(groups);
+            layers = q.get("quantized_layers").cloned().unwrap_or(layers);
+        }
+    }
+    let format_is = |f: &Value, want: &str| f.get("format").and_then(Value::as_str) == Some(want);
+    let all_nvfp4 = groups.as_object().is_some_and(|g| {
+        !g.is_empty()
+            && g.values()
+                .filter(|v| v.is_object())
+                .all(|v| format_is(v, "nvfp4-pack-quantized"))
+    });
+    let nvfp4_groups = method.as_deref() == Some("compressed-tensors")
+        && (format.as_deref() == Some("nvfp4-pack-quantized")
+            || format.as_deref() == Some("mixed-precision") && all_nvfp4);
+    let nvfp4_layers = layers.as_object().is_some_and(|l| {
+        l.values().filter(|v| v.is_object()).any(|v| {
+            v.get("quant_algo")
+                .map(|a| a.as_str().map_or_else(|| a.to_string(), str::to_owned))
+                .is_some_and(|a| a.ends_with("NVFP4"))
+        })
+    });
+    if matches!(algo.as_deref(), Some("NVFP4" | "W4A16_NVFP4")) || nvfp4_groups || nvfp4_layers {
+        return Err(Error::not_yet(format!(
+            "{}: the checkpoint is NVFP4; its conversion to ggml's NVFP4 is not done by ggufrw yet",
+            hp.path.display()
+        )));
+    }
+    if method.as_deref() == Some("mxfp4") && keeps_mxfp4 {
+        return Ok(kept);
+    }
+    let Some(qc) = dequant_config.filter(|c| !c.is_empty()) else {
+        return refuse_unscaled(ckpt, kept, hp);
+    };
+    let Some(dequant_method) = qc.get("quant_method").filter(|m| !m.is_null()) else {
+        return refuse_unscaled(ckpt, kept, hp);
+    };
+    let dequant_method = dequant_method
+        .as_str()
+        .map_or_else(|| dequant_method.to_string(), str::to_owned);
+    let roles = roles(hp, &qc, &dequant_method, &kept)?;
+    let index: HashMap<&str, usize> = kept.iter().map(|(n, i)| (n.as_str(), *i)).collect();
+    let mut out_of: HashSet<String> = HashSet::new();
+    let mut scaled: Vec<(usize, Scale)> = Vec::new();
+    for (name, role) in &roles {
+        out_of.insert(name.clone());
+        let Role::ScaleOf(weight, block) = role else {
+            continue;
+        };
+        let Some(&w) = index.get(weight.as_str()) else {
+            return Err(Error::reference(format!(
+                "KeyError: {weight:?} (the weight {name:?} scales is not in the checkpoint)"
+            )));
+        };
+        let s = index[name.as_str()];
+        scaled.push((w, tile(ckpt, w, s, block.as_deref())?));
+    }
+    for (w, scale) in scaled {
+        ckpt.entries[w].scale = Some(scale);
+    }
+    let kept = kept
+        .into_iter()
+        .filter(|(n, _)| !out_of.contains(n))
+        .collect();
+    refuse_unscaled(ckpt, kept, hp)
+}
+
+/// A Python truth value of a JSON value (`{}`, `[]`, `""`, `0`, `null` and `false` are false).
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// What each kept tensor is to `method`, in the kept order.
+fn roles(
+    hp: &Hparams,
+    qc: &Map<String, Value>,
+    method: &str,
+    kept: &[(String, usize)],
+) -> Result<Vec<(String, Role)>> {
+    let config = |what: String| Error::field(&hp.path, "quantization_config", what);
+    let blocks = |v: Option<&Value>, key: &str| -> Result<Option<Vec<u64>>> {
+        match v {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|x| x.as_u64().filter(|&b| b > 0))
+                .collect::<Option<Vec<u64>>>()
+                .map(Some)
+                .ok_or_else(|| config(format!("{key}: not a list of block sizes"))),
+            Some(_) => Err(config(format!("{key}: not a list"))),
+        }
+    };
+    let names = kept.iter().map(|(n, _)| n.as_str());
+    let not_yet = |what: &str| {
+        Error::not_yet(format!(
+            "{}: quantization_config: {what} weights are not read by ggufrw yet (the reference \
+             dequantizes them); a float16 or bfloat16 checkpoint of the model converts",
+            hp.path.display()
+        ))
+    };
+    let mut roles = Vec::new();
+    match method {
+        "fp8" => {
+            let block = blocks(qc.get("weight_block_size"), "weight_block_size")?;
+            for n in names {
+                if let Some(w) = n.strip_suffix("_scale_inv") {
+                    roles.push((n.into(), Role::ScaleOf(w.into(), block.clone())));
+                }
+                if n.ends_with(".activation_scale")
+                    || n.ends_with("_activation_scale")
+                    || n.ends_with(".qscale_act")
+                {
+                    roles.push((n.into(), Role::Removed));
+                }
+                if let Some(base) = n.strip_suffix("qscale_weight").filter(|b| b.ends_with('.')) {
+                    roles.push((
+                        n.into(),
+                        Role::ScaleOf(format!("{base}weight"), block.clone()),
+                    ));
+                }
+            }
+        }
+        "compressed-tensors" => {
+            let format = qc
+                .get("format")
+                .and_then(Value::as_str)
+                .ok_or_else(|| Error::reference("KeyError: 'format'"))?;
+            let groups = qc
+                .get("config_groups")
+                .and_then(Value::as_object)
+                .ok_or_else(|| Error::reference("KeyError: 'config_groups'"))?;
+            if groups.len() > 1 {
+                return Err(Error::reference(
+                    "NotImplementedError: Can't handle multiple config groups for compressed-tensors yet",
+                ));
+            }
+            let weights = groups
+                .values()
+                .next()
+                .and_then(|g| g.get("weights"))
+                .and_then(Value::as_object)
+                .ok_or_else(|| config("config_groups: no group with `weights`".into()))?;
+            match format {
+                "float-quantized" | "int-quantized" | "naive-quantized" => {
+                    let strategy = weights.get("strategy").and_then(Value::as_str);
+                    if !matches!(strategy, Some("channel" | "block")) {
+                        return Err(Error::reference(format!(
+                            "AssertionError: compressed-tensors weights strategy {strategy:?} \
+                             (the reference reads \"channel\" and \"block\")"
+                        )));
+                    }
+                    if weights.get("group_size").is_some_and(|g| !g.is_null()) {
+                        return Err(Error::reference(
+                            "AssertionError: compressed-tensors weights with a group_size",
+                        ));
+                    }
+                    let block = blocks(weights.get("block_structure"), "block_structure")?;
+                    for n in names {
+                        if let Some(w) = n.strip_suffix("_scale").filter(|w| w.ends_with(".weight"))
+                        {
+                            roles.push((n.into(), Role::ScaleOf(w.into(), block.clone())));
+                        }
+                    }
+                }
+                "pack-quantized" => {
+                    if kept.iter().any(|(n, _)| n.ends_with(".weight_packed")) {
+                        return Err(not_yet("compressed-tensors pack-quantized"));
+                    }
+                }
+                other => {
+                    return Err(Error::reference(format!(
+                        "NotImplementedError: Quant format '{other}' for method \
+                         'compressed-tensors' is not yet supported"
+                    )))
+                }
+            }
+        }
+        "modelopt" => {
+            let present: HashSet<&str> = kept.iter().map(|(n, _)| n.as_str()).collect();
+            for n in names {
+                if let Some(w) = n.strip_suffix("_scale").filter(|w| w.ends_with(".weight")) {
+                    let role = match present.contains(w) {
+                        true => Role::ScaleOf(w.into(), None),
+                        false => Role::Removed,
+                    };
+                    roles.push((n.into(), role));
+                }
+                if n.ends_with(".input_scale") || n.ends_with(".k_scale") || n.ends_with(".v_scale")
+                {
+                    roles.push((n.into(), Role::Removed));
+                }
+            }
+        }
+        "bitnet" => {
+            if kept.iter().any(|(n, _)| n.ends_with(".weight_scale")) {
+                return Err(not_yet("BitNet packed ternary"));
+            }
+        }
+        "gptq" => {
+            if kept.iter().any(|(n, _)| n.ends_with(".qweight")) {
+                return Err(not_yet("GPTQ"));
+            }
+        }
+        other => {
+            return Err(Error::reference(format!(
+                "NotImplementedError: Quant method is not yet supported: '{other}'"
+            )))
+        }
+    }
+    Ok(roles)
+}
+
+/// The scale `s` of weight `w` as torch's `dequant_simple` broadcasts it: repeated over the
+/// weight's last axes by `block` and cut to the weight's shape, or (without blocks) given
+/// trailing axes of one; refused where the product would not have the weight's shape.
+fn tile(ckpt: &Checkpoint, w: usize, s: usize, block: Option<&[u64]>) -> Result<Scale> {
+    let (we, se) = (&ckpt.entries[w], &ckpt.entries[s]);
+    let bad = |why: String| {
+        Error::field(
+            &ckpt.parts[se.part].path,
+            format!("{}.shape", se.name),
+            format!(
+                "{:?} does not tile the weight {:?} {:?}{}: {why}",
+                se.shape,
+                we.name,
+                we.shape,
+                block
+                    .map(|b| format!(" in blocks of {b:?}"))
+                    .unwrap_or_default()
+            ),
+        )
+    };
+    if !matches!(
+        se.dtype,
+        Dtype::F32 | Dtype::F16 | Dtype::BF16 | Dtype::F64 | Dtype::F8E8M0
+    ) {
+        return Err(bad(format!("scales of type {}", se.dtype.torch_name())));
+    }
+    let (n, m) = (we.shape.len(), se.shape.len());
+    let mut sizes = se.shape.clone();
+    let mut blocks = vec![1u64; m];
+    if let Some(b) = block {
+        if m != n || b.len() > m {
+            return Err(bad(format!("{m} axes for {n}")));
+        }
+        for (i, &size) in b.iter().enumerate() {
+            let d = m - b.len() + i;
+            blocks[d] = size;
+            sizes[d] = sizes[d].saturating_mul(size).min(we.shape[d]);
+        }
+        for (size, &w) in sizes.iter_mut().zip(&we.shape) {
+            *size = (*size).min(w);
+        }
+    } else if m > n {
+        return Err(bad(format!("{m} axes for {n}")));
+    }
+    let mut strides = vec![0u64; m];
+    let mut stride = 1;
+    for d in (0..m).rev() {
+        strides[d] = stride;
+        stride *= se.shape[d];
+    }
+    let mut axes = Vec::with_capacity(n);
+    for (d, &wn) in we.shape.iter().enumerate() {
+        let axis = match sizes.get(d) {
+            None | Some(1) => (1, 0),
+            Some(&sn) if sn == wn => (blocks[d], strides[d]),
+            Some(&sn) => return Err(bad(format!("axis {d}: {sn} scales for {wn} elements"))),
+        };
+        axes.push(axis);
+    }
+    Ok(Scale { entry: s, axes })
+}
+
+/// Float8 weights left without a scale: the reference would write their stored values as
+/// the weights, which is not the model.
+fn refuse_unscaled(
+    ckpt: &Checkpoint,
+    kept: Vec<(String, usize)>,
+    hp: &Hparams,
+) -> Result<Vec<(String, usize)>> {
+    for (_, i) in &kept {
+        let e = &ckpt.entries[*i];
+        if matches!(e.dtype, Dtype::F8E4M3 | Dtype::F8E5M2) && e.scale.is_none() {
+            return Err(Error::field(
+                &ckpt.parts[e.part].path,
+                format!("{}.dtype", e.name),
+                format!(
+                    "{} without its scales (no `{name}_scale_inv` or `{name}_scale` that the \
+                     quantization_config of {} reads): its stored values are not the weights",
+                    e.dtype.torch_name(),
+                    hp.path.display(),
+                    name = e.name,
+                ),
+            ));
+        }
+    }
+    Ok(kept)
+}
+
+/// Torch's conversion of a checkpoint dtype to float32 (floats widened exactly or rounded to
+/// nearest, integers rounded to nearest).
+pub(crate) fn widen(dtype: Dtype, b: &[u8], out: &mut Vec<f32>) {
+    match dtype {
+        Dtype::F32 => out.extend(
+            b.chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().expect("4"))),
+        ),
+        Dtype::BF16 => out.extend(
+            b.chunks_exact(2)
+                .map(|c| f32::from_bits(u32::from(u16::from_le_bytes([c[0], c[1]])) << 16)),
+        ),
+        Dtype::F16 => {
+            let at = out.len();
+            out.resize(at + b.len() / 2, 0.0);
+            ggufrw::quant::dequantize(
+                ggufrw::GgmlType::F16,
+                b,
+                ggufrw::ByteOrder::Little,
+                &mut out[at..],
+            )
+            .expect("F16 takes any whole number of elements");
+        }
+        Dtype::F64 => out.extend(
+            b.chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().expect("8")) as f32),
+        ),
+        Dtype::I64 => out.extend(
+            b.chunks_exact(8)
+                .map(|c| i64::from_le_bytes(c.try_into().expect("8")) as f32),
+        ),
+        Dtype::I32 => out.extend(
+            b.chunks_exact(4)
+                .map(|c| i32::from_le_bytes(c.try_into().expect("4")) as f32),
+        ),
+        Dtype::I16 => out.extend(
+            b.chunks_exact(2)
+                .map(|c| f32::from(i16::from_le_bytes([c[0], c[1]]))),
+        ),
+        Dtype::I8 => out.extend(b.iter().map(|&x| f32::from(x as i8))),
+        Dtype::U8 => out.extend(b.iter().map(|&x| f32::from(x))),
+        Dtype::Bool => out.extend(b.iter().map(|&x| f32::from(u8::from(x != 0)))),
+        Dtype::F8E4M3 => out.extend(b.iter().map(|&x| e4m3(x))),
+        Dtype::F8E5M2 => out.extend(b.iter().map(|&x| e5m2(x))),
+        Dtype::F8E8M0 => out.extend(b.iter().map(|&x| e8m0(x))),
+    }
+}
+
+/// `float8_e4m3fn` to float32 (exact): bias 7, subnormals below 2^-6, `S.1111.111` NaN.
+fn e4m3(x: u8) -> f32 {
+    let sign = if x & 0x80 != 0 { -1.0 } else { 1.0 };
+    let (e, m) = (i32::from((x >> 3) & 0xF), f32::from(x & 7));
+    match (e, x & 7) {
+        (15, 7) => f32::NAN.copysign(sign),
+        (0, _) => sign * m * f32::powi(2.0, -9),
+        _ => sign * (1.0 + m / 8.0) * f32::powi(2.0, e - 7),
+    }
+}
+
+/// `float8_e5m2` to float32 (exact): the high byte of a float16.
+fn e5m2(x: u8) -> f32 {
+    let mut v = [0f32];
+    ggufrw::quant::dequantize(
+        ggufrw::GgmlType::F16,
+        &[0, x],
+        ggufrw::ByteOrder::Little,
+        &mut v,
+    )
+    .expect("one F16 element");
+    v[0]
+}
+
+/// `float8_e8m0fnu` to float32 (exact): 2^(x-127), 255 NaN.
+fn e8m0(x: u8) -> f32 {
+    match x {
+        255 => f32::NAN,
+        0 => f32::from_bits(0x0040_0000),
+        _ => f32::from_bits(u32::from(x) << 23),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float8_widens_exactly() {
+        assert_eq!(e4m3(0x38), 1.0);
+        assert_eq!(e4m3(0x7E), 448.0);
+        assert_eq!(e4m3(0xFE), -448.0);
+        assert_eq!(e4m3(0x01), f32::powi(2.0, -9));
+        assert_eq!(e4m3(0x08), f32::powi(2.0, -6));
+        assert!(e4m3(0x7F).is_nan() && e4m3(0xFF).is_nan());
+        assert_eq!(e5m2(0x3C), 1.0);
+        assert_eq!(e5m2(0x7B), 57344.0);
+        assert!(e5m2(0x7C).is_infinite());
+        assert_eq!(e8m0(127), 1.0);
+        assert_eq!(e8m0(0), f32::powi(2.0, -127));
+        assert_eq!(e8m0(254), f32::powi(2.0, 127));
+    }
+}
