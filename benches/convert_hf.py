@@ -2,6 +2,7 @@
 """`ggufrw convert-hf` against the reference, llama.cpp's `convert_hf_to_gguf.py`.
 
 Usage: benches/convert_hf.py [--pairs 3] [--exe BUILD/ggufrw] [--only f16,q8_0,Q4_K_M]
+                             [--model llama-bf16|deepseek-fp8] [--layers N]
 
 Needs the reference's environment (`scripts/convert-ref.sh`: torch and transformers) and, for
 the Q4_K_M row, llama-quantize (`scripts/ggml.sh --tools`). Makes (once, cached under
@@ -14,8 +15,15 @@ peak RSS of each and the median of the per-pair ratios (ours / reference) with t
 - Q4_K_M: `ggufrw convert-hf DIR --quantize Q4_K_M` against the two official steps,
   `convert_hf_to_gguf.py DIR --outtype bf16` then `llama-quantize OUT Q4_K_M`.
 The page cache is warm (the checkpoint is read once before the first pair).
+
+`--model deepseek-fp8` uses instead a DeepSeek-V3 mixture of experts published as FP8 in
+128×128 blocks with float32 `weight_scale_inv` (DeepSeek's own form): transformers' class with
+random weights, quantized as tests/convert_hf/reference.py quantizes its fixtures, 64 experts of
+1024×512 per layer, `--layers` layers (9: ~1 GB, 0.99 B parameters; the first dense), the
+tokenizer of the DeepSeek fixture. Its rows compare the same commands on it; two `--layers`
+show how peak memory follows the largest layer, not the model.
 """
-import argparse, os, statistics, subprocess, sys, tempfile
+import argparse, os, shutil, statistics, subprocess, sys, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CACHE = os.path.expanduser("~/.cache/ggufrw/bench-convert-hf")
@@ -43,6 +51,36 @@ model.save_pretrained(str(out), safe_serialization=True, max_shard_size="400MB")
 '''
 
 
+MAKE_FP8 = r'''
+import json, shutil, sys, torch
+from pathlib import Path
+root, out, layers, work, tree = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]), sys.argv[5]
+sys.path.insert(0, root + "/tests/convert_hf")
+import reference
+reference.LLAMA_CPP = tree
+from transformers import AutoConfig, AutoModelForCausalLM
+fx = next(f for f in reference.FIXTURES if f.name == "DeepSeek-V3-Tiny-FP8")
+tiny = reference.ensure_fixtures(work, [fx])[fx.name]
+cfg = AutoConfig.from_pretrained(str(tiny))
+del cfg.quantization_config
+cfg.update(dict(hidden_size=1024, intermediate_size=2816, moe_intermediate_size=512,
+                n_routed_experts=64, n_shared_experts=1, num_experts_per_tok=4,
+                first_k_dense_replace=1, num_hidden_layers=layers, num_attention_heads=16,
+                num_key_value_heads=16, kv_lora_rank=256, q_lora_rank=384, qk_nope_head_dim=64,
+                qk_rope_head_dim=32, v_head_dim=64, head_dim=32, n_group=4, topk_group=2,
+                max_position_embeddings=4096))
+torch.manual_seed(0)
+model = AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16)
+model.save_pretrained(str(out), safe_serialization=True, max_shard_size="400MB")
+del model
+for f in tiny.iterdir():
+    if f.name.startswith("tokenizer") or f.name == "special_tokens_map.json":
+        shutil.copy(f, out / f.name)
+reference.as_quantized(out, "fp8-block-128")
+(out / ".complete").write_text("")
+'''
+
+
 def lines_of(cmd):
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
 
@@ -66,21 +104,32 @@ def main():
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--exe")
     ap.add_argument("--only", default="f16,q8_0,Q4_K_M")
+    ap.add_argument("--model", default="llama-bf16", choices=["llama-bf16", "deepseek-fp8"])
+    ap.add_argument("--layers", type=int, default=9)
     a = ap.parse_args()
+    model = MODEL
+    if a.model == "deepseek-fp8":
+        model = os.path.join(CACHE, f"Bench-DeepSeek-V3-FP8-{a.layers}L")
     py, tree = lines_of([os.path.join(ROOT, "scripts/convert-ref.sh")])[:2]
     exe = os.path.abspath(a.exe) if a.exe else None
     if exe is None:
         subprocess.run(["cargo", "build", "--release", "-q", "-p", "ggufrw-cli"], cwd=ROOT, check=True)
         exe = os.path.join(ROOT, "target/release/ggufrw")
-    if not os.path.exists(os.path.join(MODEL, ".complete")):
+    if not os.path.exists(os.path.join(model, ".complete")):
         print("making the checkpoint (once)…", file=sys.stderr)
-        subprocess.run([py, "-c", MAKE, MODEL, os.path.join(ROOT, "tests/convert_hf/corpus.txt")], check=True)
-    size = sum(os.path.getsize(os.path.join(MODEL, f)) for f in os.listdir(MODEL))
-    for f in os.listdir(MODEL):
-        with open(os.path.join(MODEL, f), "rb") as fh:
+        if a.model == "deepseek-fp8":
+            shutil.rmtree(model, ignore_errors=True)
+            subprocess.run([py, "-c", MAKE_FP8, ROOT, model, str(a.layers), os.path.join(CACHE, "fixtures"), tree],
+                           check=True)
+        else:
+            subprocess.run([py, "-c", MAKE, model, os.path.join(ROOT, "tests/convert_hf/corpus.txt")], check=True)
+    files = [os.path.join(model, f) for f in os.listdir(model) if os.path.isfile(os.path.join(model, f))]
+    size = sum(os.path.getsize(f) for f in files)
+    for f in files:
+        with open(f, "rb") as fh:
             while fh.read(1 << 24):
                 pass
-    ref = [py, os.path.join(tree, "convert_hf_to_gguf.py"), MODEL]
+    ref = [py, os.path.join(tree, "convert_hf_to_gguf.py"), model]
     rows = a.only.split(",")
     quantize = None
     if "Q4_K_M" in rows:
@@ -90,18 +139,19 @@ def main():
         except subprocess.CalledProcessError:
             print("Q4_K_M: skipped, llama-quantize could not be built", file=sys.stderr)
             rows.remove("Q4_K_M")
-    print(f"checkpoint: {MODEL} ({size / 1e9:.2f} GB bf16), {a.pairs} pairs, warm page cache")
+    kind = "FP8 in blocks" if a.model == "deepseek-fp8" else "bf16"
+    print(f"checkpoint: {model} ({size / 1e9:.2f} GB {kind}), {a.pairs} pairs, warm page cache")
     print(f"{'row':8} {'ours s':>8} {'ref s':>8} {'wall ratio [spread]':>24} {'ours MiB':>9} {'ref MiB':>9} {'RSS ratio':>10}")
     with tempfile.TemporaryDirectory(dir=CACHE) as work:
         for row in rows:
             ours_w, ref_w, ours_m, ref_m, ratios = [], [], [], [], []
             for _ in range(a.pairs):
                 if row == "Q4_K_M":
-                    ours = [[exe, "convert-hf", MODEL, "-o", "ours.gguf", "--quantize", "Q4_K_M"]]
+                    ours = [[exe, "convert-hf", model, "-o", "ours.gguf", "--quantize", "Q4_K_M"]]
                     theirs = [ref + ["--outtype", "bf16", "--outfile", "mid.gguf"],
                               [quantize, "mid.gguf", "ref.gguf", "Q4_K_M"]]
                 else:
-                    ours = [[exe, "convert-hf", MODEL, "--outtype", row, "-o", "ours.gguf"]]
+                    ours = [[exe, "convert-hf", model, "--outtype", row, "-o", "ours.gguf"]]
                     theirs = [ref + ["--outtype", row, "--outfile", "ref.gguf"]]
                 w1, m1 = timed(ours, work)
                 w2, m2 = timed(theirs, work)

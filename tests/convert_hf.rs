@@ -175,6 +175,7 @@ fn convert_hf_matches_the_reference_on_every_case() {
         if both_failed.is_empty() { String::new() } else { format!(": {}", both_failed.join(", ")) }
     );
     quantize_after_conversion(cases, work.path(), &mut failures);
+    transposed_experts(cases, work.path(), &mut failures);
     assert!(
         failures.is_empty(),
         "{} of {} cases differ:\n{}",
@@ -282,6 +283,112 @@ fn quantize_after_conversion(cases: &[serde_json::Value], work: &Path, failures:
         );
     }
     eprintln!("convert-hf --quantize: {compared} conversions byte-identical with the reference then llama-quantize");
+}
+
+/// Packed experts stored with their last two axes swapped (`gate_up_proj` `[experts,
+/// hidden, 2·ffn]`, `down_proj` `[experts, ffn, hidden]`), which the reference cuts along the
+/// wrong axis into a model whose shapes contradict its config: ours must give the reference's
+/// own file for the same weights stored as it reads them (each `…-packed` fixture's cases
+/// that the set runs, converted again from a copy of the folder, of the same name, with those
+/// tensors transposed).
+fn transposed_experts(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<String>) {
+    let mut compared = 0;
+    for case in cases {
+        let name = case["case"].as_str().unwrap();
+        let fixture = Path::new(case["fixture"].as_str().unwrap());
+        let folder = fixture.file_name().unwrap().to_string_lossy().into_owned();
+        if !folder.ends_with("-packed") || case["status"].as_i64() != Some(0) {
+            continue;
+        }
+        let twin = work.join("transposed").join(&folder);
+        if !twin.exists() {
+            std::fs::create_dir_all(&twin).unwrap();
+            for f in std::fs::read_dir(fixture).unwrap() {
+                let f = f.unwrap().path();
+                let to = twin.join(f.file_name().unwrap());
+                if f.extension().is_some_and(|e| e == "safetensors") {
+                    std::fs::write(&to, transpose_packed(&std::fs::read(&f).unwrap())).unwrap();
+                } else if f.is_file() {
+                    std::fs::copy(&f, &to).unwrap();
+                }
+            }
+        }
+        let args: Vec<&str> = case["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let ours = work.join("ours-transposed").join(name);
+        std::fs::create_dir_all(&ours).unwrap();
+        let run = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+            .arg("convert-hf")
+            .arg(&twin)
+            .args(&args)
+            .current_dir(&ours)
+            .output()
+            .unwrap();
+        if !run.status.success() {
+            failures.push(format!(
+                "{name}, experts transposed: {}",
+                String::from_utf8_lossy(&run.stderr).trim()
+            ));
+            continue;
+        }
+        let theirs = work.join("ref").join(name);
+        for f in walk(&theirs) {
+            let rel = f.strip_prefix(&theirs).unwrap();
+            if let Some(d) = first_difference(&ours.join(rel), &f) {
+                failures.push(format!(
+                    "{name}, experts transposed: {}: {d}",
+                    rel.display()
+                ));
+            }
+        }
+        compared += 1;
+    }
+    eprintln!("convert-hf: {compared} conversions of transposed packed experts identical with the reference's of the stored layout");
+}
+
+/// A safetensors file with every 3-D `mlp.experts.gate_up_proj` and `mlp.experts.down_proj`
+/// transposed in its last two axes.
+fn transpose_packed(bytes: &[u8]) -> Vec<u8> {
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut header: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let data = &bytes[8 + n..];
+    let mut out = data.to_vec();
+    for (name, meta) in header.iter_mut() {
+        let packed =
+            name.ends_with("mlp.experts.gate_up_proj") || name.ends_with("mlp.experts.down_proj");
+        if !packed {
+            continue;
+        }
+        let shape: Vec<usize> = meta["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap() as usize)
+            .collect();
+        let [e, r, c] = shape[..] else { continue };
+        let at = meta["data_offsets"][0].as_u64().unwrap() as usize;
+        let w = (meta["data_offsets"][1].as_u64().unwrap() as usize - at) / (e * r * c);
+        for x in 0..e {
+            for i in 0..r {
+                for j in 0..c {
+                    let from = at + ((x * r + i) * c + j) * w;
+                    let to = at + ((x * c + j) * r + i) * w;
+                    out[to..to + w].copy_from_slice(&data[from..from + w]);
+                }
+            }
+        }
+        meta["shape"] = serde_json::json!([e, c, r]);
+    }
+    let header = serde_json::to_vec(&header).unwrap();
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(&header);
+    file.extend_from_slice(&out);
+    file
 }
 
 /// docs/convert-hf.md's class table is `convert-hf --list`'s output (`GGUFRW_BLESS=1`

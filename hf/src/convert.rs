@@ -136,6 +136,14 @@ enum Src {
     Values(Vec<f32>),
     /// Integers written as I64.
     I64(Vec<i64>),
+    /// MXFP4 codes and exponents repacked into ggml's blocks: rows `offset`, `offset + step`, …
+    /// of each expert.
+    Mxfp4 {
+        blocks: usize,
+        scales: usize,
+        offset: u64,
+        step: u64,
+    },
 }
 
 /// What a conversion did (or, dry, would do).
@@ -229,9 +237,17 @@ fn run(
         OutType::Auto => auto_type(&ckpt, &kept),
         t => t,
     };
-    let kept = dequant::dequant_model(&folder, hp, model.keeps_mxfp4(), &mut ckpt, kept)?;
+    let (kept, mxfp4) = dequant::dequant_model(&folder, hp, model.keeps_mxfp4(), &mut ckpt, kept)?;
     let ckpt = ckpt;
-    let (file_type, wanted, type_name) = outtype.resolved();
+    let (mut file_type, wanted, mut type_name) = outtype.resolved();
+    if mxfp4
+        && !options.vocab_only
+        && matches!(outtype, OutType::F32 | OutType::F16 | OutType::BF16)
+    {
+        // `prepare_metadata` after `prepare_tensors` (which `--vocab-only` skips): the file is
+        // said to be MXFP4, its other tensors keeping the outtype
+        (file_type, type_name) = (38, "MXFP4_MOE");
+    }
     cx.file_type = file_type;
     let type_name: &str = options.name_type.as_deref().unwrap_or(type_name);
     // `write_vocab` prepares no tensor: what a tensor would be refused for does not matter.
@@ -239,7 +255,8 @@ fn run(
     let mut early = Kv::default();
     model.init_keys(&cx, &mut early)?;
     if !options.vocab_only {
-        plan = extra_tensors(model, &cx)?;
+        plan = mxfp4_tensors(model, &cx, &ckpt, &kept)?;
+        plan.extend(extra_tensors(model, &cx)?);
         let mut late = Vec::new();
         let yielded = modify_tensors(model, &cx, &ckpt, &kept, &mut early, &mut late)?;
         plan.extend(prepare_tensors(model, &cx, outtype, wanted, yielded)?);
@@ -401,6 +418,74 @@ fn auto_type(ckpt: &Checkpoint, kept: &[(String, usize)]) -> OutType {
         .unwrap_or(OutType::F16)
 }
 
+/// The checkpoint's MXFP4 tensors the class writes as they are, planned (first in the file).
+fn mxfp4_tensors(
+    model: &dyn TextModel,
+    cx: &Ctx,
+    ckpt: &Checkpoint,
+    kept: &[(String, usize)],
+) -> Result<Vec<TensorPlan>> {
+    let names: Vec<&str> = kept.iter().map(|(n, _)| n.as_str()).collect();
+    let wanted = model.mxfp4_tensors(cx, &names);
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let index: HashMap<&str, usize> = kept.iter().map(|(n, i)| (n.as_str(), *i)).collect();
+    let map = NameMap::new(cx.arch, cx.block_count);
+    let mut plan = Vec::with_capacity(wanted.len());
+    for t in wanted {
+        let entry = |name: &str| {
+            index.get(name).copied().ok_or_else(|| {
+                Error::reference(format!(
+                    "{}: the MXFP4 codes for {:?} come before their scales {:?} in the checkpoint, \
+                     or not at all",
+                    t.scales, t.name, t.scales
+                ))
+            })
+        };
+        let (b, s) = (entry(&t.blocks)?, entry(&t.scales)?);
+        let (be, se) = (&ckpt.entries[b], &ckpt.entries[s]);
+        let bad = |e: &Entry, why: String| {
+            Error::field(&ckpt.parts[e.part].path, format!("{}.shape", e.name), why)
+        };
+        let [n, rows, blocks, 16] = be.shape[..] else {
+            return Err(bad(
+                be,
+                format!("{:?}: not [experts, rows, blocks, 16]", be.shape),
+            ));
+        };
+        if se.shape != be.shape[..3] || be.dtype != Dtype::U8 || se.dtype != Dtype::U8 {
+            return Err(bad(
+                se,
+                format!(
+                    "{:?} {:?} does not go with the codes {:?} {:?} {:?}",
+                    se.dtype, se.shape, be.name, be.dtype, be.shape
+                ),
+            ));
+        }
+        let out_rows = rows.saturating_sub(t.offset).div_ceil(t.step);
+        let name = map
+            .get(&t.name, &[".weight", ".bias"])
+            .map(|(_, n)| n)
+            .ok_or_else(|| Error::reference(format!("Can not map tensor {:?}", t.name)))?;
+        plan.push(TensorPlan {
+            name,
+            ggml_type: GgmlType::MXFP4,
+            dims: vec![blocks * 32, out_rows, n],
+            bytes: n * out_rows * blocks * 17,
+            source_type: "torch.uint8",
+            note: None,
+            src: Src::Mxfp4 {
+                blocks: b,
+                scales: s,
+                offset: t.offset,
+                step: t.step,
+            },
+        });
+    }
+    Ok(plan)
+}
+
 /// `generate_extra_tensors`, planned (always F32, first in the file).
 fn extra_tensors(model: &dyn TextModel, cx: &Ctx) -> Result<Vec<TensorPlan>> {
     Ok(model
@@ -498,7 +583,9 @@ fn modify_tensors(
             continue;
         }
         let is_expert = |ex: &&Experts| {
-            name.contains(ex.marker) && (ex.unless.is_empty() || !name.contains(ex.unless))
+            name.contains(ex.marker)
+                && (ex.unless.is_empty() || !name.contains(ex.unless))
+                && !ex.packed.iter().any(|p| name.ends_with(p))
         };
         if let Some(ex) = experts.as_ref().filter(is_expert) {
             let Some(bid) = bid else {
@@ -950,6 +1037,12 @@ fn data_source<'a>(
             let e: &'a Entry = &ckpt.entries[*index];
             rows_source(ckpt, vec![(e, *change)], p, big, threads)
         }
+        Src::Mxfp4 {
+            blocks,
+            scales,
+            offset,
+            step,
+        } => mxfp4_source(ckpt, p, [*blocks, *scales], *offset, *step),
         Src::Stack(parts) => {
             let segments = parts
                 .iter()
@@ -957,6 +1050,55 @@ fn data_source<'a>(
                 .collect();
             rows_source(ckpt, segments, p, big, threads)
         }
+    }
+}
+
+/// An MXFP4 tensor's rows repacked into ggml's `block_mxfp4` (the exponent, then 16 bytes
+/// whose byte k holds element k in its low and element k + 16 in its high nibble; the
+/// checkpoint's byte j holds elements 2j and 2j + 1), a group of rows at a time; the pages go
+/// when the tensor is done. Bytes: the byte order does not change them.
+fn mxfp4_source<'a>(
+    ckpt: &'a Checkpoint,
+    p: &TensorPlan,
+    [b, s]: [usize; 2],
+    offset: u64,
+    step: u64,
+) -> Source<'a> {
+    let (be, se) = (&ckpt.entries[b], &ckpt.entries[s]);
+    let (codes, exps) = (ckpt.bytes(be), ckpt.bytes(se));
+    let (rows, blocks) = (be.shape[1], be.shape[2] as usize);
+    let out_rows = p.dims[1];
+    let total = p.dims[2] * out_rows;
+    let group = (PIECE_ELEMENTS / (blocks as u64 * 32).max(1)).max(1);
+    let mut next = 0u64;
+    let mut released = false;
+    let chunks = std::iter::from_fn(move || {
+        if next >= total {
+            if !released {
+                ckpt.release(be, codes);
+                ckpt.release(se, exps);
+                released = true;
+            }
+            return None;
+        }
+        let end = (next + group).min(total);
+        let mut out = Vec::with_capacity(((end - next) as usize) * blocks * 17);
+        for r in next..end {
+            let (e, i) = (r / out_rows, r % out_rows);
+            let src = (e * rows + offset + i * step) as usize;
+            for k in 0..blocks {
+                out.push(exps[src * blocks + k]);
+                let q = &codes[(src * blocks + k) * 16..][..16];
+                let elem = |i: usize| (q[i / 2] >> (4 * (i % 2))) & 0xF;
+                out.extend((0..16).map(|j| elem(j) | (elem(j + 16) << 4)));
+            }
+        }
+        next = end;
+        Some(Ok(out))
+    });
+    Source::Chunks {
+        chunks: Box::new(chunks),
+        len: p.bytes,
     }
 }
 

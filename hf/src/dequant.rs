@@ -64,7 +64,8 @@ impl<'a> Scaler<'a> {
         self.values[self.index(flat)]
     }
 
-    /// Multiplies `values`, the weight's elements from `flat` on, by their scales.
+    /// Multiplies `values`, the weight's elements from `flat` on, by their scales: along a
+    /// row, one scale a block.
     pub(crate) fn apply(&self, flat: u64, values: &mut [f32]) {
         let Some((&last, &(block, stride))) = self.shape.last().zip(self.axes.last()) else {
             values.iter_mut().for_each(|v| *v *= self.values[0]);
@@ -72,15 +73,25 @@ impl<'a> Scaler<'a> {
         };
         let last = last.max(1);
         let mut flat = flat;
-        let mut done = 0;
-        while done < values.len() {
+        let mut rest = values;
+        while !rest.is_empty() {
             let c = flat % last;
             let base = self.index(flat - c);
-            let run = ((last - c) as usize).min(values.len() - done);
-            for (t, v) in values[done..done + run].iter_mut().enumerate() {
-                *v *= self.values[base + ((c + t as u64) / block * stride) as usize];
+            // the elements left in this row, then in this row's block
+            let run = ((last - c) as usize).min(rest.len());
+            let (row, tail) = rest.split_at_mut(run);
+            let mut at = c;
+            let mut row = row;
+            while !row.is_empty() {
+                let k = at / block;
+                let n = (((k + 1) * block - at) as usize).min(row.len());
+                let f = self.values[base + (k * stride) as usize];
+                let (part, next) = row.split_at_mut(n);
+                part.iter_mut().for_each(|v| *v *= f);
+                row = next;
+                at += n as u64;
             }
-            done += run;
+            rest = tail;
             flat += run as u64;
         }
     }
@@ -97,14 +108,14 @@ enum Role {
 /// tensors (`kept`, named as `filter_tensors` names them): the scales are taken out, each
 /// weight learns its scale, and what the reference leaves out is left out. `keeps_mxfp4`: the
 /// class writes MXFP4 experts as they are (gpt-oss), so an `mxfp4` checkpoint is not
-/// dequantized.
+/// dequantized. Also says whether the checkpoint is `mxfp4` (its file type then says so).
 pub(crate) fn dequant_model(
     folder: &ModelDir,
     hp: &Hparams,
     keeps_mxfp4: bool,
     ckpt: &mut Checkpoint,
     kept: Vec<(String, usize)>,
-) -> Result<Vec<(String, usize)>> {
+) -> Result<(Vec<(String, usize)>, bool)> {
     let empty = Map::new();
     let config = hp.map.get("quantization_config").and_then(Value::as_object);
     let qc = config.unwrap_or(&empty);
@@ -166,14 +177,15 @@ pub(crate) fn dequant_model(
             hp.path.display()
         )));
     }
-    if method.as_deref() == Some("mxfp4") && keeps_mxfp4 {
-        return Ok(kept);
+    let mxfp4 = method.as_deref() == Some("mxfp4");
+    if mxfp4 && keeps_mxfp4 {
+        return Ok((kept, true));
     }
     let Some(qc) = dequant_config.filter(|c| !c.is_empty()) else {
-        return refuse_unscaled(ckpt, kept, hp);
+        return Ok((refuse_unscaled(ckpt, kept, hp)?, mxfp4));
     };
     let Some(dequant_method) = qc.get("quant_method").filter(|m| !m.is_null()) else {
-        return refuse_unscaled(ckpt, kept, hp);
+        return Ok((refuse_unscaled(ckpt, kept, hp)?, mxfp4));
     };
     let dequant_method = dequant_method
         .as_str()
@@ -202,7 +214,7 @@ pub(crate) fn dequant_model(
         .into_iter()
         .filter(|(n, _)| !out_of.contains(n))
         .collect();
-    refuse_unscaled(ckpt, kept, hp)
+    Ok((refuse_unscaled(ckpt, kept, hp)?, mxfp4))
 }
 
 /// A Python truth value of a JSON value (`{}`, `[]`, `""`, `0`, `null` and `false` are false).
@@ -493,8 +505,15 @@ pub(crate) fn widen(dtype: Dtype, b: &[u8], out: &mut Vec<f32>) {
     }
 }
 
-/// `float8_e4m3fn` to float32 (exact): bias 7, subnormals below 2^-6, `S.1111.111` NaN.
+/// `float8_e4m3fn` to float32 (exact), from a table.
 fn e4m3(x: u8) -> f32 {
+    static TABLE: std::sync::LazyLock<[f32; 256]> =
+        std::sync::LazyLock::new(|| std::array::from_fn(|i| e4m3_value(i as u8)));
+    TABLE[usize::from(x)]
+}
+
+/// `float8_e4m3fn`'s value: bias 7, subnormals below 2^-6, `S.1111.111` NaN.
+fn e4m3_value(x: u8) -> f32 {
     let sign = if x & 0x80 != 0 { -1.0 } else { 1.0 };
     let (e, m) = (i32::from((x >> 3) & 0xF), f32::from(x & 7));
     match (e, x & 7) {
@@ -504,17 +523,21 @@ fn e4m3(x: u8) -> f32 {
     }
 }
 
-/// `float8_e5m2` to float32 (exact): the high byte of a float16.
+/// `float8_e5m2` to float32 (exact): the high byte of a float16, from a table.
 fn e5m2(x: u8) -> f32 {
-    let mut v = [0f32];
-    ggufrw::quant::dequantize(
-        ggufrw::GgmlType::F16,
-        &[0, x],
-        ggufrw::ByteOrder::Little,
-        &mut v,
-    )
-    .expect("one F16 element");
-    v[0]
+    static TABLE: std::sync::LazyLock<[f32; 256]> = std::sync::LazyLock::new(|| {
+        let halves: Vec<u8> = (0..=255u8).flat_map(|x| [0, x]).collect();
+        let mut v = [0f32; 256];
+        ggufrw::quant::dequantize(
+            ggufrw::GgmlType::F16,
+            &halves,
+            ggufrw::ByteOrder::Little,
+            &mut v,
+        )
+        .expect("256 F16 elements");
+        v
+    });
+    TABLE[usize::from(x)]
 }
 
 /// `float8_e8m0fnu` to float32 (exact): 2^(x-127), 255 NaN.

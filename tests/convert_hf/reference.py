@@ -384,11 +384,15 @@ FIXTURES += [
         extra=dict(attention_multiplier=0.0625, embedding_multiplier=12.0,
                    residual_multiplier=0.22, logits_scaling=8.0, shared_intermediate_size=48),
     ),
-    # gpt-oss as transformers saves it in bf16 (OpenAI's MXFP4 checkpoints are refused):
-    # gate and up interleaved in one packed tensor, expert biases, attention sinks, YaRN
+    # gpt-oss as transformers saves it in bf16: gate and up interleaved in one packed tensor,
+    # expert biases, attention sinks, YaRN; and as OpenAI publishes it, the experts in MXFP4
     Fixture(
         name="gpt-oss-tiny", seed=7110, arch="gpt_oss", dtype="bfloat16", kv_heads=2,
         head_dim=16, bpe="gpt-2",
+    ),
+    Fixture(
+        name="gpt-oss-tiny-mxfp4", seed=7116, arch="gpt_oss", dtype="bfloat16", kv_heads=2,
+        head_dim=16, bpe="gpt-2", post_save="mxfp4",
     ),
     # Llama 4's text: top-1 experts on every other layer beside a shared expert, packed and
     # transposed; the dense layers' width is intermediate_size_mlp
@@ -908,6 +912,14 @@ FIXTURES += [
         extra=dict(config_class="Qwen3Config", keep_spm=True, head_dim=16, tie_word_embeddings=True,
                    rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
                                     "original_max_position_embeddings": 64}),
+    ),
+    # Qwen3's mixture saved with its experts as transformers 5 holds them, packed
+    # (`gate_up_proj` [experts, 2·ffn, hidden], `down_proj` [experts, hidden, ffn]; 2·ffn is not
+    # hidden, so that the test of the transposed layout can tell the two apart)
+    Fixture(
+        name="Qwen3-MoE-Tiny-packed", seed=1416, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        extra=dict(config_class="Qwen3MoeConfig", packed=True, num_experts=4, num_experts_per_tok=2,
+                   moe_intermediate_size=48, head_dim=16, tie_word_embeddings=True),
     ),
     Fixture(
         name="Llama-3.2-Tiny-tf5", seed=7575, dtype="bfloat16", tf5="saved",
@@ -1695,10 +1707,24 @@ def as_quantized(folder: Path, scheme: str) -> None:
     import torch
     from safetensors.torch import load_file, save_file
 
-    weights = folder / "model.safetensors"
-    tensors = load_file(str(weights))
-    out = {}
     fp8_max = torch.finfo(torch.float8_e4m3fn).max
+    index_path = folder / "model.safetensors.index.json"
+    index = json.loads(index_path.read_text(encoding="utf-8")) if index_path.is_file() else None
+    for weights in sorted(folder.glob("model*.safetensors")):
+        out = quantized_part(load_file(str(weights)), scheme, fp8_max)
+        save_file(out, str(weights), metadata={"format": "pt"})
+        if index is not None:
+            index["weight_map"].update({name: weights.name for name in out})
+    if index is not None:
+        index_path.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+    quantization_config(folder, scheme)
+
+
+def quantized_part(tensors: dict, scheme: str, fp8_max: float) -> dict:
+    """One part's tensors quantized as `as_quantized` says."""
+    import torch
+
+    out = {}
     for name, t in tensors.items():
         linear = (name.startswith("model.layers.") and name.endswith(".weight") and t.ndim == 2
                   and not name.endswith("norm.weight") and not name.endswith("mlp.gate.weight"))
@@ -1735,7 +1761,11 @@ def as_quantized(folder: Path, scheme: str) -> None:
                 out[attn + "v_scale"] = torch.tensor(1.0)
         else:
             raise ValueError(scheme)
-    save_file(out, str(weights), metadata={"format": "pt"})
+    return out
+
+
+def quantization_config(folder: Path, scheme: str) -> None:
+    """config.json's `quantization_config` (or hf_quant_config.json) for `scheme`."""
     config_path = folder / "config.json"
     config = json.loads(config_path.read_text(encoding="utf-8"))
     channel = {"num_bits": 8, "strategy": "channel", "symmetric": True, "dynamic": False,
@@ -1762,9 +1792,48 @@ def as_quantized(folder: Path, scheme: str) -> None:
     config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
+def as_mxfp4(folder: Path) -> None:
+    """gpt-oss saved in bf16 rewritten as OpenAI publishes it: each expert's weights, as rows of
+    outputs, in blocks of 32 inputs sharing a power-of-two exponent (the block's largest
+    magnitude's, less FP4's largest, 2) and 4-bit E2M1 codes (the nearest of 0, 0.5, 1, 1.5, 2,
+    3, 4, 6 with a sign bit), two codes a byte, the even element in the low nibble
+    (`*_blocks` [experts, rows, blocks, 16], `*_scales` [experts, rows, blocks] biased by
+    127), the biases left in bf16; the config names `mxfp4`."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    magnitudes = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+
+    def mxfp4(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        b = rows.float().reshape(*rows.shape[:-1], -1, 32)
+        exp = torch.floor(torch.log2(b.abs().amax(-1).clamp_min(2.0 ** -126))) - 2
+        scaled = b / torch.exp2(exp).unsqueeze(-1)
+        codes = (scaled.abs().unsqueeze(-1) - magnitudes).abs().argmin(-1)
+        codes = (codes | ((scaled < 0).long() << 3)).to(torch.uint8)
+        return codes[..., 0::2] | (codes[..., 1::2] << 4), (exp + 127).to(torch.uint8)
+
+    path = folder / "model.safetensors"
+    out = {}
+    for name, t in load_file(str(path)).items():
+        if name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")):
+            # stored [experts, inputs, outputs]: the blocks run along the inputs of each output
+            out[name + "_blocks"], out[name + "_scales"] = mxfp4(t.transpose(1, 2))
+        else:
+            out[name] = t
+    save_file(out, str(path), metadata={"format": "pt"})
+    config_path = folder / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config["quantization_config"] = {
+        "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                   "model.embed_tokens", "lm_head"],
+        "quant_method": "mxfp4"}
+    config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
 # folders rewritten after saving, into the form of a class transformers 4.57 cannot build
 # here (Gemma 3n's vision tower needs timm); checkpoints published quantized
 POST_SAVE = {
+    "mxfp4": as_mxfp4,
     "fp8-block-32": lambda folder: as_quantized(folder, "fp8-block-32"),
     "fp8-block-128": lambda folder: as_quantized(folder, "fp8-block-128"),
     "ct-fp8-channel": lambda folder: as_quantized(folder, "ct-fp8-channel"),
@@ -1847,7 +1916,7 @@ def tf5_ministral3(fx: Fixture, folder: Path) -> None:
     save_tf5_model(fx, folder, cfg)
 
 
-def save_tf5_model(fx: Fixture, folder: Path, cfg) -> None:
+def save_tf5_model(fx: Fixture, folder: Path, cfg, original: bool = True) -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -1861,7 +1930,7 @@ def save_tf5_model(fx: Fixture, folder: Path, cfg) -> None:
         for name, b in model.named_buffers():
             if name.endswith("layer_scalar"):
                 b.copy_(0.5 + 0.1 * torch.randn(b.shape, generator=gen))
-    model.to(getattr(torch, fx.dtype)).save_pretrained(str(folder))
+    model.to(getattr(torch, fx.dtype)).save_pretrained(str(folder), save_original_format=original)
     (folder / ".complete").write_text("")
 
 
@@ -1872,6 +1941,7 @@ def tf5_saved(fx: Fixture, folder: Path) -> None:
 
     fields = dict(fx.extra)
     keep_spm = fields.pop("keep_spm", False)
+    packed = fields.pop("packed", False)  # saved as transformers 5 holds it, experts packed
     if "GGUFRW_FIXTURE_VOCAB" in os.environ:
         # a BPE vocabulary build_fixture writes beside the model afterwards
         vocab = json.loads(os.environ["GGUFRW_FIXTURE_VOCAB"])
@@ -1883,7 +1953,7 @@ def tf5_saved(fx: Fixture, folder: Path) -> None:
     common = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
     cfg = cls(**{**common, **vocab, **fields})
-    save_tf5_model(fx, folder, cfg)
+    save_tf5_model(fx, folder, cfg, original=not packed)
 
 
 TF5_BUILDERS = {"gemma4": tf5_gemma4, "gemma4_assistant": tf5_gemma4_assistant,
@@ -2107,6 +2177,9 @@ FAST = {
     "Qwen2.5-Tiny-BPE__f16",
     "Qwen1.5-MoE-Tiny-A1B__auto",
     "Qwen3-MoE-Tiny__q8_0",
+    "Qwen3-MoE-Tiny-packed__f16",
+    "gpt-oss-tiny-mxfp4__bf16",
+    "gpt-oss-tiny-mxfp4__auto",
     "Llama-3.2-Tiny-Instruct__bf16",
     "Tiny-Llama-Fast-Tokenizer__f16",
     "Tiny-LlamaModel__bf16",

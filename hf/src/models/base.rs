@@ -390,6 +390,23 @@ pub(crate) enum ScalarKey {
     Derived(String, fn(&Ctx, &[f32]) -> Result<f64>),
 }
 
+/// A checkpoint's MXFP4 experts written as they are, repacked into ggml's blocks, before
+/// every other tensor: rows `offset`, `offset + step`, … of each expert of `blocks` (`[experts,
+/// rows, blocks, 16]` bytes of codes) and `scales` (`[experts, rows, blocks]` exponents).
+#[derive(Clone, Debug)]
+pub(crate) struct Mxfp4 {
+    /// The name it is mapped from.
+    pub name: String,
+    /// The checkpoint's codes.
+    pub blocks: String,
+    /// The checkpoint's exponents.
+    pub scales: String,
+    /// The first row taken.
+    pub offset: u64,
+    /// Rows from one taken to the next.
+    pub step: u64,
+}
+
 /// How a family gathers per-expert tensors into one 3-D tensor per block.
 pub(crate) struct Experts {
     /// The hparams that give the expert count.
@@ -399,6 +416,9 @@ pub(crate) struct Experts {
     /// What unmarks it again (Dots1's `shared_experts`, which contains `experts`); empty for
     /// nothing.
     pub unless: &'static str,
+    /// Name endings of a block's experts stored packed in one tensor, which `modify_tensors`
+    /// takes instead (Qwen's `mlp.experts.gate_up_proj`).
+    pub packed: &'static [&'static str],
     /// Expert `{xid}`'s weight `{w}` in block `{bid}`.
     pub expert: &'static str,
     /// The merged tensor's checkpoint name.
@@ -518,6 +538,14 @@ pub(crate) trait TextModel: Sync {
     /// The expert layout `modify_tensors` stacks, if the class has experts.
     fn experts(&self) -> Option<Experts> {
         self.parent().and_then(|p| p.experts())
+    }
+
+    /// The MXFP4 tensors written as they are, found among the checkpoint's (kept) `names` in
+    /// their order (`generate_extra_tensors` writing them straight to the file).
+    fn mxfp4_tensors(&self, cx: &Ctx, names: &[&str]) -> Vec<Mxfp4> {
+        self.parent()
+            .map(|p| p.mxfp4_tensors(cx, names))
+            .unwrap_or_default()
     }
 
     /// Whether the class writes an `mxfp4` checkpoint's experts as MXFP4 instead of

@@ -25,6 +25,7 @@ pub(crate) fn routed_experts() -> Experts {
     Experts {
         count_keys: &["n_routed_experts"],
         marker: "mlp.experts",
+        packed: &[],
         ..super::qwen::qwen_experts()
     }
 }

@@ -131,6 +131,7 @@ impl TextModel for Ernie45Moe {
             count_keys: &["moe_num_experts"],
             marker: "mlp.experts",
             unless: "",
+            packed: &[],
             expert: "model.layers.{bid}.mlp.experts.{xid}.{w}.weight",
             merged: "model.layers.{bid}.mlp.experts.{w}.weight",
             weights: ["gate_proj", "up_proj", "down_proj"],

@@ -1,8 +1,8 @@
-//! `conversion/gpt_oss.py`: gpt-oss from a checkpoint in bf16 (or f16, f32). OpenAI's own
-//! checkpoints store the experts as MXFP4 (`*_blocks`, `*_scales`), which the reference repacks
-//! into ggml's MXFP4 blocks; that is not done here yet, and such a checkpoint is refused.
+//! `conversion/gpt_oss.py`: gpt-oss as OpenAI publishes it, the experts in MXFP4 (`*_blocks`,
+//! `*_scales`, repacked into ggml's MXFP4 blocks and written first, as they are), or as
+//! transformers saves it in bf16 (the packed experts transposed and cut).
 
-use super::base::{self, Ctx, Rearrange, TextModel, View, Yields};
+use super::base::{self, Ctx, Mxfp4, Rearrange, TextModel, View, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 
@@ -12,6 +12,34 @@ pub(crate) struct GptOss;
 impl TextModel for GptOss {
     fn keeps_mxfp4(&self) -> bool {
         true
+    }
+
+    /// `down_proj` as stored, `gate_up_proj`'s even rows as gate and odd rows as up, each
+    /// with the codes last seen before its scales.
+    fn mxfp4_tensors(&self, _cx: &Ctx, names: &[&str]) -> Vec<Mxfp4> {
+        let mut out = Vec::new();
+        let mut blocks = String::new();
+        for &name in names {
+            let with = |mapped: String, offset, step| Mxfp4 {
+                name: mapped,
+                blocks: blocks.clone(),
+                scales: name.to_owned(),
+                offset,
+                step,
+            };
+            if name.contains("mlp.experts.down_proj_blocks")
+                || name.contains("mlp.experts.gate_up_proj_blocks")
+            {
+                blocks = name.to_owned();
+            } else if name.contains("mlp.experts.down_proj_scales") {
+                out.push(with(name.replace("_scales", ".weight"), 0, 1));
+            } else if name.contains("mlp.experts.gate_up_proj_scales") {
+                for (offset, part) in [(0, "gate_proj.weight"), (1, "up_proj.weight")] {
+                    out.push(with(name.replace("gate_up_proj_scales", part), offset, 2));
+                }
+            }
+        }
+        out
     }
 
     /// The attention sinks are named as weights.
@@ -40,10 +68,8 @@ impl TextModel for GptOss {
     /// likewise): each transposed to rows of `hidden`, gate the even and up the odd rows.
     fn modify_tensors(&self, _cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
         if name.ends_with("_blocks") || name.ends_with("_scales") {
-            return Err(Error::not_yet(format!(
-                "{name}: gpt-oss's MXFP4 experts are not read yet (a checkpoint dequantized to \
-                 bf16 converts)"
-            )));
+            // written already, as they are
+            return Ok(Vec::new());
         }
         let bad = || {
             Error::reference(format!(

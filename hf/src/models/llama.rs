@@ -128,6 +128,7 @@ impl TextModel for Llama {
             count_keys: &["num_local_experts"],
             marker: "block_sparse_moe.experts",
             unless: "",
+            packed: &[],
             expert: "model.layers.{bid}.block_sparse_moe.experts.{xid}.{w}.weight",
             merged: "layers.{bid}.feed_forward.experts.{w}.weight",
             weights: ["w1", "w2", "w3"],

@@ -60,6 +60,9 @@ impl TextModel for Olmoe {
     }
 
     fn experts(&self) -> Option<Experts> {
-        Some(super::qwen::qwen_experts())
+        Some(Experts {
+            packed: &[],
+            ..super::qwen::qwen_experts()
+        })
     }
 }

@@ -149,6 +149,7 @@ impl TextModel for PhiMoe {
             count_keys: &["num_local_experts", "num_experts"],
             marker: "block_sparse_moe.experts",
             unless: "",
+            packed: &[],
             expert: "model.layers.{bid}.block_sparse_moe.experts.{xid}.{w}.weight",
             merged: "model.layers.{bid}.block_sparse_moe.experts.{w}.weight",
             weights: ["w1", "w2", "w3"],

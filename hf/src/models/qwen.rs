@@ -1,6 +1,6 @@
 //! `conversion/qwen.py`.
 
-use super::base::{self, Ctx, Experts, LateInt, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, Experts, LateInt, Rearrange, TextModel, View, Yields};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use serde_json::Value;
@@ -54,6 +54,12 @@ pub(crate) fn qwen_experts() -> Experts {
         count_keys: &["num_local_experts", "num_experts"],
         marker: "experts",
         unless: "",
+        packed: &[
+            "mlp.experts.gate_up_proj",
+            "mlp.experts.gate_up_proj.weight",
+            "mlp.experts.down_proj",
+            "mlp.experts.down_proj.weight",
+        ],
         expert: "model.layers.{bid}.mlp.experts.{xid}.{w}.weight",
         merged: "model.layers.{bid}.mlp.experts.{w}.weight",
         weights: ["down_proj", "gate_proj", "up_proj"],
@@ -81,9 +87,73 @@ impl TextModel for Qwen2Moe {
         moe_parameters(cx, kv)
     }
 
+    /// A block's experts stored packed: `down_proj` `[experts, hidden, ffn]` as it is,
+    /// `gate_up_proj` `[experts, 2·ffn, hidden]` cut into gate and up.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let stem = name.strip_suffix(".weight").unwrap_or(name);
+        if stem.ends_with("mlp.experts.down_proj") || stem.ends_with("mlp.experts.gate_up_proj") {
+            return packed_experts(cx, name, stem, shape);
+        }
+        base::yield_as(name, Rearrange::default())
+    }
+
     fn experts(&self) -> Option<Experts> {
         Some(qwen_experts())
     }
+}
+
+/// Packed experts, read as the config's widths say. The reference cuts `gate_up_proj` along
+/// its second axis whatever its shape; a checkpoint that stores the pair transposed
+/// (`[experts, hidden, 2·ffn]`, `down_proj` `[experts, ffn, hidden]`) would come out as a model
+/// whose shapes contradict its config, so such a tensor is read transposed back instead; one
+/// that is neither is refused. Without `moe_intermediate_size` the reference's cut is made.
+fn packed_experts(cx: &Ctx, name: &str, stem: &str, shape: &[u64]) -> Yields {
+    let hp = cx.hp();
+    let hidden = hp.opt_int(&["hidden_size"])?;
+    let ff = hp.opt_int(&["moe_intermediate_size"])?;
+    let bad = |want: String| {
+        Error::field(
+            &hp.path,
+            "moe_intermediate_size",
+            format!("{name} is {shape:?}, not {want} or its last two axes swapped"),
+        )
+    };
+    let [n, a, b] = shape[..] else {
+        return Err(Error::reference(format!(
+            "Unexpected shape for {name}: {shape:?}"
+        )));
+    };
+    if stem.ends_with("down_proj") {
+        let out = format!("{stem}.weight");
+        return match (hidden, ff) {
+            (Some(h), Some(f)) if (a, b) != (h, f) && (a, b) == (f, h) => {
+                base::yield_as(&out, View::transposed(n, f, h).alone())
+            }
+            (Some(h), Some(f)) if (a, b) != (h, f) => Err(bad(format!("[{n}, {h}, {f}]"))),
+            _ => base::yield_as(&out, Rearrange::default()),
+        };
+    }
+    let stem = stem.trim_end_matches(".gate_up_proj");
+    let parts = [
+        format!("{stem}.gate_proj.weight"),
+        format!("{stem}.up_proj.weight"),
+    ];
+    let views: [View; 2] = match (hidden, ff) {
+        (Some(h), Some(f)) if (a, b) == (2 * f, h) => [0, 1].map(|p| View::middle_half(n, f, h, p)),
+        (Some(h), Some(f)) if (a, b) == (h, 2 * f) => [0, 1].map(|p| View {
+            offset: p * f,
+            axes: [(n, h * 2 * f), (f, 1), (h, 2 * f)],
+            three: true,
+        }),
+        (Some(h), Some(f)) => return Err(bad(format!("[{n}, {}, {h}]", 2 * f))),
+        _ if a % 2 == 0 => [0, 1].map(|p| View::middle_half(n, a / 2, b, p)),
+        _ => {
+            return Err(Error::reference(format!(
+                "Unexpected gate_up_proj shape for {name}: {shape:?}"
+            )))
+        }
+    };
+    Ok(parts.into_iter().zip(views.map(View::alone)).collect())
 }
 
 /// `Qwen3Model._is_qwen3_reranker`.
