@@ -1,7 +1,7 @@
 //! The conversion: `ModelBase.write` (or `write_vocab`) planned from headers, then carried out
 //! tensor by tensor.
 
-use crate::dequant::{self, widen, Scaler};
+use crate::dequant::{self, Values};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::metadata::Metadata;
@@ -1106,8 +1106,9 @@ fn mxfp4_source<'a>(
 struct Segment<'a> {
     bytes: &'a [u8],
     dtype: Dtype,
-    /// The scales its stored elements are multiplied by (a quantized checkpoint).
-    scale: Option<Scaler<'a>>,
+    /// Its elements as the reference reads them (dequantized where the checkpoint is
+    /// quantized).
+    values: Values<'a>,
     change: Rearrange,
     /// The stored rows (along the first axis) this output takes: `first..first + rows`.
     first: u64,
@@ -1153,7 +1154,7 @@ impl Segment<'_> {
             && self.change.scale.is_none()
             && self.change.cols == Order::Stored
             && self.change.negate_upper_half == 0
-            && self.scale.is_none();
+            && self.values.plain();
         let w = self.dtype.size() as u64;
         let mut f32s: Vec<f32> = Vec::new();
         let mut raw16: Vec<u8> = Vec::new();
@@ -1168,13 +1169,8 @@ impl Segment<'_> {
                     raw16.extend_from_slice(&row);
                     continue;
                 }
-                let at = f32s.len();
-                widen(self.dtype, &row, &mut f32s);
-                if let Some(s) = &self.scale {
-                    for (j, x) in f32s[at..].iter_mut().enumerate() {
-                        *x *= s.at(v.element(r, j as u64));
-                    }
-                }
+                let flats = (0..v.axes[2].0).map(|j| v.element(r, j));
+                self.values.gather(flats, &mut f32s);
                 continue;
             }
             if self.change.transpose {
@@ -1188,13 +1184,8 @@ impl Segment<'_> {
                     raw16.extend_from_slice(&column);
                     continue;
                 }
-                let at = f32s.len();
-                widen(self.dtype, &column, &mut f32s);
-                if let Some(s) = &self.scale {
-                    for (i, x) in f32s[at..].iter_mut().enumerate() {
-                        *x *= s.at(i as u64 * self.row_len + r);
-                    }
-                }
+                let flats = (0..self.rows).map(|i| i * self.row_len + r);
+                self.values.gather(flats, &mut f32s);
                 continue;
             }
             if r >= self.rows {
@@ -1212,10 +1203,7 @@ impl Segment<'_> {
                 raw16.extend_from_slice(&self.bytes[a..b]);
             } else {
                 let at = f32s.len();
-                widen(self.dtype, &self.bytes[a..b], &mut f32s);
-                if let Some(s) = &self.scale {
-                    s.apply(src * self.row_len, &mut f32s[at..]);
-                }
+                self.values.run(src * self.row_len, self.row_len, &mut f32s);
                 if self.change.cols != Order::Stored {
                     let row = f32s.split_off(at);
                     let n = row.len() as u64;
@@ -1237,7 +1225,7 @@ impl Segment<'_> {
             f32s.iter_mut().for_each(|x| *x += self.change.add);
         }
         if self.dtype == Dtype::F16
-            && self.scale.is_none()
+            && self.values.plain()
             && (self.change.add != 0.0 || self.change.scale.is_some())
         {
             // torch's arithmetic on a float16 tensor gives float16: the result is rounded.
@@ -1303,7 +1291,7 @@ fn rows_source<'a>(
         let segment = Segment {
             bytes: ckpt.bytes(e),
             dtype: e.dtype,
-            scale: Scaler::of(ckpt, e),
+            values: Values::of(ckpt, e),
             change,
             first,
             rows: end - first,
@@ -1325,7 +1313,10 @@ fn rows_source<'a>(
         if start >= rows {
             // Permuted rows are read out of order: their pages go when the tensor is done.
             let (a, b) = (segment.first, segment.first + segment.rows);
-            ckpt.release(e, &segment.bytes[at(a)..at(b)]);
+            match segment.values.codes() {
+                Some((codes, bytes)) => ckpt.release(codes, bytes),
+                None => ckpt.release(e, &segment.bytes[at(a)..at(b)]),
+            }
             current = segments.next();
             start = 0;
             continue;
@@ -1336,6 +1327,7 @@ fn rows_source<'a>(
         if segment.change.order == Order::Stored
             && !segment.change.transpose
             && segment.change.view.is_none()
+            && segment.values.codes().is_none()
         {
             let first = segment.first;
             // Padding rows past the stored ones have no pages.
@@ -1361,10 +1353,7 @@ fn rows_source<'a>(
 /// A tensor's values as the reference reads them: widened to float32, dequantized.
 fn read_values(ckpt: &Checkpoint, e: &Entry) -> Vec<f32> {
     let mut values = Vec::with_capacity(e.numel() as usize);
-    widen(e.dtype, ckpt.bytes(e), &mut values);
-    if let Some(s) = Scaler::of(ckpt, e) {
-        s.apply(0, &mut values);
-    }
+    Values::of(ckpt, e).run(0, e.numel(), &mut values);
     values
 }
 

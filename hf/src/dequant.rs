@@ -6,9 +6,10 @@
 //! Read: `fp8` (`weight_scale_inv`, in blocks or per channel, and the Mistral form's
 //! `qscale_weight`), `compressed-tensors` in its float, int and naive formats (`weight_scale`
 //! per channel or in blocks) and `modelopt` FP8 (`weight_scale` per tensor or channel, also
-//! when only `hf_quant_config.json` names it). Refused, naming the method: GPTQ,
-//! compressed-tensors' packed groups, BitNet's packed ternary weights and NVFP4, which the
-//! reference reads and this converter does not yet; and every method the reference refuses.
+//! when only `hf_quant_config.json` names it); integers packed in int32 words, made into the
+//! weight as they are read: GPTQ 2/4/8-bit and compressed-tensors' `pack-quantized` groups.
+//! Refused, naming the method: BitNet's packed ternary weights and NVFP4, which the reference
+//! reads and this converter does not yet; and every method the reference refuses.
 
 use crate::config::Hparams;
 use crate::error::{Error, Result};
@@ -97,11 +98,276 @@ impl<'a> Scaler<'a> {
     }
 }
 
+/// A weight stored packed in integers, made from its parts as it is read (float32 `[out, in]`).
+#[derive(Clone, Debug)]
+pub(crate) enum Made {
+    /// GPTQ (`dequant_gptq`): `qweight` `[in / per-word, out]` int32, `qzeros`
+    /// `[groups, out / per-word]` int32, `scales` `[groups, out]`, `g_idx` `[in]` (each input's
+    /// group); `bits` 2, 4 or 8; `v1`: the stored zeros are one less (`checkpoint_format`
+    /// `gptq`).
+    Gptq {
+        qweight: usize,
+        qzeros: usize,
+        scales: usize,
+        g_idx: usize,
+        bits: u32,
+        v1: bool,
+    },
+    /// compressed-tensors' `pack-quantized` (`dequant_packed`): `packed` `[out, ⌈in / per-word⌉]`
+    /// int32, `scale` `[out, in / group]`, `zero` packed along the outputs (else the offset is
+    /// half the range).
+    Packed {
+        packed: usize,
+        scale: usize,
+        zero: Option<usize>,
+        bits: u32,
+        group: u64,
+    },
+}
+
+/// A made weight's parts, read.
+pub(crate) struct MadeReader<'a> {
+    /// The tensor of the packed codes, and its bytes.
+    codes: &'a Entry,
+    words: &'a [u8],
+    /// Codes in a word, their width and mask.
+    per_word: u64,
+    bits: u32,
+    /// The weight's `[out, in]`.
+    dims: (u64, u64),
+    /// Scales, `[groups, out]` (GPTQ) or `[out, groups]` (packed).
+    scales: Vec<f32>,
+    /// Zero points, laid out as the scales, or one offset for all.
+    zeros: Vec<i32>,
+    /// Each input's group (GPTQ).
+    groups: Vec<u32>,
+    /// Inputs a group (packed), or 0 (GPTQ: `groups` says).
+    group: u64,
+    gptq: bool,
+}
+
+impl MadeReader<'_> {
+    fn code(&self, word: u64, k: u64) -> i32 {
+        let at = (word * 4) as usize;
+        let w = u32::from_le_bytes(self.words[at..at + 4].try_into().expect("4 bytes"));
+        ((w >> (k as u32 * self.bits)) & ((1u32 << self.bits) - 1)) as i32
+    }
+
+    /// Element `(o, i)` at `flat = o · in + i`: the scale times the code less its zero, one
+    /// float32 product (torch's `scale.float() * (code - zero).float()`).
+    fn at(&self, flat: u64) -> f32 {
+        let (out, inputs) = self.dims;
+        let (o, i) = (flat / inputs, flat % inputs);
+        if self.gptq {
+            let g = u64::from(self.groups[i as usize]);
+            let q = self.code((i / self.per_word) * out + o, i % self.per_word);
+            let at = (g * out + o) as usize;
+            self.scales[at] * (q - self.zeros[at]) as f32
+        } else {
+            let cols = inputs.div_ceil(self.per_word);
+            let q = self.code(o * cols + i / self.per_word, i % self.per_word);
+            let groups = inputs / self.group;
+            let at = (o * groups + i / self.group) as usize;
+            let zero = match self.zeros.len() {
+                1 => self.zeros[0],
+                _ => self.zeros[at],
+            };
+            (q - zero) as f32 * self.scales[at]
+        }
+    }
+}
+
+/// A tensor's elements as the reference reads them: widened to float32 and dequantized.
+pub(crate) enum Values<'a> {
+    /// Stored, multiplied by a scale where there is one.
+    Stored {
+        bytes: &'a [u8],
+        dtype: Dtype,
+        scale: Option<Scaler<'a>>,
+    },
+    /// Made from packed integers.
+    Made(MadeReader<'a>),
+}
+
+impl<'a> Values<'a> {
+    /// The elements of `e`.
+    pub(crate) fn of(ckpt: &'a Checkpoint, e: &'a Entry) -> Values<'a> {
+        match &e.made {
+            Some(m) => Values::Made(made_reader(ckpt, m, &e.shape)),
+            None => Values::Stored {
+                bytes: ckpt.bytes(e),
+                dtype: e.dtype,
+                scale: Scaler::of(ckpt, e),
+            },
+        }
+    }
+
+    /// A made weight's packed codes and their bytes (its pages to hand back once read).
+    pub(crate) fn codes(&self) -> Option<(&'a Entry, &'a [u8])> {
+        match self {
+            Values::Made(m) => Some((m.codes, m.words)),
+            Values::Stored { .. } => None,
+        }
+    }
+
+    /// Stored and not dequantized: its bytes are its values.
+    pub(crate) fn plain(&self) -> bool {
+        matches!(self, Values::Stored { scale: None, .. })
+    }
+
+    /// Elements `flat .. flat + n` appended to `out`.
+    pub(crate) fn run(&self, flat: u64, n: u64, out: &mut Vec<f32>) {
+        match self {
+            Values::Stored {
+                bytes,
+                dtype,
+                scale,
+            } => {
+                let w = dtype.size() as u64;
+                let at = out.len();
+                widen(
+                    *dtype,
+                    &bytes[(flat * w) as usize..((flat + n) * w) as usize],
+                    out,
+                );
+                if let Some(s) = scale {
+                    s.apply(flat, &mut out[at..]);
+                }
+            }
+            Values::Made(m) => out.extend((flat..flat + n).map(|f| m.at(f))),
+        }
+    }
+
+    /// The elements at `flats`, in that order, appended to `out`.
+    pub(crate) fn gather(&self, flats: impl Iterator<Item = u64> + Clone, out: &mut Vec<f32>) {
+        match self {
+            Values::Stored {
+                bytes,
+                dtype,
+                scale,
+            } => {
+                let w = dtype.size();
+                let mut raw = Vec::new();
+                for f in flats.clone() {
+                    let a = f as usize * w;
+                    raw.extend_from_slice(&bytes[a..a + w]);
+                }
+                let at = out.len();
+                widen(*dtype, &raw, out);
+                if let Some(s) = scale {
+                    for (x, f) in out[at..].iter_mut().zip(flats) {
+                        *x *= s.at(f);
+                    }
+                }
+            }
+            Values::Made(m) => out.extend(flats.map(|f| m.at(f))),
+        }
+    }
+}
+
+/// The parts of a made weight, read (the scales, zeros and groups are small; the codes stay
+/// mapped).
+fn made_reader<'a>(ckpt: &'a Checkpoint, m: &Made, shape: &[u64]) -> MadeReader<'a> {
+    let read = |i: usize| {
+        let mut v = Vec::new();
+        let e = &ckpt.entries[i];
+        widen(e.dtype, ckpt.bytes(e), &mut v);
+        v
+    };
+    let dims = (shape[0], shape[1]);
+    match *m {
+        Made::Gptq {
+            qweight,
+            qzeros,
+            scales,
+            g_idx,
+            bits,
+            v1,
+        } => {
+            let per_word = u64::from(32 / bits);
+            let out = dims.0;
+            let z = &ckpt.entries[qzeros];
+            let zwords = ckpt.bytes(z);
+            let groups = z.shape[0];
+            let mut zeros = Vec::with_capacity((groups * out) as usize);
+            for g in 0..groups {
+                for o in 0..out {
+                    let at = ((g * z.shape[1] + o / per_word) * 4) as usize;
+                    let w = u32::from_le_bytes(zwords[at..at + 4].try_into().expect("4 bytes"));
+                    let zero = (w >> ((o % per_word) as u32 * bits)) & ((1u32 << bits) - 1);
+                    zeros.push(zero as i32 + i32::from(v1));
+                }
+            }
+            MadeReader {
+                codes: &ckpt.entries[qweight],
+                words: ckpt.bytes(&ckpt.entries[qweight]),
+                per_word,
+                bits,
+                dims,
+                scales: read(scales),
+                zeros,
+                groups: read(g_idx).into_iter().map(|g| g as u32).collect(),
+                group: 0,
+                gptq: true,
+            }
+        }
+        Made::Packed {
+            packed,
+            scale,
+            zero,
+            bits,
+            group,
+        } => {
+            let per_word = u64::from(32 / bits);
+            let zeros = match zero {
+                None => vec![1i32 << (bits - 1)],
+                Some(z) => {
+                    // packed along the outputs: output o is code o % per-word of word row
+                    // o / per-word
+                    let z = &ckpt.entries[z];
+                    let words = ckpt.bytes(z);
+                    let groups = z.shape[1];
+                    let mut v = Vec::with_capacity((dims.0 * groups) as usize);
+                    for o in 0..dims.0 {
+                        for g in 0..groups {
+                            let at = (((o / per_word) * groups + g) * 4) as usize;
+                            let w = u32::from_le_bytes(words[at..at + 4].try_into().expect("4"));
+                            let k = (o % per_word) as u32 * bits;
+                            v.push(((w >> k) & ((1u32 << bits) - 1)) as i32);
+                        }
+                    }
+                    v
+                }
+            };
+            MadeReader {
+                codes: &ckpt.entries[packed],
+                words: ckpt.bytes(&ckpt.entries[packed]),
+                per_word,
+                bits,
+                dims,
+                scales: read(scale),
+                zeros,
+                groups: Vec::new(),
+                group,
+                gptq: false,
+            }
+        }
+    }
+}
+
 /// What one tensor of the checkpoint is to the quantization: a weight's scale (and the
-/// blocks it covers, if it says), or a tensor left out.
+/// blocks it covers, if it says), a tensor left out, or the first part of a weight made from
+/// packed integers (the weight's name and its parts).
 enum Role {
     ScaleOf(String, Option<Vec<u64>>),
     Removed,
+    Makes(String, MadeSpec),
+}
+
+/// A made weight's parts by name (resolved and checked in `made`).
+enum MadeSpec {
+    Gptq { base: String, bits: u32, v1: bool },
+    Packed { base: String, bits: u32, group: u64 },
 }
 
 /// `prepare_tensors`' reading of the quantization config, then `dequant_model` over the kept
@@ -191,11 +457,17 @@ pub(crate) fn dequant_model(
         .as_str()
         .map_or_else(|| dequant_method.to_string(), str::to_owned);
     let roles = roles(hp, &qc, &dequant_method, &kept)?;
-    let index: HashMap<&str, usize> = kept.iter().map(|(n, i)| (n.as_str(), *i)).collect();
+    let names: Vec<(String, usize)> = kept.clone();
+    let index: HashMap<&str, usize> = names.iter().map(|(n, i)| (n.as_str(), *i)).collect();
     let mut out_of: HashSet<String> = HashSet::new();
     let mut scaled: Vec<(usize, Scale)> = Vec::new();
+    let mut new: Vec<Entry> = Vec::new();
     for (name, role) in &roles {
         out_of.insert(name.clone());
+        if let Role::Makes(weight, spec) = role {
+            new.push(made(ckpt, &index, weight, spec)?);
+            continue;
+        }
         let Role::ScaleOf(weight, block) = role else {
             continue;
         };
@@ -210,11 +482,146 @@ pub(crate) fn dequant_model(
     for (w, scale) in scaled {
         ckpt.entries[w].scale = Some(scale);
     }
-    let kept = kept
+    let mut kept: Vec<(String, usize)> = kept
         .into_iter()
         .filter(|(n, _)| !out_of.contains(n))
         .collect();
+    // made weights go last (a dict's new keys), or where a tensor of the name was
+    for e in new {
+        let (name, i) = (e.name.clone(), ckpt.entries.len());
+        ckpt.entries.push(e);
+        match kept.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = i,
+            None => kept.push((name, i)),
+        }
+    }
     Ok((refuse_unscaled(ckpt, kept, hp)?, mxfp4))
+}
+
+/// The made weight `weight` of `spec`'s parts, checked as torch's shapes would be.
+fn made(
+    ckpt: &Checkpoint,
+    index: &HashMap<&str, usize>,
+    weight: &str,
+    spec: &MadeSpec,
+) -> Result<Entry> {
+    let part = |name: String| {
+        index
+            .get(name.as_str())
+            .copied()
+            .ok_or_else(|| Error::reference(format!("KeyError: {name:?} (a part of {weight:?})")))
+    };
+    let bad = |i: usize, why: String| {
+        let e = &ckpt.entries[i];
+        Error::field(&ckpt.parts[e.part].path, format!("{}.shape", e.name), why)
+    };
+    let int32 = |i: usize| {
+        let e = &ckpt.entries[i];
+        match e.dtype {
+            Dtype::I32 => Ok(()),
+            other => Err(Error::field(
+                &ckpt.parts[e.part].path,
+                format!("{}.dtype", e.name),
+                format!("{}: the packed codes are read as int32", other.torch_name()),
+            )),
+        }
+    };
+    match spec {
+        MadeSpec::Gptq { base, bits, v1 } => {
+            let [qweight, qzeros, scales, g_idx] =
+                [".qweight", ".qzeros", ".scales", ".g_idx"].map(|p| part(format!("{base}{p}")));
+            let (qweight, qzeros, scales, g_idx) = (qweight?, qzeros?, scales?, g_idx?);
+            int32(qweight)?;
+            int32(qzeros)?;
+            let per_word = u64::from(32 / bits);
+            let shape = |i: usize| ckpt.entries[i].shape.clone();
+            let [rows, out] = shape(qweight)[..] else {
+                return Err(bad(qweight, "not [in / codes a word, out]".into()));
+            };
+            let inputs = rows * per_word;
+            let [groups, zcols] = shape(qzeros)[..] else {
+                return Err(bad(qzeros, "not [groups, out / codes a word]".into()));
+            };
+            if shape(scales) != [groups, out] || zcols * per_word != out {
+                return Err(bad(
+                    scales,
+                    format!(
+                        "{:?} with zeros {:?}, for {out} outputs in {groups} groups",
+                        shape(scales),
+                        shape(qzeros)
+                    ),
+                ));
+            }
+            let mut g = Vec::new();
+            let ge = &ckpt.entries[g_idx];
+            widen(ge.dtype, ckpt.bytes(ge), &mut g);
+            if shape(g_idx) != [inputs] || g.iter().any(|&x| x < 0.0 || x >= groups as f32) {
+                return Err(bad(
+                    g_idx,
+                    format!(
+                        "{:?}: not a group below {groups} for each of {inputs} inputs",
+                        shape(g_idx)
+                    ),
+                ));
+            }
+            let made = Made::Gptq {
+                qweight,
+                qzeros,
+                scales,
+                g_idx,
+                bits: *bits,
+                v1: *v1,
+            };
+            Ok(Entry::made(weight.into(), vec![out, inputs], made))
+        }
+        MadeSpec::Packed { base, bits, group } => {
+            let packed = part(format!("{base}_packed"))?;
+            let scale = part(format!("{base}_scale"))?;
+            let shape_at = part(format!("{base}_shape"))?;
+            let zero = index.get(format!("{base}_zero_point").as_str()).copied();
+            int32(packed)?;
+            let mut dims = Vec::new();
+            let se = &ckpt.entries[shape_at];
+            widen(se.dtype, ckpt.bytes(se), &mut dims);
+            let [out, inputs] = dims[..] else {
+                return Err(bad(shape_at, format!("{dims:?}: not two sizes")));
+            };
+            let (out, inputs) = (out as u64, inputs as u64);
+            let per_word = u64::from(32 / bits);
+            let e = &ckpt.entries[packed];
+            let fits = e.shape.len() == 2
+                && e.shape[0] == out
+                && e.shape[1] * per_word >= inputs
+                && inputs % group == 0;
+            if !fits {
+                return Err(bad(
+                    packed,
+                    format!(
+                        "{:?} does not hold [{out}, {inputs}] in groups of {group}",
+                        e.shape
+                    ),
+                ));
+            }
+            if ckpt.entries[scale].shape != [out, inputs / group] {
+                return Err(bad(scale, format!("not [{out}, {}]", inputs / group)));
+            }
+            if let Some(z) = zero {
+                int32(z)?;
+                let zs = &ckpt.entries[z].shape;
+                if zs.len() != 2 || zs[0] * per_word < out || zs[1] != inputs / group {
+                    return Err(bad(z, format!("does not hold [{out}, {}]", inputs / group)));
+                }
+            }
+            let made = Made::Packed {
+                packed,
+                scale,
+                zero,
+                bits: *bits,
+                group: *group,
+            };
+            Ok(Entry::made(weight.into(), vec![out, inputs], made))
+        }
+    }
 }
 
 /// A Python truth value of a JSON value (`{}`, `[]`, `""`, `0`, `null` and `false` are false).
@@ -322,8 +729,46 @@ fn roles(
                     }
                 }
                 "pack-quantized" => {
-                    if kept.iter().any(|(n, _)| n.ends_with(".weight_packed")) {
-                        return Err(not_yet("compressed-tensors pack-quantized"));
+                    let int = weights.get("type").and_then(Value::as_str).unwrap_or("int");
+                    if weights.get("strategy").and_then(Value::as_str) != Some("group")
+                        || int != "int"
+                    {
+                        return Err(Error::reference(
+                            "AssertionError: compressed-tensors pack-quantized weights that are \
+                             not int groups",
+                        ));
+                    }
+                    let number = |k: &str| {
+                        weights
+                            .get(k)
+                            .and_then(Value::as_u64)
+                            .filter(|&v| v > 0)
+                            .ok_or_else(|| config(format!("weights.{k}: not a number")))
+                    };
+                    let (bits, group) = (number("num_bits")?, number("group_size")?);
+                    if bits > 16 {
+                        return Err(config(format!("weights.num_bits {bits}")));
+                    }
+                    let present: HashSet<&str> = kept.iter().map(|(n, _)| n.as_str()).collect();
+                    for n in names {
+                        let Some(base) =
+                            n.strip_suffix("_packed").filter(|b| b.ends_with(".weight"))
+                        else {
+                            continue;
+                        };
+                        let spec = MadeSpec::Packed {
+                            base: base.into(),
+                            bits: bits as u32,
+                            group,
+                        };
+                        roles.push((n.into(), Role::Makes(base.into(), spec)));
+                        for part in ["_shape", "_scale", "_zero_point"] {
+                            let part = format!("{base}{part}");
+                            if part.ends_with("_zero_point") && !present.contains(part.as_str()) {
+                                continue;
+                            }
+                            roles.push((part, Role::Removed));
+                        }
                     }
                 }
                 other => {
@@ -356,8 +801,29 @@ fn roles(
             }
         }
         "gptq" => {
-            if kept.iter().any(|(n, _)| n.ends_with(".qweight")) {
-                return Err(not_yet("GPTQ"));
+            let bits = qc.get("bits").and_then(Value::as_u64).unwrap_or(0);
+            let format = qc.get("checkpoint_format").and_then(Value::as_str);
+            for n in names {
+                let Some(base) = n.strip_suffix(".qweight") else {
+                    continue;
+                };
+                if bits == 3 {
+                    return Err(Error::reference(
+                        "NotImplementedError: 3-bit gptq dequantization is not yet implemented",
+                    ));
+                }
+                if !matches!(bits, 2 | 4 | 8) {
+                    return Err(config(format!("bits {bits}: GPTQ is 2, 3, 4 or 8")));
+                }
+                let spec = MadeSpec::Gptq {
+                    base: base.into(),
+                    bits: bits as u32,
+                    v1: format.is_none_or(|f| f == "gptq"),
+                };
+                roles.push((n.into(), Role::Makes(format!("{base}.weight"), spec)));
+                for part in [".g_idx", ".qzeros", ".scales"] {
+                    roles.push((format!("{base}{part}"), Role::Removed));
+                }
             }
         }
         other => {

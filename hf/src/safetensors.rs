@@ -109,6 +109,9 @@ pub struct Entry {
     end: usize,
     /// The scales it is multiplied by as it is read (a checkpoint published quantized).
     pub(crate) scale: Option<crate::dequant::Scale>,
+    /// How its values are made from other tensors, where it is not stored (a weight packed in
+    /// integers, dequantized).
+    pub(crate) made: Option<crate::dequant::Made>,
 }
 
 impl Entry {
@@ -119,9 +122,23 @@ impl Entry {
 
     /// The type its values have once read: float32 where it is dequantized.
     pub(crate) fn read_dtype(&self) -> Dtype {
-        match self.scale {
-            Some(_) => Dtype::F32,
-            None => self.dtype,
+        match self.scale.is_some() || self.made.is_some() {
+            true => Dtype::F32,
+            false => self.dtype,
+        }
+    }
+
+    /// A float32 tensor of `shape` made from other tensors (no stored bytes).
+    pub(crate) fn made(name: String, shape: Vec<u64>, made: crate::dequant::Made) -> Entry {
+        Entry {
+            name,
+            dtype: Dtype::F32,
+            shape,
+            part: 0,
+            start: 0,
+            end: 0,
+            scale: None,
+            made: Some(made),
         }
     }
 }
@@ -369,6 +386,7 @@ pub fn parse_header(path: &Path, bytes: &[u8], part: usize) -> Result<Vec<Entry>
             start: header_end + begin as usize,
             end: header_end + end as usize,
             scale: None,
+            made: None,
         });
     }
     let mut spans: Vec<(usize, usize, &str)> = entries

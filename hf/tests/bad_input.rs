@@ -428,3 +428,27 @@ fn a_quantization_method_the_reference_does_not_read_is_refused_naming_it() {
     let e = refused(dir.path());
     assert!(e.contains("not yet supported: 'awq'"), "{e}");
 }
+
+#[test]
+fn gptq_groups_that_do_not_cover_the_inputs_are_refused_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = llama_tensors();
+    t.remove(2);
+    // 8 × 8 in 4-bit codes (a word holds 8 inputs), one group of scales; g_idx gives the
+    // groups of 7 inputs for 8
+    t.extend([
+        ("model.layers.0.self_attn.q_proj.qweight", "I32", vec![1, 8]),
+        ("model.layers.0.self_attn.q_proj.qzeros", "I32", vec![1, 1]),
+        ("model.layers.0.self_attn.q_proj.scales", "F32", vec![1, 8]),
+        ("model.layers.0.self_attn.q_proj.g_idx", "I32", vec![7]),
+    ]);
+    checkpoint(dir.path(), &t);
+    let config = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
+    let q = r#"{"quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 8},"#;
+    std::fs::write(dir.path().join("config.json"), config.replacen('{', q, 1)).unwrap();
+    let e = refused(dir.path());
+    assert!(
+        e.contains("q_proj.g_idx.shape") && e.contains("8 inputs"),
+        "{e}"
+    );
+}

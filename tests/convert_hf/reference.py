@@ -446,6 +446,24 @@ FIXTURES += [
         name="Mistral-Tiny-FP8-ModelOpt", seed=405, arch="mistral", dtype="bfloat16", kv_heads=2,
         spm=dict(model_type="bpe", vocab_size=320), post_save="modelopt-fp8",
     ),
+    # integers packed in int32 words: GPTQ 4-bit (zeros one less) and 8-bit (gptq_v2), groups of
+    # 32 inputs; compressed-tensors' W4A16 groups, symmetric and with zero points
+    Fixture(
+        name="Llama-Tiny-GPTQ-Int4", seed=113, dtype="float16", kv_heads=2,
+        spm=dict(model_type="bpe", vocab_size=320), post_save="gptq-4",
+    ),
+    Fixture(
+        name="Qwen3-Tiny-GPTQ-Int8", seed=810, arch="qwen3", dtype="float16", kv_heads=2, head_dim=32,
+        spm=dict(model_type="unigram", vocab_size=320), tie=True, post_save="gptq-8-v2",
+    ),
+    Fixture(
+        name="Mistral-Tiny-W4A16", seed=406, arch="mistral", dtype="bfloat16", kv_heads=2,
+        spm=dict(model_type="bpe", vocab_size=320), post_save="ct-w4a16",
+    ),
+    Fixture(
+        name="Llama-Tiny-W4A16-asym", seed=114, dtype="bfloat16", kv_heads=2,
+        spm=dict(model_type="bpe", vocab_size=320), post_save="ct-w4a16-asym",
+    ),
     Fixture(
         name="ERNIE-4.5-Tiny-PT", seed=3535, arch="ernie4_5", dtype="bfloat16", kv_heads=2,
         head_dim=16, tie=True, spm=dict(model_type="bpe", vocab_size=320),
@@ -1759,9 +1777,76 @@ def quantized_part(tensors: dict, scheme: str, fp8_max: float) -> dict:
                 attn = name.removesuffix("o_proj.weight")
                 out[attn + "k_scale"] = torch.tensor(1.0)
                 out[attn + "v_scale"] = torch.tensor(1.0)
+        elif scheme.startswith("gptq-"):
+            out.update(gptq_packed(name.removesuffix(".weight"), w, scheme))
+        elif scheme.startswith("ct-w4a16"):
+            out.update(ct_packed(name, w, asym=scheme.endswith("asym")))
         else:
             raise ValueError(scheme)
     return out
+
+
+def pack_words(codes, axis: int, bits: int):
+    """Integer codes packed `32 // bits` to an int32 word along `axis`, the first code in the
+    lowest bits (GPTQ's and compressed-tensors' packing)."""
+    import numpy as np
+    import torch
+
+    c = np.moveaxis(codes.numpy().astype(np.uint32), axis, -1)
+    per = 32 // bits
+    pad = -c.shape[-1] % per
+    c = np.pad(c, [(0, 0)] * (c.ndim - 1) + [(0, pad)])
+    c = c.reshape(*c.shape[:-1], -1, per)
+    words = np.zeros(c.shape[:-1], dtype=np.uint32)
+    for k in range(per):
+        words |= c[..., k] << np.uint32(k * bits)
+    return torch.from_numpy(np.ascontiguousarray(np.moveaxis(words.view(np.int32), -1, axis)))
+
+
+def gptq_packed(base: str, w, scheme: str) -> dict:
+    """GPTQ's tensors for weight `w` [out, in]: round-to-nearest in groups of 32 inputs with an
+    asymmetric zero point (1 … 2^bits - 1), `qweight` [in / per-word, out], `qzeros`
+    [groups, out / per-word] (one less in the `gptq` format), float16 `scales` [groups, out],
+    `g_idx` (each input's group)."""
+    import torch
+
+    bits, v2 = int(scheme.split("-")[1]), scheme.endswith("v2")
+    maxq, gs = 2 ** bits - 1, 32
+    out_f, in_f = w.shape
+    g = w.reshape(out_f, in_f // gs, gs)
+    lo, hi = g.amin(-1), g.amax(-1)
+    scale = ((hi - lo) / maxq).clamp_min(1e-8).half()
+    zero = torch.round(-lo / scale.float()).clamp(1, maxq)
+    q = torch.clamp(torch.round(g / scale.float().unsqueeze(-1)) + zero.unsqueeze(-1), 0, maxq)
+    stored_zero = zero if v2 else zero - 1
+    return {f"{base}.qweight": pack_words(q.reshape(out_f, in_f).T.contiguous(), 0, bits),
+            f"{base}.qzeros": pack_words(stored_zero.T.contiguous(), 1, bits),
+            f"{base}.scales": scale.T.contiguous(),
+            f"{base}.g_idx": torch.arange(in_f, dtype=torch.int32) // gs}
+
+
+def ct_packed(name: str, w, asym: bool) -> dict:
+    """compressed-tensors' pack-quantized 4-bit groups of 32 for weight `w` [out, in]:
+    `weight_packed` [out, in / 8] int32, bfloat16 `weight_scale` [out, groups],
+    `weight_shape`, and, asymmetric, `weight_zero_point` packed along the outputs."""
+    import torch
+
+    out_f, in_f = w.shape
+    g = w.reshape(out_f, in_f // 32, 32)
+    if asym:
+        lo, hi = g.amin(-1), g.amax(-1)
+        scale = ((hi - lo) / 15).clamp_min(1e-8).to(torch.bfloat16)
+        zero = torch.round(-lo / scale.float()).clamp(0, 15)
+        q = torch.clamp(torch.round(g / scale.float().unsqueeze(-1)) + zero.unsqueeze(-1), 0, 15)
+    else:
+        scale = (g.abs().amax(-1) / 7).clamp_min(1e-8).to(torch.bfloat16)
+        q = torch.clamp(torch.round(g / scale.float().unsqueeze(-1)), -8, 7) + 8
+    t = {name + "_packed": pack_words(q.reshape(out_f, in_f), 1, 4),
+         name + "_scale": scale,
+         name + "_shape": torch.tensor([out_f, in_f], dtype=torch.int64)}
+    if asym:
+        t[name + "_zero_point"] = pack_words(zero, 0, 4)
+    return t
 
 
 def quantization_config(folder: Path, scheme: str) -> None:
@@ -1774,6 +1859,19 @@ def quantization_config(folder: Path, scheme: str) -> None:
         b = int(scheme.rsplit("-", 1)[1])
         config["quantization_config"] = {"activation_scheme": "dynamic", "fmt": "e4m3",
                                          "quant_method": "fp8", "weight_block_size": [b, b]}
+    elif scheme.startswith("gptq-"):
+        config["quantization_config"] = {
+            "bits": int(scheme.split("-")[1]), "group_size": 32, "desc_act": False, "sym": False,
+            "quant_method": "gptq",
+            "checkpoint_format": "gptq_v2" if scheme.endswith("v2") else "gptq"}
+    elif scheme.startswith("ct-w4a16"):
+        config["quantization_config"] = {
+            "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": None,
+                                          "weights": {"num_bits": 4, "type": "int", "strategy": "group",
+                                                      "group_size": 32, "dynamic": False,
+                                                      "symmetric": not scheme.endswith("asym")}}},
+            "format": "pack-quantized", "ignore": ["lm_head"], "quant_method": "compressed-tensors",
+            "quantization_status": "compressed"}
     elif scheme.startswith("ct-"):
         kind = "float" if scheme == "ct-fp8-channel" else "int"
         config["quantization_config"] = {
@@ -1839,6 +1937,10 @@ POST_SAVE = {
     "ct-fp8-channel": lambda folder: as_quantized(folder, "ct-fp8-channel"),
     "ct-int8-channel": lambda folder: as_quantized(folder, "ct-int8-channel"),
     "modelopt-fp8": lambda folder: as_quantized(folder, "modelopt-fp8"),
+    "gptq-4": lambda folder: as_quantized(folder, "gptq-4"),
+    "gptq-8-v2": lambda folder: as_quantized(folder, "gptq-8-v2"),
+    "ct-w4a16": lambda folder: as_quantized(folder, "ct-w4a16"),
+    "ct-w4a16-asym": lambda folder: as_quantized(folder, "ct-w4a16-asym"),
     "gemma3n_conditional": lambda folder: as_multimodal(
         folder, "Gemma3nForConditionalGeneration", "gemma3n",
         {"model.vision_tower.timm_model.conv_stem.conv.weight": [8, 3, 3, 3],
@@ -2172,6 +2274,8 @@ FAST = {
     "Llama-Tiny-FP8-dynamic__q8_0",
     "Llama-Tiny-W8A8__f16",
     "Mistral-Tiny-FP8-ModelOpt__auto",
+    "Llama-Tiny-GPTQ-Int4__auto",
+    "Llama-Tiny-W4A16-asym__q8_0",
     "DeepSeek-V3-Tiny__auto",
     "Phi-3-tiny-4k-instruct__q8_0",
     "Qwen2.5-Tiny-BPE__f16",
