@@ -423,6 +423,31 @@ FIXTURES += [
                                  "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0,
                                  "mscale_all_dim": 1.0}),
     ),
+    # GLM-4.7-Flash (transformers 5 only): DeepSeek's latent attention and experts, GLM's
+    # vocabulary, a prediction layer kept
+    Fixture(
+        name="GLM-4.7-Tiny-Flash", seed=7118, dtype="bfloat16", tf5="saved", bpe="gpt-2",
+        added=["[gMASK]", "<|user|>", "<|observation|>"],
+        extra=dict(config_class="Glm4MoeLiteConfig", num_key_value_heads=4, kv_lora_rank=32,
+                   q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16,
+                   n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
+                   moe_intermediate_size=32),
+        # as the published config carries them: the dense first layer, a prediction layer
+        saved_extra=dict(first_k_dense_replace=1, num_nextn_predict_layers=1),
+    ),
+    # Solar Open (transformers 5 only): GLM-4.5's mixture, every layer's, its own special tokens
+    Fixture(
+        name="Solar-Open-Tiny", seed=7119, dtype="bfloat16", tf5="saved", bpe="gpt-2",
+        added=["<|startoftext|>", "<unk>"],
+        extra=dict(config_class="SolarOpenConfig", head_dim=16, n_routed_experts=4,
+                   num_experts_per_tok=2, moe_intermediate_size=32),
+    ),
+    # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
+    Fixture(
+        name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
+        extra=dict(config_class="YoutuConfig", num_key_value_heads=4, kv_lora_rank=32, q_lora_rank=48,
+                   qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16),
+    ),
     # published quantized: FP8 in blocks with float32 scales (DeepSeek-V3's form, blocks that
     # do not divide the weights), compressed-tensors FP8 and INT8 per row, ModelOpt FP8 per
     # tensor (named by hf_quant_config.json alone)
@@ -1015,7 +1040,7 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
             shutil.rmtree(stage, ignore_errors=True)
             facts = vocabs.build(fx.bpe, LLAMA_CPP, stage)
             env["GGUFRW_FIXTURE_VOCAB"] = json.dumps({
-                "vocab_size": facts["config"]["vocab_size"],
+                "vocab_size": add_tokens(fx, stage, facts["config"]["vocab_size"]),
                 "bos_token_id": facts["config"].get("bos_token_id"),
                 "eos_token_id": facts["config"].get("eos_token_id")})
         subprocess.run([TF5_PYTHON, __file__, "--build-tf5", fx.name, "--fixture-dir", str(folder)],
@@ -1044,20 +1069,7 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
 
             facts = vocabs.build(fx.bpe, LLAMA_CPP, folder)
             n_vocab = facts["config"]["vocab_size"]
-            if fx.added or fx.added_plain:
-                # as tokenizer.add_special_tokens (add_tokens) then save_pretrained write them
-                tj_path, tc_path = folder / "tokenizer.json", folder / "tokenizer_config.json"
-                tj = json.loads(tj_path.read_text(encoding="utf-8"))
-                tc = json.loads(tc_path.read_text(encoding="utf-8"))
-                for content, special in [(c, True) for c in fx.added] + [(c, False) for c in fx.added_plain]:
-                    entry = dict(content=content, single_word=False, lstrip=False, rstrip=False,
-                                 normalized=not special, special=special)
-                    tj["added_tokens"].append(dict(id=n_vocab, **entry))
-                    tc.setdefault("added_tokens_decoder", {})[str(n_vocab)] = {
-                        k: v for k, v in entry.items()}
-                    n_vocab += 1
-                tj_path.write_text(json.dumps(tj, ensure_ascii=False), encoding="utf-8")
-                tc_path.write_text(json.dumps(tc, indent=2), encoding="utf-8")
+            n_vocab = add_tokens(fx, folder, n_vocab)
             ids = dict(bos_token_id=facts["config"].get("bos_token_id"),
                        eos_token_id=facts["config"].get("eos_token_id"), pad_token_id=None)
             raise _Built(n_vocab, ids)
@@ -1175,6 +1187,25 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
                                                           encoding="utf-8")
     saved_config(fx, folder)
     (folder / ".complete").write_text("")
+
+
+def add_tokens(fx: Fixture, folder: Path, n_vocab: int) -> int:
+    """`added` and `added_plain` past a BPE vocabulary of `n_vocab` tokens in `folder`, as
+    tokenizer.add_special_tokens (add_tokens) then save_pretrained write them; the new size."""
+    if not (fx.added or fx.added_plain):
+        return n_vocab
+    tj_path, tc_path = folder / "tokenizer.json", folder / "tokenizer_config.json"
+    tj = json.loads(tj_path.read_text(encoding="utf-8"))
+    tc = json.loads(tc_path.read_text(encoding="utf-8"))
+    for content, special in [(c, True) for c in fx.added] + [(c, False) for c in fx.added_plain]:
+        entry = dict(content=content, single_word=False, lstrip=False, rstrip=False,
+                     normalized=not special, special=special)
+        tj["added_tokens"].append(dict(id=n_vocab, **entry))
+        tc.setdefault("added_tokens_decoder", {})[str(n_vocab)] = dict(entry)
+        n_vocab += 1
+    tj_path.write_text(json.dumps(tj, ensure_ascii=False), encoding="utf-8")
+    tc_path.write_text(json.dumps(tc, indent=2), encoding="utf-8")
+    return n_vocab
 
 
 def saved_config(fx: Fixture, folder: Path) -> None:
@@ -2276,6 +2307,7 @@ FAST = {
     "Mistral-Tiny-FP8-ModelOpt__auto",
     "Llama-Tiny-GPTQ-Int4__auto",
     "Llama-Tiny-W4A16-asym__q8_0",
+    "GLM-4.7-Tiny-Flash__q8_0",
     "DeepSeek-V3-Tiny__auto",
     "Phi-3-tiny-4k-instruct__q8_0",
     "Qwen2.5-Tiny-BPE__f16",

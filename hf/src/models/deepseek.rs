@@ -30,29 +30,35 @@ pub(crate) fn routed_experts() -> Experts {
     }
 }
 
+/// `DeepseekV2Model`'s filter and `modify_tensors`' skips: the OCR models' vision towers, the
+/// tied output, and (with `skip_mtp`) the prediction layers past `num_hidden_layers`.
+fn filter(cx: &Ctx, name: &str, skip_mtp: bool) -> Option<String> {
+    if name.contains("sam_model") || name.contains("qwen2_model") {
+        return None;
+    }
+    let hp = cx.hp();
+    let tied = hp.map.get("tie_word_embeddings").and_then(Value::as_bool) == Some(true);
+    if tied && (name == "lm_head.weight" || name == "model.lm_head.weight") {
+        return None;
+    }
+    let layers = hp.map.get("num_hidden_layers").and_then(Value::as_u64);
+    let block = name
+        .strip_prefix("model.layers.")
+        .and_then(|rest| rest.split('.').next())
+        .and_then(|b| b.parse::<u64>().ok());
+    if let (Some(b), Some(n), true) = (block, layers, skip_mtp) {
+        if b >= n {
+            return None;
+        }
+    }
+    base::filter_tensors(name)
+}
+
 impl TextModel for DeepseekV2 {
     /// The OCR models' vision towers, the tied output and the prediction layers (blocks past
     /// `num_hidden_layers`) are left out.
     fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
-        if name.contains("sam_model") || name.contains("qwen2_model") {
-            return None;
-        }
-        let hp = cx.hp();
-        let tied = hp.map.get("tie_word_embeddings").and_then(Value::as_bool) == Some(true);
-        if tied && (name == "lm_head.weight" || name == "model.lm_head.weight") {
-            return None;
-        }
-        let layers = hp.map.get("num_hidden_layers").and_then(Value::as_u64);
-        let block = name
-            .strip_prefix("model.layers.")
-            .and_then(|rest| rest.split('.').next())
-            .and_then(|b| b.parse::<u64>().ok());
-        if let (Some(b), Some(n)) = (block, layers) {
-            if b >= n {
-                return None;
-            }
-        }
-        base::filter_tensors(name)
+        filter(cx, name, true)
     }
 
     /// `TextModel`'s keys as if one kv head (and an RMS epsilon of 1e-6 where none is given),
@@ -157,5 +163,41 @@ impl TextModel for DeepseekV2 {
     /// GPT-2's BPE (the reference's tiktoken fallback, Kimi K2's, is not read yet).
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::gpt2(cx, kv)
+    }
+}
+
+/// `Glm4MoeLiteModel(DeepseekV2Model)`: `Glm4MoeLiteForCausalLM` (GLM-4.7-Flash). DeepSeek's
+/// latent attention and experts with GLM's vocabulary; its prediction layers are kept, counted
+/// in the blocks and in `nextn_predict_layers`, where the config has any.
+pub(crate) struct Glm4MoeLite;
+
+fn nextn(hp: &Hparams) -> Result<u64> {
+    Ok(hp.opt_int(&["num_nextn_predict_layers"])?.unwrap_or(0))
+}
+
+impl TextModel for Glm4MoeLite {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&DeepseekV2)
+    }
+
+    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+        Ok(hp.int(&["num_hidden_layers"])? + nextn(hp)?)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        filter(cx, name, nextn(cx.hp()).unwrap_or(0) == 0)
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        super::glm::glm_vocab(cx, kv)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        DeepseekV2.set_gguf_parameters(cx, kv)?;
+        let n = nextn(cx.hp())?;
+        if n > 0 {
+            kv.u32(&cx.key("nextn_predict_layers"), n as u32);
+        }
+        Ok(())
     }
 }

@@ -45,7 +45,7 @@ impl TextModel for Glm4 {
 /// `TextModel._set_vocab_glm`: GPT-2's BPE with its merges, then bos `[gMASK]`, eot
 /// `<|user|>`, unk `<|endoftext|>` and eom `<|observation|>` by their ids among the added
 /// tokens, each where the tokenizer files name none.
-fn glm_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+pub(crate) fn glm_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
     let added = base::added_vocab(cx)?;
     base::gpt2_tokens(cx, kv)?;
     let mut special = SpecialVocab::load(cx.dir, None, true)?;
@@ -115,5 +115,32 @@ impl TextModel for Glm4Moe {
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         glm_vocab(cx, kv)
+    }
+}
+
+/// `SolarOpenModel(Glm4MoeModel)`: `SolarOpenForCausalLM` (Solar Open). GLM-4.5's model; its
+/// vocabulary GPT-2's BPE with eos and eot `<|endoftext|>`, unk `<unk>` and bos
+/// `<|startoftext|>` by their ids among the added tokens, each where the tokenizer files name
+/// none.
+pub(crate) struct SolarOpen;
+
+impl TextModel for SolarOpen {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Glm4Moe)
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let added = base::added_vocab(cx)?;
+        base::gpt2_tokens(cx, kv)?;
+        let mut special = SpecialVocab::load(cx.dir, None, true)?;
+        for (typ, token) in [
+            ("eos", "<|endoftext|>"),
+            ("eot", "<|endoftext|>"),
+            ("unk", "<unk>"),
+            ("bos", "<|startoftext|>"),
+        ] {
+            special.set_special(typ, base::added_id(&added, token)?);
+        }
+        special.add_to(kv)
     }
 }

@@ -98,6 +98,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::DEEPSEEK2,
         &deepseek::DeepseekV2,
     ),
+    (
+        "YoutuForCausalLM",
+        &tables::DEEPSEEK2,
+        &deepseek::DeepseekV2,
+    ),
+    (
+        "Glm4MoeLiteForCausalLM",
+        &tables::DEEPSEEK2,
+        &deepseek::Glm4MoeLite,
+    ),
     ("Dots1ForCausalLM", &tables::DOTS1, &dots1::Dots1),
     ("GptOssForCausalLM", &tables::GPT_OSS, &gpt_oss::GptOss),
     (
@@ -197,6 +207,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("RuGPT3XLForCausalLM", &tables::GPT2, &gptneox::RuGpt3Xl),
     ("Glm4ForCausalLM", &tables::GLM4, &glm::Glm4),
     ("Glm4MoeForCausalLM", &tables::GLM4_MOE, &glm::Glm4Moe),
+    ("SolarOpenForCausalLM", &tables::GLM4_MOE, &glm::SolarOpen),
     ("GlmForCausalLM", &tables::CHATGLM, &chatglm::ChatGlm),
     (
         "HunYuanDenseV1ForCausalLM",
