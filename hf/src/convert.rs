@@ -88,6 +88,8 @@ pub struct Options {
     pub split_max_size: u64,
     /// `--no-tensor-first-split`.
     pub no_tensor_first_split: bool,
+    /// `--fp8-as-q8`: weights dequantized from FP8 written as Q8_0 (two or more axes).
+    pub fp8_as_q8: bool,
     /// `--dry-run`: plan, print nothing, write nothing.
     pub dry_run: bool,
     /// `tokenizer.ggml.pre` for a BPE vocabulary whose pre-tokenizer the reference does not
@@ -259,7 +261,8 @@ fn run(
         plan.extend(extra_tensors(model, &cx)?);
         let mut late = Vec::new();
         let yielded = modify_tensors(model, &cx, &ckpt, &kept, &mut early, &mut late)?;
-        plan.extend(prepare_tensors(model, &cx, outtype, wanted, yielded)?);
+        let fp8 = options.fp8_as_q8.then_some(&ckpt);
+        plan.extend(prepare_tensors(model, &cx, outtype, wanted, yielded, fp8)?);
         plan.extend(late);
     }
     let count = parameter_count(&plan)?;
@@ -824,6 +827,7 @@ fn prepare_tensors(
     outtype: OutType,
     wanted: GgmlType,
     yielded: Vec<Yielded>,
+    fp8_as_q8: Option<&Checkpoint>,
 ) -> Result<Vec<TensorPlan>> {
     let arch = cx.arch;
     let map = NameMap::new(arch, cx.block_count);
@@ -839,7 +843,18 @@ fn prepare_tensors(
         };
         let dims: Vec<u64> = shape.iter().rev().copied().collect();
         let n_dims = dims.len();
-        let forced = model.tensor_force_quant(cx, &name, &new_name, bid, n_dims);
+        let mut forced = model.tensor_force_quant(cx, &name, &new_name, bid, n_dims);
+        if let Some(ckpt) = fp8_as_q8.filter(|_| forced.is_none() && n_dims >= 2) {
+            // `ModelBase.tensor_force_quant`, which the classes' own rules fall back to
+            let parts = match &src {
+                Src::Entry { index, .. } => std::slice::from_ref(index),
+                Src::Stack(parts) => parts.as_slice(),
+                _ => &[],
+            };
+            if parts.iter().any(|&i| dequant::from_fp8(&ckpt.entries[i])) {
+                forced = Some(Force::Type(GgmlType::Q8_0));
+            }
+        }
         let mut ty: Option<GgmlType> = match forced {
             Some(Force::Type(t)) => Some(t),
             _ => None,

@@ -25,6 +25,13 @@ use std::collections::{HashMap, HashSet};
 pub(crate) struct Scale {
     entry: usize,
     axes: Vec<(u64, u64)>,
+    /// The weight was FP8 (`--fp8-as-q8` makes it Q8_0).
+    fp8: bool,
+}
+
+/// Whether `e` is a weight dequantized from FP8, as `--fp8-as-q8` counts them.
+pub(crate) fn from_fp8(e: &Entry) -> bool {
+    e.scale.as_ref().is_some_and(|s| s.fp8)
 }
 
 /// The scale of one weight, read.
@@ -359,7 +366,8 @@ fn made_reader<'a>(ckpt: &'a Checkpoint, m: &Made, shape: &[u64]) -> MadeReader<
 /// blocks it covers, if it says), a tensor left out, or the first part of a weight made from
 /// packed integers (the weight's name and its parts).
 enum Role {
-    ScaleOf(String, Option<Vec<u64>>),
+    /// The weight, its blocks, and whether it counts as FP8.
+    ScaleOf(String, Option<Vec<u64>>, bool),
     Removed,
     Makes(String, MadeSpec),
 }
@@ -456,7 +464,7 @@ pub(crate) fn dequant_model(
     let dequant_method = dequant_method
         .as_str()
         .map_or_else(|| dequant_method.to_string(), str::to_owned);
-    let roles = roles(hp, &qc, &dequant_method, &kept)?;
+    let roles = roles(hp, &qc, &dequant_method, ckpt, &kept)?;
     let names: Vec<(String, usize)> = kept.clone();
     let index: HashMap<&str, usize> = names.iter().map(|(n, i)| (n.as_str(), *i)).collect();
     let mut out_of: HashSet<String> = HashSet::new();
@@ -468,7 +476,7 @@ pub(crate) fn dequant_model(
             new.push(made(ckpt, &index, weight, spec)?);
             continue;
         }
-        let Role::ScaleOf(weight, block) = role else {
+        let Role::ScaleOf(weight, block, fp8) = role else {
             continue;
         };
         let Some(&w) = index.get(weight.as_str()) else {
@@ -477,7 +485,7 @@ pub(crate) fn dequant_model(
             )));
         };
         let s = index[name.as_str()];
-        scaled.push((w, tile(ckpt, w, s, block.as_deref())?));
+        scaled.push((w, tile(ckpt, w, s, block.as_deref(), *fp8)?));
     }
     for (w, scale) in scaled {
         ckpt.entries[w].scale = Some(scale);
@@ -641,9 +649,11 @@ fn roles(
     hp: &Hparams,
     qc: &Map<String, Value>,
     method: &str,
+    ckpt: &Checkpoint,
     kept: &[(String, usize)],
 ) -> Result<Vec<(String, Role)>> {
     let config = |what: String| Error::field(&hp.path, "quantization_config", what);
+    let f8 = |i: usize| matches!(ckpt.entries[i].dtype, Dtype::F8E4M3 | Dtype::F8E5M2);
     let blocks = |v: Option<&Value>, key: &str| -> Result<Option<Vec<u64>>> {
         match v {
             None | Some(Value::Null) => Ok(None),
@@ -670,7 +680,7 @@ fn roles(
             let block = blocks(qc.get("weight_block_size"), "weight_block_size")?;
             for n in names {
                 if let Some(w) = n.strip_suffix("_scale_inv") {
-                    roles.push((n.into(), Role::ScaleOf(w.into(), block.clone())));
+                    roles.push((n.into(), Role::ScaleOf(w.into(), block.clone(), true)));
                 }
                 if n.ends_with(".activation_scale")
                     || n.ends_with("_activation_scale")
@@ -681,7 +691,7 @@ fn roles(
                 if let Some(base) = n.strip_suffix("qscale_weight").filter(|b| b.ends_with('.')) {
                     roles.push((
                         n.into(),
-                        Role::ScaleOf(format!("{base}weight"), block.clone()),
+                        Role::ScaleOf(format!("{base}weight"), block.clone(), true),
                     ));
                 }
             }
@@ -721,10 +731,13 @@ fn roles(
                         ));
                     }
                     let block = blocks(weights.get("block_structure"), "block_structure")?;
+                    let fp8 = format == "float-quantized"
+                        && weights.get("type").and_then(Value::as_str) == Some("float")
+                        && weights.get("num_bits").and_then(Value::as_u64) == Some(8);
                     for n in names {
                         if let Some(w) = n.strip_suffix("_scale").filter(|w| w.ends_with(".weight"))
                         {
-                            roles.push((n.into(), Role::ScaleOf(w.into(), block.clone())));
+                            roles.push((n.into(), Role::ScaleOf(w.into(), block.clone(), fp8)));
                         }
                     }
                 }
@@ -780,12 +793,14 @@ fn roles(
             }
         }
         "modelopt" => {
-            let present: HashSet<&str> = kept.iter().map(|(n, _)| n.as_str()).collect();
+            let present: HashMap<&str, usize> =
+                kept.iter().map(|(n, i)| (n.as_str(), *i)).collect();
             for n in names {
                 if let Some(w) = n.strip_suffix("_scale").filter(|w| w.ends_with(".weight")) {
-                    let role = match present.contains(w) {
-                        true => Role::ScaleOf(w.into(), None),
-                        false => Role::Removed,
+                    // counted as FP8 where the weight is stored as such
+                    let role = match present.get(w) {
+                        Some(&i) => Role::ScaleOf(w.into(), None, f8(i)),
+                        None => Role::Removed,
                     };
                     roles.push((n.into(), role));
                 }
@@ -838,7 +853,7 @@ fn roles(
 /// The scale `s` of weight `w` as torch's `dequant_simple` broadcasts it: repeated over the
 /// weight's last axes by `block` and cut to the weight's shape, or (without blocks) given
 /// trailing axes of one; refused where the product would not have the weight's shape.
-fn tile(ckpt: &Checkpoint, w: usize, s: usize, block: Option<&[u64]>) -> Result<Scale> {
+fn tile(ckpt: &Checkpoint, w: usize, s: usize, block: Option<&[u64]>, fp8: bool) -> Result<Scale> {
     let (we, se) = (&ckpt.entries[w], &ckpt.entries[s]);
     let bad = |why: String| {
         Error::field(
@@ -894,7 +909,11 @@ fn tile(ckpt: &Checkpoint, w: usize, s: usize, block: Option<&[u64]>) -> Result<
         };
         axes.push(axis);
     }
-    Ok(Scale { entry: s, axes })
+    Ok(Scale {
+        entry: s,
+        axes,
+        fp8,
+    })
 }
 
 /// Float8 weights left without a scale: the reference would write their stored values as

@@ -991,7 +991,7 @@ fn hf_err(py: Python<'_>, e: ggufrw_hf::Error) -> PyErr {
 #[pyo3(signature = (model_dir, outfile = None, outtype = "f16", vocab_only = false, bigendian = false,
     model_name = None, metadata = None, split_max_tensors = 0, split_max_size = 0,
     no_tensor_first_split = false, dry_run = false, tokenizer_pre = None, threads = 0,
-    quantize = None, via = "auto", quantize_options = Vec::new()))]
+    quantize = None, via = "auto", quantize_options = Vec::new(), fp8_as_q8 = false))]
 #[allow(clippy::too_many_arguments)]
 fn convert_hf(
     py: Python<'_>,
@@ -1011,6 +1011,7 @@ fn convert_hf(
     quantize: Option<String>,
     via: &str,
     quantize_options: Vec<String>,
+    fp8_as_q8: bool,
 ) -> PyResult<(Vec<String>, u64)> {
     // With a preset, the conversion is to `via` and the file's type is the preset's.
     let converted = match (&quantize, outtype) {
@@ -1038,6 +1039,7 @@ fn convert_hf(
         split_max_tensors,
         split_max_size,
         no_tensor_first_split,
+        fp8_as_q8,
         dry_run,
         tokenizer_pre,
         threads,

@@ -2255,6 +2255,11 @@ def all_cases() -> list[Case]:
         if fx is not FIXTURES[0]:  # the first fixture's vocab-only case is among its extras
             name = f"{fx.name}__vocab-only"
             cases.append(Case(name, fx.name, ["--vocab-only", "--outfile", f"{name}.gguf", *fx.args]))
+        if fx.post_save in ("fp8-block-32", "ct-fp8-channel", "modelopt-fp8", "ct-int8-channel"):
+            # the weights stored as FP8 to Q8_0 (the rest bf16); int8 weights are not FP8
+            name = f"{fx.name}__fp8-as-q8"
+            cases.append(Case(name, fx.name, ["--outtype", "bf16", "--fp8-as-q8", "--outfile",
+                                              f"{name}.gguf", *fx.args]))
     first = FIXTURES[0].name
 
     def extra(short: str, args: list[str], outfile: str | None = None, make_dirs=()):
@@ -2301,6 +2306,7 @@ FAST = {
     "gpt-oss-tiny__q8_0",
     # checkpoints published quantized
     "DeepSeek-V3-Tiny-FP8__auto",
+    "DeepSeek-V3-Tiny-FP8__fp8-as-q8",
     "Qwen3-Tiny-FP8__bf16",
     "Llama-Tiny-FP8-dynamic__q8_0",
     "Llama-Tiny-W8A8__f16",
