@@ -104,12 +104,7 @@ fn convert_hf_matches_the_reference_on_every_case() {
     for case in cases {
         let name = case["case"].as_str().unwrap();
         let fixture = case["fixture"].as_str().unwrap();
-        let args: Vec<&str> = case["args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap())
-            .collect();
+        let args = case_args(case);
         let ref_status = case["status"].as_i64().unwrap();
         let ours_dir = work.path().join("ours").join(name);
         let ref_dir = work.path().join("ref").join(name);
@@ -183,6 +178,16 @@ fn convert_hf_matches_the_reference_on_every_case() {
         cases.len(),
         failures.join("\n")
     );
+}
+
+/// A case's arguments to the converter.
+fn case_args(case: &serde_json::Value) -> Vec<&str> {
+    case["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect()
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -313,12 +318,7 @@ fn transposed_experts(cases: &[serde_json::Value], work: &Path, failures: &mut V
                 }
             }
         }
-        let args: Vec<&str> = case["args"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap())
-            .collect();
+        let args = case_args(case);
         let ours = work.join("ours-transposed").join(name);
         std::fs::create_dir_all(&ours).unwrap();
         let run = Command::new(env!("CARGO_BIN_EXE_ggufrw"))

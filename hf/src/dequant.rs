@@ -153,11 +153,16 @@ pub(crate) struct MadeReader<'a> {
     gptq: bool,
 }
 
+/// Code `k` (of `bits` bits, the first in the lowest) of int32 word `word` of `words`.
+fn unpack(words: &[u8], word: u64, k: u64, bits: u32) -> i32 {
+    let at = (word * 4) as usize;
+    let w = u32::from_le_bytes(words[at..at + 4].try_into().expect("4 bytes"));
+    ((w >> (k as u32 * bits)) & ((1u32 << bits) - 1)) as i32
+}
+
 impl MadeReader<'_> {
     fn code(&self, word: u64, k: u64) -> i32 {
-        let at = (word * 4) as usize;
-        let w = u32::from_le_bytes(self.words[at..at + 4].try_into().expect("4 bytes"));
-        ((w >> (k as u32 * self.bits)) & ((1u32 << self.bits) - 1)) as i32
+        unpack(self.words, word, k, self.bits)
     }
 
     /// Element `(o, i)` at `flat = o · in + i`: the scale times the code less its zero, one
@@ -282,6 +287,18 @@ fn made_reader<'a>(ckpt: &'a Checkpoint, m: &Made, shape: &[u64]) -> MadeReader<
         v
     };
     let dims = (shape[0], shape[1]);
+    let codes = |i: usize, bits: u32, scales: Vec<f32>, zeros: Vec<i32>| MadeReader {
+        codes: &ckpt.entries[i],
+        words: ckpt.bytes(&ckpt.entries[i]),
+        per_word: u64::from(32 / bits),
+        bits,
+        dims,
+        scales,
+        zeros,
+        groups: Vec::new(),
+        group: 0,
+        gptq: false,
+    };
     match *m {
         Made::Gptq {
             qweight,
@@ -299,23 +316,15 @@ fn made_reader<'a>(ckpt: &'a Checkpoint, m: &Made, shape: &[u64]) -> MadeReader<
             let mut zeros = Vec::with_capacity((groups * out) as usize);
             for g in 0..groups {
                 for o in 0..out {
-                    let at = ((g * z.shape[1] + o / per_word) * 4) as usize;
-                    let w = u32::from_le_bytes(zwords[at..at + 4].try_into().expect("4 bytes"));
-                    let zero = (w >> ((o % per_word) as u32 * bits)) & ((1u32 << bits) - 1);
-                    zeros.push(zero as i32 + i32::from(v1));
+                    let zero = unpack(zwords, g * z.shape[1] + o / per_word, o % per_word, bits);
+                    zeros.push(zero + i32::from(v1));
                 }
             }
             MadeReader {
-                codes: &ckpt.entries[qweight],
-                words: ckpt.bytes(&ckpt.entries[qweight]),
-                per_word,
-                bits,
-                dims,
-                scales: read(scales),
-                zeros,
                 groups: read(g_idx).into_iter().map(|g| g as u32).collect(),
                 group: 0,
                 gptq: true,
+                ..codes(qweight, bits, read(scales), zeros)
             }
         }
         Made::Packed {
@@ -337,26 +346,20 @@ fn made_reader<'a>(ckpt: &'a Checkpoint, m: &Made, shape: &[u64]) -> MadeReader<
                     let mut v = Vec::with_capacity((dims.0 * groups) as usize);
                     for o in 0..dims.0 {
                         for g in 0..groups {
-                            let at = (((o / per_word) * groups + g) * 4) as usize;
-                            let w = u32::from_le_bytes(words[at..at + 4].try_into().expect("4"));
-                            let k = (o % per_word) as u32 * bits;
-                            v.push(((w >> k) & ((1u32 << bits) - 1)) as i32);
+                            v.push(unpack(
+                                words,
+                                (o / per_word) * groups + g,
+                                o % per_word,
+                                bits,
+                            ));
                         }
                     }
                     v
                 }
             };
             MadeReader {
-                codes: &ckpt.entries[packed],
-                words: ckpt.bytes(&ckpt.entries[packed]),
-                per_word,
-                bits,
-                dims,
-                scales: read(scale),
-                zeros,
-                groups: Vec::new(),
                 group,
-                gptq: false,
+                ..codes(packed, bits, read(scale), zeros)
             }
         }
     }

@@ -2307,7 +2307,6 @@ FAST = {
     # checkpoints published quantized
     "DeepSeek-V3-Tiny-FP8__auto",
     "DeepSeek-V3-Tiny-FP8__fp8-as-q8",
-    "Qwen3-Tiny-FP8__bf16",
     "Llama-Tiny-FP8-dynamic__q8_0",
     "Llama-Tiny-W8A8__f16",
     "Mistral-Tiny-FP8-ModelOpt__auto",
@@ -2320,7 +2319,6 @@ FAST = {
     "Qwen1.5-MoE-Tiny-A1B__auto",
     "Qwen3-MoE-Tiny__q8_0",
     "Qwen3-MoE-Tiny-packed__f16",
-    "gpt-oss-tiny-mxfp4__bf16",
     "gpt-oss-tiny-mxfp4__auto",
     "Llama-3.2-Tiny-Instruct__bf16",
     "Tiny-Llama-Fast-Tokenizer__f16",
