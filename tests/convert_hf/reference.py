@@ -442,6 +442,16 @@ FIXTURES += [
         extra=dict(config_class="SolarOpenConfig", head_dim=16, n_routed_experts=4,
                    num_experts_per_tok=2, moe_intermediate_size=32),
     ),
+    # Granite's mixture with interleaved sliding windows (transformers 5 only): gate and up of
+    # the experts and of the shared expert kept fused, attention sinks
+    Fixture(
+        name="granite-moe-swa-tiny", seed=7120, dtype="bfloat16", tf5="saved",
+        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True),
+        extra=dict(config_class="GraniteMoeSWAConfig", keep_spm=True, num_local_experts=4,
+                   num_experts_per_tok=2, intermediate_size=32, shared_intermediate_size=48,
+                   sliding_window=64, embedding_multiplier=12.0, attention_multiplier=0.25,
+                   residual_multiplier=0.22, logits_scaling=8.0),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",

@@ -174,3 +174,66 @@ impl TextModel for GraniteMoe {
         None
     }
 }
+
+/// `GraniteMoeSWAModel(GraniteSWAModel)`: `GraniteMoeSWAForCausalLM`. The experts' gate and
+/// up are kept fused (`ffn_gate_up_exps`), as the shared expert's are (`ffn_up_shexp`).
+pub(crate) struct GraniteMoeSwa;
+
+impl TextModel for GraniteMoeSwa {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&GraniteSwa)
+    }
+
+    /// GraniteSWA's keys, then the shared expert's width where it is set.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        GraniteSwa.set_gguf_parameters(cx, kv)?;
+        let shared = cx.hp().opt_int(&["shared_intermediate_size"])?;
+        if let Some(n) = shared.filter(|&n| n != 0) {
+            kv.u32(&cx.key("expert_shared_feed_forward_length"), n as u32);
+        }
+        Ok(())
+    }
+
+    /// The experts (`experts.gate_up_proj` as transformers holds them, or Granite's
+    /// `input_linear`) and the shared expert under GGUF names, gate and up left fused.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let hp = cx.hp();
+        let bid = base::block_of(name);
+        let gguf =
+            |t: Tensor| base::yield_as(&format_name(t, bid, ".weight"), Rearrange::default());
+        let fused = |part: u64| -> Result<()> {
+            match shape.len() >= 2 && shape[shape.len() - 2] == 2 * part {
+                true => Ok(()),
+                false => Err(Error::reference(format!(
+                    "AssertionError: {name} is {shape:?}: the merged FFN tensor must be 2 × {part} rows"
+                ))),
+            }
+        };
+        if name.ends_with("block_sparse_moe.experts.gate_up_proj")
+            || name.ends_with("block_sparse_moe.input_linear.weight")
+        {
+            fused(hp.int(&["intermediate_size"])?)?;
+            return gguf(Tensor::FFN_GATE_UP_EXP);
+        }
+        if name.ends_with("block_sparse_moe.experts.down_proj") {
+            return gguf(Tensor::FFN_DOWN_EXP);
+        }
+        if name.ends_with("shared_mlp.input_linear.weight") {
+            let part = match hp.map.get("shared_intermediate_size") {
+                Some(_) => hp.int(&["shared_intermediate_size"])?,
+                None => hp.int(&["intermediate_size"])?,
+            };
+            fused(part)?;
+            return gguf(Tensor::FFN_UP_SHEXP);
+        }
+        if name.ends_with("shared_mlp.output_linear.weight") {
+            return gguf(Tensor::FFN_DOWN_SHEXP);
+        }
+        GraniteSwa.modify_tensors(cx, name, shape)
+    }
+
+    /// None stored one by one (Mixtral's, which Llama has, are not Granite's).
+    fn experts(&self) -> Option<Experts> {
+        None
+    }
+}

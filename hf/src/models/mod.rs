@@ -166,6 +166,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::GRANITE_SWA,
         &granite::GraniteSwa,
     ),
+    (
+        "GraniteMoeSWAForCausalLM",
+        &tables::GRANITE_SWA,
+        &granite::GraniteMoeSwa,
+    ),
     ("OlmoForCausalLM", &tables::OLMO, &olmo::Olmo),
     ("OLMoForCausalLM", &tables::OLMO, &olmo::Olmo),
     ("OlmoeForCausalLM", &tables::OLMOE, &olmo::Olmoe),
