@@ -452,6 +452,14 @@ FIXTURES += [
                    sliding_window=64, embedding_multiplier=12.0, attention_multiplier=0.25,
                    residual_multiplier=0.22, logits_scaling=8.0),
     ),
+    # Cohere's mixture (transformers 5 only): Command R7B's attention beside a dense first
+    # layer and experts with a shared one
+    Fixture(
+        name="cohere2-moe-tiny", seed=7121, dtype="bfloat16", tf5="saved", bpe="gpt-2",
+        extra=dict(config_class="Cohere2MoeConfig", head_dim=16, num_experts=4, num_experts_per_tok=2,
+                   intermediate_size=32, num_shared_experts=1, sliding_window=32,
+                   mlp_layer_types=["dense", "sparse"], prefix_dense_intermediate_size=96),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",

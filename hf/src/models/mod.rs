@@ -189,6 +189,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &command_r::CommandR,
     ),
     ("Cohere2ForCausalLM", &tables::COHERE2, &command_r::Cohere2),
+    (
+        "Cohere2MoeForCausalLM",
+        &tables::COHERE2MOE,
+        &command_r::Cohere2Moe,
+    ),
     ("ExaoneForCausalLM", &tables::EXAONE, &exaone::Exaone),
     ("Exaone4ForCausalLM", &tables::EXAONE4, &exaone::Exaone4),
     ("Ernie4_5ForCausalLM", &tables::ERNIE4_5, &ernie::Ernie45),
