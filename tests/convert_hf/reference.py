@@ -460,6 +460,14 @@ FIXTURES += [
                    intermediate_size=32, num_shared_experts=1, sliding_window=32,
                    mlp_layer_types=["dense", "sparse"], prefix_dense_intermediate_size=96),
     ),
+    # Arcee's Trinity (transformers 5 only): Llama's attention with sliding windows, a dense
+    # first layer, experts with shared ones and the routing's bias
+    Fixture(
+        name="Trinity-Tiny-Afmoe", seed=7122, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
+        extra=dict(config_class="AfmoeConfig", head_dim=16, num_experts=4, num_experts_per_tok=2,
+                   moe_intermediate_size=32, num_shared_experts=1, num_dense_layers=1,
+                   sliding_window=32, global_attn_every_n_layers=2, route_scale=2.5),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",

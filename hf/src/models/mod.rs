@@ -8,6 +8,7 @@
 //! module for a new family) implementing [`TextModel`]. The test `the_registry_is_the_references`
 //! checks every line against the reference's `TEXT_MODEL_MAP` (generated into `tables.rs`).
 
+mod afmoe;
 pub(crate) mod base;
 mod chameleon;
 mod chatglm;
@@ -194,6 +195,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::COHERE2MOE,
         &command_r::Cohere2Moe,
     ),
+    ("AfmoeForCausalLM", &tables::AFMOE, &afmoe::Afmoe),
     ("ExaoneForCausalLM", &tables::EXAONE, &exaone::Exaone),
     ("Exaone4ForCausalLM", &tables::EXAONE4, &exaone::Exaone4),
     ("Ernie4_5ForCausalLM", &tables::ERNIE4_5, &ernie::Ernie45),
