@@ -468,6 +468,17 @@ FIXTURES += [
                    moe_intermediate_size=32, num_shared_experts=1, num_dense_layers=1,
                    sliding_window=32, global_attn_every_n_layers=2, route_scale=2.5),
     ),
+    # DeepSeek V3.2 (transformers 5 only): V3 with the sparse attention's indexer, a prediction
+    # layer kept
+    Fixture(
+        name="DeepSeek-V3.2-Tiny", seed=7123, dtype="bfloat16", tf5="saved", bpe="deepseek-llm",
+        extra=dict(config_class="DeepseekV32Config", num_key_value_heads=4, kv_lora_rank=32,
+                   q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16,
+                   head_dim=8, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
+                   moe_intermediate_size=32, first_k_dense_replace=1, n_group=2, topk_group=1,
+                   index_n_heads=2, index_head_dim=16, index_topk=8),
+        saved_extra=dict(num_nextn_predict_layers=1),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",

@@ -201,3 +201,60 @@ impl TextModel for Glm4MoeLite {
         Ok(())
     }
 }
+
+/// `DeepseekV32Model(DeepseekV2Model)`: `DeepseekV32ForCausalLM` (DeepSeek V3.2). DeepSeek V3
+/// with the sparse attention's indexer; the prediction layers kept and counted as blocks.
+pub(crate) struct DeepseekV32;
+
+impl TextModel for DeepseekV32 {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&DeepseekV2)
+    }
+
+    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+        Ok(hp.int(&["num_hidden_layers"])? + nextn(hp)?)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        filter(cx, name, false)
+    }
+
+    /// GPT-2's BPE, of a tokenizer that adds its bos (the reference asserts it).
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let config = cx.dir.json("tokenizer_config.json")?;
+        let adds = config
+            .as_deref()
+            .and_then(|c| c.get("add_bos_token"))
+            .is_some_and(crate::vocab::truthy);
+        if !adds {
+            return Err(Error::reference(
+                "AssertionError: Change value of add_bos_token to true in tokenizer_config.json file.",
+            ));
+        }
+        base::gpt2(cx, kv)
+    }
+
+    /// DeepSeek V2's keys, then the prediction layers (where the config names them) and the
+    /// indexer's heads, width and top k.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        DeepseekV2.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        if let Some(n) = hp.opt_int(&["num_nextn_predict_layers"])? {
+            kv.u32(&k("nextn_predict_layers"), n as u32);
+        }
+        kv.u32(
+            &k("attention.indexer.head_count"),
+            hp.int(&["index_n_heads"])? as u32,
+        );
+        kv.u32(
+            &k("attention.indexer.key_length"),
+            hp.int(&["index_head_dim"])? as u32,
+        );
+        kv.u32(
+            &k("attention.indexer.top_k"),
+            hp.int(&["index_topk"])? as u32,
+        );
+        Ok(())
+    }
+}

@@ -109,6 +109,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::DEEPSEEK2,
         &deepseek::Glm4MoeLite,
     ),
+    (
+        "DeepseekV32ForCausalLM",
+        &tables::DEEPSEEK32,
+        &deepseek::DeepseekV32,
+    ),
     ("Dots1ForCausalLM", &tables::DOTS1, &dots1::Dots1),
     ("GptOssForCausalLM", &tables::GPT_OSS, &gpt_oss::GptOss),
     (
