@@ -407,7 +407,9 @@ pub(crate) fn dequant_model(
     // it names none and `hf_quant_config.json` does.
     let mut dequant_config = config.cloned();
     let file = "hf_quant_config.json";
-    if (algo.as_deref().is_none_or(str::is_empty) || !truthy(&layers)) && folder.has(file) {
+    if (algo.as_deref().is_none_or(str::is_empty) || !crate::vocab::truthy(&layers))
+        && folder.has(file)
+    {
         if let Some(h) = folder.json(file)? {
             let q = h
                 .get("quantization")
@@ -468,8 +470,7 @@ pub(crate) fn dequant_model(
         .as_str()
         .map_or_else(|| dequant_method.to_string(), str::to_owned);
     let roles = roles(hp, &qc, &dequant_method, ckpt, &kept)?;
-    let names: Vec<(String, usize)> = kept.clone();
-    let index: HashMap<&str, usize> = names.iter().map(|(n, i)| (n.as_str(), *i)).collect();
+    let index: HashMap<&str, usize> = kept.iter().map(|(n, i)| (n.as_str(), *i)).collect();
     let mut out_of: HashSet<String> = HashSet::new();
     let mut scaled: Vec<(usize, Scale)> = Vec::new();
     let mut new: Vec<Entry> = Vec::new();
@@ -632,18 +633,6 @@ fn made(
             };
             Ok(Entry::made(weight.into(), vec![out, inputs], made))
         }
-    }
-}
-
-/// A Python truth value of a JSON value (`{}`, `[]`, `""`, `0`, `null` and `false` are false).
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64() != Some(0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
     }
 }
 
