@@ -248,7 +248,17 @@ fn convert_and_quantize(
             print_out(&super::quantize::describe(&q.plan, false))
         }
         Ok((r, None)) => print_out(&format!("wrote {}\n", r.outputs[0].display())),
-        Err(e) => failed(&e),
+        Err(e) => {
+            let code = failed(&e);
+            if e.to_string().contains("(--allow-requantize)") {
+                // a checkpoint that keeps quantized tensors (gpt-oss's MXFP4 experts)
+                eprintln!(
+                    "llama-quantize's options go after --: ggufrw convert-hf DIR --quantize \
+                     {preset} -- --allow-requantize"
+                );
+            }
+            code
+        }
     }
 }
 
