@@ -540,7 +540,7 @@ fn modify_tensors(
             continue;
         }
         if let Some(key) = model.scalar_key(cx, name) {
-            let value = read_values(ckpt, e);
+            let value = dequant::values(ckpt, e);
             let bad = |what: &str| {
                 Error::field(
                     &ckpt.parts[e.part].path,
@@ -688,7 +688,7 @@ fn modify_tensors(
                 shape.push(1);
             }
             if change.drop_if_zero {
-                if read_values(ckpt, e).iter().all(|&x| x == 0.0) {
+                if dequant::values(ckpt, e).iter().all(|&x| x == 0.0) {
                     continue;
                 }
                 return Err(Error::reference(format!(
@@ -719,7 +719,7 @@ fn modify_tensors(
 /// reads them: widened to f32 (`prepare_tensors` does so to every tensor not f16 or f32),
 /// then made integers again.
 fn late_int(cx: &Ctx, ckpt: &Checkpoint, e: &Entry, int: LateInt) -> Result<TensorPlan> {
-    let stored = read_values(ckpt, e);
+    let stored = dequant::values(ckpt, e);
     let values = (int.values)(cx, stored.iter().map(|&v| v as i64).collect())?;
     let n = values.len() as u64;
     Ok(TensorPlan {
@@ -1363,13 +1363,6 @@ fn rows_source<'a>(
         chunks: Box::new(chunks),
         len,
     }
-}
-
-/// A tensor's values as the reference reads them: widened to float32, dequantized.
-fn read_values(ckpt: &Checkpoint, e: &Entry) -> Vec<f32> {
-    let mut values = Vec::with_capacity(e.numel() as usize);
-    Values::of(ckpt, e).run(0, e.numel(), &mut values);
-    values
 }
 
 /// Rounds each value to the nearest float16 (ties to even), as a float16 tensor holds it.

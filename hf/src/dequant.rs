@@ -45,11 +45,8 @@ impl<'a> Scaler<'a> {
     /// The scale of `e`, if it has one.
     pub(crate) fn of(ckpt: &Checkpoint, e: &'a Entry) -> Option<Scaler<'a>> {
         let scale = e.scale.as_ref()?;
-        let s = &ckpt.entries[scale.entry];
-        let mut values = Vec::with_capacity(s.numel() as usize);
-        widen(s.dtype, ckpt.bytes(s), &mut values);
         Some(Scaler {
-            values,
+            values: values(ckpt, &ckpt.entries[scale.entry]),
             axes: &scale.axes,
             shape: &e.shape,
         })
@@ -189,16 +186,56 @@ impl MadeReader<'_> {
     }
 }
 
+/// A whole tensor's values as the reference reads them: widened to float32, dequantized.
+pub(crate) fn values(ckpt: &Checkpoint, e: &Entry) -> Vec<f32> {
+    let mut out = Vec::with_capacity(e.numel() as usize);
+    Values::of(ckpt, e).run(0, e.numel(), &mut out);
+    out
+}
+
 /// A tensor's elements as the reference reads them: widened to float32 and dequantized.
 pub(crate) enum Values<'a> {
     /// Stored, multiplied by a scale where there is one.
-    Stored {
-        bytes: &'a [u8],
-        dtype: Dtype,
-        scale: Option<Scaler<'a>>,
-    },
+    Stored(Stored<'a>),
     /// Made from packed integers.
     Made(MadeReader<'a>),
+}
+
+/// A stored tensor's bytes, their type and the scale they are multiplied by, if any.
+pub(crate) struct Stored<'a> {
+    bytes: &'a [u8],
+    dtype: Dtype,
+    scale: Option<Scaler<'a>>,
+}
+
+impl Stored<'_> {
+    /// Elements `flat .. flat + n` appended to `out`.
+    fn run(&self, flat: u64, n: u64, out: &mut Vec<f32>) {
+        let w = self.dtype.size() as u64;
+        let at = out.len();
+        let bytes = &self.bytes[(flat * w) as usize..((flat + n) * w) as usize];
+        widen(self.dtype, bytes, out);
+        if let Some(s) = &self.scale {
+            s.apply(flat, &mut out[at..]);
+        }
+    }
+
+    /// The elements at `flats`, in that order, appended to `out`.
+    fn gather(&self, flats: impl Iterator<Item = u64> + Clone, out: &mut Vec<f32>) {
+        let w = self.dtype.size();
+        let mut raw = Vec::new();
+        for f in flats.clone() {
+            let a = f as usize * w;
+            raw.extend_from_slice(&self.bytes[a..a + w]);
+        }
+        let at = out.len();
+        widen(self.dtype, &raw, out);
+        if let Some(s) = &self.scale {
+            for (x, f) in out[at..].iter_mut().zip(flats) {
+                *x *= s.at(f);
+            }
+        }
+    }
 }
 
 impl<'a> Values<'a> {
@@ -206,11 +243,11 @@ impl<'a> Values<'a> {
     pub(crate) fn of(ckpt: &'a Checkpoint, e: &'a Entry) -> Values<'a> {
         match &e.made {
             Some(m) => Values::Made(made_reader(ckpt, m, &e.shape)),
-            None => Values::Stored {
+            None => Values::Stored(Stored {
                 bytes: ckpt.bytes(e),
                 dtype: e.dtype,
                 scale: Scaler::of(ckpt, e),
-            },
+            }),
         }
     }
 
@@ -218,34 +255,19 @@ impl<'a> Values<'a> {
     pub(crate) fn codes(&self) -> Option<(&'a Entry, &'a [u8])> {
         match self {
             Values::Made(m) => Some((m.codes, m.words)),
-            Values::Stored { .. } => None,
+            Values::Stored(_) => None,
         }
     }
 
     /// Stored and not dequantized: its bytes are its values.
     pub(crate) fn plain(&self) -> bool {
-        matches!(self, Values::Stored { scale: None, .. })
+        matches!(self, Values::Stored(Stored { scale: None, .. }))
     }
 
     /// Elements `flat .. flat + n` appended to `out`.
     pub(crate) fn run(&self, flat: u64, n: u64, out: &mut Vec<f32>) {
         match self {
-            Values::Stored {
-                bytes,
-                dtype,
-                scale,
-            } => {
-                let w = dtype.size() as u64;
-                let at = out.len();
-                widen(
-                    *dtype,
-                    &bytes[(flat * w) as usize..((flat + n) * w) as usize],
-                    out,
-                );
-                if let Some(s) = scale {
-                    s.apply(flat, &mut out[at..]);
-                }
-            }
+            Values::Stored(s) => s.run(flat, n, out),
             Values::Made(m) => out.extend((flat..flat + n).map(|f| m.at(f))),
         }
     }
@@ -253,25 +275,7 @@ impl<'a> Values<'a> {
     /// The elements at `flats`, in that order, appended to `out`.
     pub(crate) fn gather(&self, flats: impl Iterator<Item = u64> + Clone, out: &mut Vec<f32>) {
         match self {
-            Values::Stored {
-                bytes,
-                dtype,
-                scale,
-            } => {
-                let w = dtype.size();
-                let mut raw = Vec::new();
-                for f in flats.clone() {
-                    let a = f as usize * w;
-                    raw.extend_from_slice(&bytes[a..a + w]);
-                }
-                let at = out.len();
-                widen(*dtype, &raw, out);
-                if let Some(s) = scale {
-                    for (x, f) in out[at..].iter_mut().zip(flats) {
-                        *x *= s.at(f);
-                    }
-                }
-            }
+            Values::Stored(s) => s.gather(flats, out),
             Values::Made(m) => out.extend(flats.map(|f| m.at(f))),
         }
     }
@@ -280,12 +284,7 @@ impl<'a> Values<'a> {
 /// The parts of a made weight, read (the scales, zeros and groups are small; the codes stay
 /// mapped).
 fn made_reader<'a>(ckpt: &'a Checkpoint, m: &Made, shape: &[u64]) -> MadeReader<'a> {
-    let read = |i: usize| {
-        let mut v = Vec::new();
-        let e = &ckpt.entries[i];
-        widen(e.dtype, ckpt.bytes(e), &mut v);
-        v
-    };
+    let read = |i: usize| values(ckpt, &ckpt.entries[i]);
     let dims = (shape[0], shape[1]);
     let codes = |i: usize, bits: u32, scales: Vec<f32>, zeros: Vec<i32>| MadeReader {
         codes: &ckpt.entries[i],
@@ -469,8 +468,8 @@ pub(crate) fn dequant_model(
     let dequant_method = dequant_method
         .as_str()
         .map_or_else(|| dequant_method.to_string(), str::to_owned);
-    let roles = roles(hp, &qc, &dequant_method, ckpt, &kept)?;
     let index: HashMap<&str, usize> = kept.iter().map(|(n, i)| (n.as_str(), *i)).collect();
+    let roles = roles(hp, &qc, &dequant_method, ckpt, &kept, &index)?;
     let mut out_of: HashSet<String> = HashSet::new();
     let mut scaled: Vec<(usize, Scale)> = Vec::new();
     let mut new: Vec<Entry> = Vec::new();
@@ -564,9 +563,7 @@ fn made(
                     ),
                 ));
             }
-            let mut g = Vec::new();
-            let ge = &ckpt.entries[g_idx];
-            widen(ge.dtype, ckpt.bytes(ge), &mut g);
+            let g = values(ckpt, &ckpt.entries[g_idx]);
             if shape(g_idx) != [inputs] || g.iter().any(|&x| x < 0.0 || x >= groups as f32) {
                 return Err(bad(
                     g_idx,
@@ -592,9 +589,7 @@ fn made(
             let shape_at = part(format!("{base}_shape"))?;
             let zero = index.get(format!("{base}_zero_point").as_str()).copied();
             int32(packed)?;
-            let mut dims = Vec::new();
-            let se = &ckpt.entries[shape_at];
-            widen(se.dtype, ckpt.bytes(se), &mut dims);
+            let dims = values(ckpt, &ckpt.entries[shape_at]);
             let [out, inputs] = dims[..] else {
                 return Err(bad(shape_at, format!("{dims:?}: not two sizes")));
             };
@@ -636,13 +631,14 @@ fn made(
     }
 }
 
-/// What each kept tensor is to `method`, in the kept order.
+/// What each kept tensor is to `method`, in the kept order (`index`: the kept tensors by name).
 fn roles(
     hp: &Hparams,
     qc: &Map<String, Value>,
     method: &str,
     ckpt: &Checkpoint,
     kept: &[(String, usize)],
+    index: &HashMap<&str, usize>,
 ) -> Result<Vec<(String, Role)>> {
     let config = |what: String| Error::field(&hp.path, "quantization_config", what);
     let f8 = |i: usize| matches!(ckpt.entries[i].dtype, Dtype::F8E4M3 | Dtype::F8E5M2);
@@ -754,7 +750,6 @@ fn roles(
                     if bits > 16 {
                         return Err(config(format!("weights.num_bits {bits}")));
                     }
-                    let present: HashSet<&str> = kept.iter().map(|(n, _)| n.as_str()).collect();
                     for n in names {
                         let Some(base) =
                             n.strip_suffix("_packed").filter(|b| b.ends_with(".weight"))
@@ -769,7 +764,7 @@ fn roles(
                         roles.push((n.into(), Role::Makes(base.into(), spec)));
                         for part in ["_shape", "_scale", "_zero_point"] {
                             let part = format!("{base}{part}");
-                            if part.ends_with("_zero_point") && !present.contains(part.as_str()) {
+                            if part.ends_with("_zero_point") && !index.contains_key(part.as_str()) {
                                 continue;
                             }
                             roles.push((part, Role::Removed));
@@ -785,12 +780,10 @@ fn roles(
             }
         }
         "modelopt" => {
-            let present: HashMap<&str, usize> =
-                kept.iter().map(|(n, i)| (n.as_str(), *i)).collect();
             for n in names {
                 if let Some(w) = n.strip_suffix("_scale").filter(|w| w.ends_with(".weight")) {
                     // counted as FP8 where the weight is stored as such
-                    let role = match present.get(w) {
+                    let role = match index.get(w) {
                         Some(&i) => Role::ScaleOf(w.into(), None, f8(i)),
                         None => Role::Removed,
                     };

@@ -1871,6 +1871,18 @@ def pack_words(codes, axis: int, bits: int):
     return torch.from_numpy(np.ascontiguousarray(np.moveaxis(words.view(np.int32), -1, axis)))
 
 
+def rtn_with_zeros(g, maxq: int, scale_dtype, zero_min: int):
+    """Round to nearest in groups (the last axis of `g`) with a zero point: the scales (range
+    over `maxq`, stored as `scale_dtype`), the zeros (`zero_min` … `maxq`) and the codes."""
+    import torch
+
+    lo, hi = g.amin(-1), g.amax(-1)
+    scale = ((hi - lo) / maxq).clamp_min(1e-8).to(scale_dtype)
+    zero = torch.round(-lo / scale.float()).clamp(zero_min, maxq)
+    q = torch.clamp(torch.round(g / scale.float().unsqueeze(-1)) + zero.unsqueeze(-1), 0, maxq)
+    return scale, zero, q
+
+
 def gptq_packed(base: str, w, scheme: str) -> dict:
     """GPTQ's tensors for weight `w` [out, in]: round-to-nearest in groups of 32 inputs with an
     asymmetric zero point (1 … 2^bits - 1), `qweight` [in / per-word, out], `qzeros`
@@ -1881,11 +1893,7 @@ def gptq_packed(base: str, w, scheme: str) -> dict:
     bits, v2 = int(scheme.split("-")[1]), scheme.endswith("v2")
     maxq, gs = 2 ** bits - 1, 32
     out_f, in_f = w.shape
-    g = w.reshape(out_f, in_f // gs, gs)
-    lo, hi = g.amin(-1), g.amax(-1)
-    scale = ((hi - lo) / maxq).clamp_min(1e-8).half()
-    zero = torch.round(-lo / scale.float()).clamp(1, maxq)
-    q = torch.clamp(torch.round(g / scale.float().unsqueeze(-1)) + zero.unsqueeze(-1), 0, maxq)
+    scale, zero, q = rtn_with_zeros(w.reshape(out_f, in_f // gs, gs), maxq, torch.float16, 1)
     stored_zero = zero if v2 else zero - 1
     return {f"{base}.qweight": pack_words(q.reshape(out_f, in_f).T.contiguous(), 0, bits),
             f"{base}.qzeros": pack_words(stored_zero.T.contiguous(), 1, bits),
@@ -1902,10 +1910,7 @@ def ct_packed(name: str, w, asym: bool) -> dict:
     out_f, in_f = w.shape
     g = w.reshape(out_f, in_f // 32, 32)
     if asym:
-        lo, hi = g.amin(-1), g.amax(-1)
-        scale = ((hi - lo) / 15).clamp_min(1e-8).to(torch.bfloat16)
-        zero = torch.round(-lo / scale.float()).clamp(0, 15)
-        q = torch.clamp(torch.round(g / scale.float().unsqueeze(-1)) + zero.unsqueeze(-1), 0, 15)
+        scale, zero, q = rtn_with_zeros(g, 15, torch.bfloat16, 0)
     else:
         scale = (g.abs().amax(-1) / 7).clamp_min(1e-8).to(torch.bfloat16)
         q = torch.clamp(torch.round(g / scale.float().unsqueeze(-1)), -8, 7) + 8

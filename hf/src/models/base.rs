@@ -1171,6 +1171,27 @@ pub(crate) fn wide_ffn_keys(
     Ok(())
 }
 
+/// `add_sliding_window_pattern` over `layer_types`, which the class requires (a `KeyError`
+/// without it).
+pub(crate) fn sliding_window_pattern(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    let hp = cx.hp();
+    let types = hp
+        .map
+        .get("layer_types")
+        .ok_or_else(|| Error::reference("KeyError: 'layer_types'"))?;
+    kv.bools(
+        &cx.key("attention.sliding_window_pattern"),
+        sliding_layers(hp, types)?,
+    );
+    Ok(())
+}
+
+/// `num_nextn_predict_layers`, 0 where the config has none: the prediction layers the classes
+/// that keep them count as blocks.
+pub(crate) fn nextn_layers(hp: &Hparams) -> Result<u64> {
+    Ok(hp.opt_int(&["num_nextn_predict_layers"])?.unwrap_or(0))
+}
+
 /// `[t == "sliding_attention" for t in layer_types]`.
 pub(crate) fn sliding_layers(hp: &Hparams, types: &Value) -> Result<Vec<bool>> {
     types

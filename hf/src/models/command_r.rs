@@ -62,13 +62,9 @@ impl TextModel for Cohere2 {
 /// `mlp_layer_types`, shared experts, prediction layers counted as blocks.
 pub(crate) struct Cohere2Moe;
 
-fn nextn(hp: &Hparams) -> Result<u64> {
-    Ok(hp.opt_int(&["num_nextn_predict_layers"])?.unwrap_or(0))
-}
-
 impl TextModel for Cohere2Moe {
     fn block_count(&self, hp: &Hparams) -> Result<u64> {
-        Ok(hp.int(&["num_hidden_layers"])? + nextn(hp)?)
+        Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
     }
 
     /// `TextModel`'s keys, then the logit scale, the window and its layers, the mixture's.
@@ -94,14 +90,7 @@ impl TextModel for Cohere2Moe {
             &k("attention.sliding_window"),
             hp.int(&["sliding_window"])? as u32,
         );
-        let types = hp
-            .map
-            .get("layer_types")
-            .ok_or_else(|| Error::reference("KeyError: 'layer_types'"))?;
-        kv.bools(
-            &k("attention.sliding_window_pattern"),
-            base::sliding_layers(hp, types)?,
-        );
+        base::sliding_window_pattern(cx, kv)?;
         kv.u32(&k("vocab_size"), hp.int(&["vocab_size"])? as u32);
         kv.u32(&k("expert_feed_forward_length"), ff as u32);
         kv.u32(&k("leading_dense_block_count"), dense as u32);
@@ -121,7 +110,7 @@ impl TextModel for Cohere2Moe {
                 (ff * shared) as u32,
             );
         }
-        let n = nextn(hp)?;
+        let n = base::nextn_layers(hp)?;
         if n > 0 {
             kv.u32(&k("nextn_predict_layers"), n as u32);
         }

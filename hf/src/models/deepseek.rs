@@ -171,21 +171,17 @@ impl TextModel for DeepseekV2 {
 /// in the blocks and in `nextn_predict_layers`, where the config has any.
 pub(crate) struct Glm4MoeLite;
 
-fn nextn(hp: &Hparams) -> Result<u64> {
-    Ok(hp.opt_int(&["num_nextn_predict_layers"])?.unwrap_or(0))
-}
-
 impl TextModel for Glm4MoeLite {
     fn parent(&self) -> Option<&'static dyn TextModel> {
         Some(&DeepseekV2)
     }
 
     fn block_count(&self, hp: &Hparams) -> Result<u64> {
-        Ok(hp.int(&["num_hidden_layers"])? + nextn(hp)?)
+        Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
     }
 
     fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
-        filter(cx, name, nextn(cx.hp()).unwrap_or(0) == 0)
+        filter(cx, name, base::nextn_layers(cx.hp()).unwrap_or(0) == 0)
     }
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
@@ -194,7 +190,7 @@ impl TextModel for Glm4MoeLite {
 
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         DeepseekV2.set_gguf_parameters(cx, kv)?;
-        let n = nextn(cx.hp())?;
+        let n = base::nextn_layers(cx.hp())?;
         if n > 0 {
             kv.u32(&cx.key("nextn_predict_layers"), n as u32);
         }
@@ -212,7 +208,7 @@ impl TextModel for DeepseekV32 {
     }
 
     fn block_count(&self, hp: &Hparams) -> Result<u64> {
-        Ok(hp.int(&["num_hidden_layers"])? + nextn(hp)?)
+        Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
     }
 
     fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {

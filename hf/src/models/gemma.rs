@@ -492,15 +492,7 @@ impl TextModel for Gemma3n {
             })
             .collect::<Result<Vec<f32>>>()?;
         kv.f32s(&k("activation_sparsity_scale"), scales);
-        let types = hp
-            .map
-            .get("layer_types")
-            .ok_or_else(|| Error::reference("KeyError: 'layer_types'"))?;
-        kv.bools(
-            &k("attention.sliding_window_pattern"),
-            base::sliding_layers(hp, types)?,
-        );
-        Ok(())
+        base::sliding_window_pattern(cx, kv)
     }
 
     /// The three AltUp projections (and the three unembedding ones) stacked into one.

@@ -46,15 +46,25 @@ impl TextModel for Glm4 {
 /// `<|user|>`, unk `<|endoftext|>` and eom `<|observation|>` by their ids among the added
 /// tokens, each where the tokenizer files name none.
 pub(crate) fn glm_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    gpt2_with_added_specials(
+        cx,
+        kv,
+        &[
+            ("bos", "[gMASK]"),
+            ("eot", "<|user|>"),
+            ("unk", "<|endoftext|>"),
+            ("eom", "<|observation|>"),
+        ],
+    )
+}
+
+/// GPT-2's BPE with its merges, then each special token `(type, token)` by its id among the
+/// added tokens (in that order), where the tokenizer files name none.
+fn gpt2_with_added_specials(cx: &Ctx, kv: &mut Kv, specials: &[(&str, &str)]) -> Result<()> {
     let added = base::added_vocab(cx)?;
     base::gpt2_tokens(cx, kv)?;
     let mut special = SpecialVocab::load(cx.dir, None, true)?;
-    for (typ, token) in [
-        ("bos", "[gMASK]"),
-        ("eot", "<|user|>"),
-        ("unk", "<|endoftext|>"),
-        ("eom", "<|observation|>"),
-    ] {
+    for (typ, token) in specials {
         special.set_special(typ, base::added_id(&added, token)?);
     }
     special.add_to(kv)
@@ -67,7 +77,7 @@ impl TextModel for Glm4Moe {
     /// The next-token-prediction layers count as blocks (`--no-mtp` is not offered).
     fn block_count(&self, hp: &Hparams) -> Result<u64> {
         let n = hp.int(&["n_layers", "num_hidden_layers", "n_layer", "num_layers"])?;
-        Ok(n + hp.opt_int(&["num_nextn_predict_layers"])?.unwrap_or(0))
+        Ok(n + base::nextn_layers(hp)?)
     }
 
     /// `TextModel`'s keys, then the rotated share of a head, the mixture's keys (its gating
@@ -130,17 +140,15 @@ impl TextModel for SolarOpen {
     }
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        let added = base::added_vocab(cx)?;
-        base::gpt2_tokens(cx, kv)?;
-        let mut special = SpecialVocab::load(cx.dir, None, true)?;
-        for (typ, token) in [
-            ("eos", "<|endoftext|>"),
-            ("eot", "<|endoftext|>"),
-            ("unk", "<unk>"),
-            ("bos", "<|startoftext|>"),
-        ] {
-            special.set_special(typ, base::added_id(&added, token)?);
-        }
-        special.add_to(kv)
+        gpt2_with_added_specials(
+            cx,
+            kv,
+            &[
+                ("eos", "<|endoftext|>"),
+                ("eot", "<|endoftext|>"),
+                ("unk", "<unk>"),
+                ("bos", "<|startoftext|>"),
+            ],
+        )
     }
 }

@@ -98,6 +98,20 @@ impl TextModel for GraniteSwa {
     }
 }
 
+/// The mixtures' `expert_shared_feed_forward_length`, where `shared_intermediate_size` is set.
+fn shared_width(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    let shared = cx.hp().opt_int(&["shared_intermediate_size"])?;
+    if let Some(n) = shared.filter(|&n| n != 0) {
+        kv.u32(&cx.key("expert_shared_feed_forward_length"), n as u32);
+    }
+    Ok(())
+}
+
+/// Whether a fused gate/up of `shape` holds two halves of `part` rows on its second-last axis.
+fn halves(shape: &[u64], part: u64) -> bool {
+    shape.len() >= 2 && shape[shape.len() - 2] == 2 * part
+}
+
 /// `GraniteMoeModel(GraniteModel)`: `GraniteMoeForCausalLM`, `GraniteMoeSharedForCausalLM`.
 /// The experts' gate and up are stored fused (`input_linear`, `[experts, 2·ffn, hidden]`),
 /// as is the shared expert's (`[2·shared, hidden]`).
@@ -111,11 +125,7 @@ impl TextModel for GraniteMoe {
     /// Granite's keys, then the shared expert's width where it is set.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         Granite.set_gguf_parameters(cx, kv)?;
-        let shared = cx.hp().opt_int(&["shared_intermediate_size"])?;
-        if let Some(n) = shared.filter(|&n| n != 0) {
-            kv.u32(&cx.key("expert_shared_feed_forward_length"), n as u32);
-        }
-        Ok(())
+        shared_width(cx, kv)
     }
 
     /// The fused gate/up cut in two along their rows (within each expert), under GGUF names;
@@ -126,7 +136,7 @@ impl TextModel for GraniteMoe {
         let gguf = |t: Tensor| format_name(t, bid, ".weight");
         let fused = |key: &str| -> Result<u64> {
             let part = hp.int(&[key])?;
-            match shape.len() >= 2 && shape[shape.len() - 2] == 2 * part {
+            match halves(shape, part) {
                 true => Ok(part),
                 false => Err(Error::field(
                     &hp.path,
@@ -187,11 +197,7 @@ impl TextModel for GraniteMoeSwa {
     /// GraniteSWA's keys, then the shared expert's width where it is set.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         GraniteSwa.set_gguf_parameters(cx, kv)?;
-        let shared = cx.hp().opt_int(&["shared_intermediate_size"])?;
-        if let Some(n) = shared.filter(|&n| n != 0) {
-            kv.u32(&cx.key("expert_shared_feed_forward_length"), n as u32);
-        }
-        Ok(())
+        shared_width(cx, kv)
     }
 
     /// The experts (`experts.gate_up_proj` as transformers holds them, or Granite's
@@ -202,7 +208,7 @@ impl TextModel for GraniteMoeSwa {
         let gguf =
             |t: Tensor| base::yield_as(&format_name(t, bid, ".weight"), Rearrange::default());
         let fused = |part: u64| -> Result<()> {
-            match shape.len() >= 2 && shape[shape.len() - 2] == 2 * part {
+            match halves(shape, part) {
                 true => Ok(()),
                 false => Err(Error::reference(format!(
                     "AssertionError: {name} is {shape:?}: the merged FFN tensor must be 2 × {part} rows"
