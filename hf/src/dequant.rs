@@ -14,20 +14,9 @@
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::model_dir::ModelDir;
-use crate::safetensors::{Checkpoint, Dtype, Entry};
+use crate::safetensors::{Checkpoint, Dtype, Entry, Made, Scale};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
-
-/// How a weight finds the scale of each of its elements: for each of the weight's axes, the
-/// block its coordinate is divided by and the stride of that axis in the scale's elements
-/// (0 where the scale is broadcast along it).
-#[derive(Clone, Debug)]
-pub(crate) struct Scale {
-    entry: usize,
-    axes: Vec<(u64, u64)>,
-    /// The weight was FP8 (`--fp8-as-q8` makes it Q8_0).
-    fp8: bool,
-}
 
 /// Whether `e` is a weight dequantized from FP8, as `--fp8-as-q8` counts them.
 pub(crate) fn from_fp8(e: &Entry) -> bool {
@@ -100,33 +89,6 @@ impl<'a> Scaler<'a> {
             flat += run as u64;
         }
     }
-}
-
-/// A weight stored packed in integers, made from its parts as it is read (float32 `[out, in]`).
-#[derive(Clone, Debug)]
-pub(crate) enum Made {
-    /// GPTQ (`dequant_gptq`): `qweight` `[in / per-word, out]` int32, `qzeros`
-    /// `[groups, out / per-word]` int32, `scales` `[groups, out]`, `g_idx` `[in]` (each input's
-    /// group); `bits` 2, 4 or 8; `v1`: the stored zeros are one less (`checkpoint_format`
-    /// `gptq`).
-    Gptq {
-        qweight: usize,
-        qzeros: usize,
-        scales: usize,
-        g_idx: usize,
-        bits: u32,
-        v1: bool,
-    },
-    /// compressed-tensors' `pack-quantized` (`dequant_packed`): `packed` `[out, ⌈in / per-word⌉]`
-    /// int32, `scale` `[out, in / group]`, `zero` packed along the outputs (else the offset is
-    /// half the range).
-    Packed {
-        packed: usize,
-        scale: usize,
-        zero: Option<usize>,
-        bits: u32,
-        group: u64,
-    },
 }
 
 /// A made weight's parts, read.

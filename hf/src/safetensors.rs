@@ -108,10 +108,10 @@ pub struct Entry {
     start: usize,
     end: usize,
     /// The scales it is multiplied by as it is read (a checkpoint published quantized).
-    pub(crate) scale: Option<crate::dequant::Scale>,
+    pub(crate) scale: Option<Scale>,
     /// How its values are made from other tensors, where it is not stored (a weight packed in
     /// integers, dequantized).
-    pub(crate) made: Option<crate::dequant::Made>,
+    pub(crate) made: Option<Made>,
 }
 
 impl Entry {
@@ -129,7 +129,7 @@ impl Entry {
     }
 
     /// A float32 tensor of `shape` made from other tensors (no stored bytes).
-    pub(crate) fn made(name: String, shape: Vec<u64>, made: crate::dequant::Made) -> Entry {
+    pub(crate) fn made(name: String, shape: Vec<u64>, made: Made) -> Entry {
         Entry {
             name,
             dtype: Dtype::F32,
@@ -141,6 +141,48 @@ impl Entry {
             made: Some(made),
         }
     }
+}
+
+// What a quantized checkpoint's weights are made of, for the converter's dequantization.
+
+/// How a weight finds the scale of each of its elements: for each of the weight's axes, the
+/// block its coordinate is divided by and the stride of that axis in the scale's elements
+/// (0 where the scale is broadcast along it).
+#[derive(Clone, Debug)]
+pub(crate) struct Scale {
+    /// The scale's entry.
+    pub entry: usize,
+    /// Per axis of the weight: the block and the scale's stride (0: broadcast).
+    pub axes: Vec<(u64, u64)>,
+    /// The weight was FP8 (`--fp8-as-q8` makes it Q8_0).
+    pub fp8: bool,
+}
+
+/// A weight stored packed in integers, made from its parts as it is read (float32 `[out, in]`).
+#[derive(Clone, Debug)]
+pub(crate) enum Made {
+    /// GPTQ (`dequant_gptq`): `qweight` `[in / per-word, out]` int32, `qzeros`
+    /// `[groups, out / per-word]` int32, `scales` `[groups, out]`, `g_idx` `[in]` (each input's
+    /// group); `bits` 2, 4 or 8; `v1`: the stored zeros are one less (`checkpoint_format`
+    /// `gptq`).
+    Gptq {
+        qweight: usize,
+        qzeros: usize,
+        scales: usize,
+        g_idx: usize,
+        bits: u32,
+        v1: bool,
+    },
+    /// compressed-tensors' `pack-quantized` (`dequant_packed`): `packed` `[out, ⌈in / per-word⌉]`
+    /// int32, `scale` `[out, in / group]`, `zero` packed along the outputs (else the offset is
+    /// half the range).
+    Packed {
+        packed: usize,
+        scale: usize,
+        zero: Option<usize>,
+        bits: u32,
+        group: u64,
+    },
 }
 
 /// One `.safetensors` file, mapped.

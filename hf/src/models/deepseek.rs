@@ -1,4 +1,4 @@
-//! `conversion/deepseek.py` (`DeepseekV2Model`: DeepSeek V2 and V3).
+//! `conversion/deepseek.py` (`DeepseekV2Model`: DeepSeek V2, V3 and Youtu; `DeepseekV32Model`).
 
 use super::base::{self, Ctx, Experts, Rearrange, TextModel, View, Yields};
 use crate::config::Hparams;
@@ -32,7 +32,7 @@ pub(crate) fn routed_experts() -> Experts {
 
 /// `DeepseekV2Model`'s filter and `modify_tensors`' skips: the OCR models' vision towers, the
 /// tied output, and (with `skip_mtp`) the prediction layers past `num_hidden_layers`.
-fn filter(cx: &Ctx, name: &str, skip_mtp: bool) -> Option<String> {
+pub(crate) fn filter(cx: &Ctx, name: &str, skip_mtp: bool) -> Option<String> {
     if name.contains("sam_model") || name.contains("qwen2_model") {
         return None;
     }
@@ -163,38 +163,6 @@ impl TextModel for DeepseekV2 {
     /// GPT-2's BPE (the reference's tiktoken fallback, Kimi K2's, is not read yet).
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::gpt2(cx, kv)
-    }
-}
-
-/// `Glm4MoeLiteModel(DeepseekV2Model)`: `Glm4MoeLiteForCausalLM` (GLM-4.7-Flash). DeepSeek's
-/// latent attention and experts with GLM's vocabulary; its prediction layers are kept, counted
-/// in the blocks and in `nextn_predict_layers`, where the config has any.
-pub(crate) struct Glm4MoeLite;
-
-impl TextModel for Glm4MoeLite {
-    fn parent(&self) -> Option<&'static dyn TextModel> {
-        Some(&DeepseekV2)
-    }
-
-    fn block_count(&self, hp: &Hparams) -> Result<u64> {
-        Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
-    }
-
-    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
-        filter(cx, name, base::nextn_layers(cx.hp()).unwrap_or(0) == 0)
-    }
-
-    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        super::glm::glm_vocab(cx, kv)
-    }
-
-    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        DeepseekV2.set_gguf_parameters(cx, kv)?;
-        let n = base::nextn_layers(cx.hp())?;
-        if n > 0 {
-            kv.u32(&cx.key("nextn_predict_layers"), n as u32);
-        }
-        Ok(())
     }
 }
 

@@ -1,6 +1,7 @@
-//! `conversion/glm.py` (the text class of GLM-4).
+//! `conversion/glm.py`: GLM-4, GLM-4.5 and its kin (Solar Open), GLM-4.7-Flash.
 
 use super::base::{self, Ctx, Experts, Rearrange, TextModel, Yields};
+use super::deepseek::{self, DeepseekV2};
 use crate::config::Hparams;
 use crate::error::Result;
 use crate::kv::Kv;
@@ -120,7 +121,7 @@ impl TextModel for Glm4Moe {
     }
 
     fn experts(&self) -> Option<Experts> {
-        Some(super::deepseek::routed_experts())
+        Some(deepseek::routed_experts())
     }
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
@@ -150,5 +151,37 @@ impl TextModel for SolarOpen {
                 ("bos", "<|startoftext|>"),
             ],
         )
+    }
+}
+
+/// `Glm4MoeLiteModel(DeepseekV2Model)`: `Glm4MoeLiteForCausalLM` (GLM-4.7-Flash). DeepSeek's
+/// latent attention and experts with GLM's vocabulary; its prediction layers are kept, counted
+/// in the blocks and in `nextn_predict_layers`, where the config has any.
+pub(crate) struct Glm4MoeLite;
+
+impl TextModel for Glm4MoeLite {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&DeepseekV2)
+    }
+
+    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+        Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        deepseek::filter(cx, name, base::nextn_layers(cx.hp()).unwrap_or(0) == 0)
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        glm_vocab(cx, kv)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        DeepseekV2.set_gguf_parameters(cx, kv)?;
+        let n = base::nextn_layers(cx.hp())?;
+        if n > 0 {
+            kv.u32(&cx.key("nextn_predict_layers"), n as u32);
+        }
+        Ok(())
     }
 }

@@ -107,7 +107,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     (
         "Glm4MoeLiteForCausalLM",
         &tables::DEEPSEEK2,
-        &deepseek::Glm4MoeLite,
+        &glm::Glm4MoeLite,
     ),
     (
         "DeepseekV32ForCausalLM",
