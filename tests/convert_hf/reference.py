@@ -479,6 +479,25 @@ FIXTURES += [
                    index_n_heads=2, index_head_dim=16, index_topk=8),
         saved_extra=dict(num_nextn_predict_layers=1),
     ),
+    # JetBrains' Mellum 2 (transformers 5 only): q/k norms, experts in every layer, sliding
+    # windows on some layers
+    Fixture(
+        name="Mellum2-Tiny-A1B", seed=7124, dtype="bfloat16", tf5="saved", bpe="gpt-2",
+        extra=dict(config_class="MellumConfig", head_dim=16, num_experts=4, num_experts_per_tok=2,
+                   moe_intermediate_size=32, sliding_window=32,
+                   layer_types=["sliding_attention", "full_attention"]),
+    ),
+    # LG's K-EXAONE (transformers 5 only): EXAONE 4 with a dense first layer, experts with a
+    # shared one and the routing's bias, and a prediction layer as published
+    Fixture(
+        name="K-EXAONE-Tiny-A1B", seed=7125, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
+        post_save="mtp",
+        extra=dict(config_class="ExaoneMoeConfig", head_dim=16, num_experts=4,
+                   num_experts_per_tok=2, moe_intermediate_size=32, num_shared_experts=1,
+                   first_k_dense_replace=1, sliding_window=32, sliding_window_pattern=2,
+                   routed_scaling_factor=2.5),
+        saved_extra=dict(num_nextn_predict_layers=1),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
@@ -1088,6 +1107,8 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
                 shutil.copy(f, folder / f.name)
             shutil.rmtree(stage)
         saved_config(fx, folder)
+        if fx.post_save is not None:
+            POST_SAVE[fx.post_save](folder)
         (folder / ".complete").write_text("")
         return
     import torch
@@ -2003,7 +2024,36 @@ def as_mxfp4(folder: Path) -> None:
 
 # folders rewritten after saving, into the form of a class transformers 4.57 cannot build
 # here (Gemma 3n's vision tower needs timm); checkpoints published quantized
+def with_mtp_layer(folder: Path) -> None:
+    """EXAONE MoE's prediction layer as its checkpoints publish it (transformers drops it on
+    load, so saving leaves it out): `mtp.layers.0` a dense decoder layer, beside the
+    projection of the two joined states and three norms, with random values."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    weights = folder / "model.safetensors"
+    tensors = load_file(str(weights))
+    h, ff, hd = cfg["hidden_size"], cfg["intermediate_size"], cfg["head_dim"]
+    q, kv = cfg["num_attention_heads"] * hd, cfg["num_key_value_heads"] * hd
+    gen = torch.Generator().manual_seed(cfg["num_hidden_layers"])
+    shapes = {"mtp.fc.weight": [h, 2 * h], "mtp.pre_fc_norm_embedding.weight": [h],
+              "mtp.pre_fc_norm_hidden.weight": [h], "mtp.norm.weight": [h]}
+    layer = {"input_layernorm.weight": [h], "post_attention_layernorm.weight": [h],
+             "self_attn.q_proj.weight": [q, h], "self_attn.k_proj.weight": [kv, h],
+             "self_attn.v_proj.weight": [kv, h], "self_attn.o_proj.weight": [h, q],
+             "self_attn.q_norm.weight": [hd], "self_attn.k_norm.weight": [hd],
+             "mlp.gate_proj.weight": [ff, h], "mlp.up_proj.weight": [ff, h],
+             "mlp.down_proj.weight": [h, ff]}
+    shapes.update({f"mtp.layers.0.{k}": v for k, v in layer.items()})
+    dtype = tensors["model.embed_tokens.weight"].dtype
+    for name, shape in shapes.items():
+        tensors[name] = (0.02 * torch.randn(shape, generator=gen)).to(dtype)
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 POST_SAVE = {
+    "mtp": with_mtp_layer,
     "mxfp4": as_mxfp4,
     "fp8-block-32": lambda folder: as_quantized(folder, "fp8-block-32"),
     "fp8-block-128": lambda folder: as_quantized(folder, "fp8-block-128"),

@@ -1,6 +1,7 @@
 //! `conversion/exaone.py` (EXAONE 3 and 4).
 
-use super::base::{self, Ctx, TextModel};
+use super::base::{self, Ctx, Experts, Rearrange, TextModel, Yields};
+use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use serde_json::Value;
@@ -89,5 +90,95 @@ impl TextModel for Exaone4 {
     /// Llama 3's RoPE factors, the factor's default 16.
     fn generate_extra_tensors(&self, cx: &Ctx) -> Result<Vec<(String, Vec<f32>)>> {
         super::llama::llama3_rope_freqs(cx, 16.0)
+    }
+}
+
+/// `ExaoneMoEModel(Exaone4Model)`: `ExaoneMoEForCausalLM` (K-EXAONE). EXAONE 4 with Qwen's
+/// experts, shared experts and the routing's bias; the prediction layers (`mtp.`) are blocks
+/// past `num_hidden_layers`.
+pub(crate) struct ExaoneMoe;
+
+/// The prediction layers' own tensors, each written to every prediction block.
+const MTP_SHARED: [(&str, &str); 4] = [
+    ("mtp.fc", "eh_proj"),
+    ("mtp.pre_fc_norm_embedding", "enorm"),
+    ("mtp.pre_fc_norm_hidden", "hnorm"),
+    ("mtp.norm", "shared_head.norm"),
+];
+
+impl TextModel for ExaoneMoe {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Exaone4)
+    }
+
+    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+        Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
+    }
+
+    /// EXAONE 4's keys, then the mixture's, the leading dense blocks, the prediction layers
+    /// and no RoPE scaling.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Exaone4.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let ff = hp.int(&["moe_intermediate_size"])?;
+        let shared = hp.int(&["num_shared_experts"])?;
+        kv.u32(&k("expert_feed_forward_length"), ff as u32);
+        kv.u32(&k("expert_shared_count"), shared as u32);
+        kv.u32(
+            &k("expert_shared_feed_forward_length"),
+            (ff * shared) as u32,
+        );
+        kv.f32(
+            &k("expert_weights_scale"),
+            hp.float(&["routed_scaling_factor"])?,
+        );
+        let norm = hp.opt_bool(&["norm_topk_prob"])?;
+        let norm = norm.ok_or_else(|| Error::reference("KeyError: 'norm_topk_prob'"))?;
+        kv.bool(&k("expert_weights_norm"), norm);
+        let dense = hp.opt_int(&["first_k_dense_replace", "first_last_k_dense_replace"])?;
+        kv.u32(&k("leading_dense_block_count"), dense.unwrap_or(0) as u32);
+        kv.u32(&k("nextn_predict_layers"), base::nextn_layers(hp)? as u32);
+        kv.string(&k("rope.scaling.type"), "none");
+        Ok(())
+    }
+
+    /// `mtp.layers.{i}.*` becomes block `num_hidden_layers + i`; the prediction layers' own
+    /// projection and norms are yielded once for every prediction block.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        let hp = cx.hp();
+        let Some(rest) = name.strip_prefix("mtp.") else {
+            return base::yield_as(name, Rearrange::default());
+        };
+        let layers = hp.int(&["num_hidden_layers"])?;
+        if let Some(bid) = rest.strip_prefix("layers.").and_then(|r| base::block_of(r)) {
+            let from = format!("mtp.layers.{bid}");
+            let to = format!("model.layers.{}", bid + layers);
+            return base::yield_as(&name.replacen(&from, &to, 1), Rearrange::default());
+        }
+        let (stem, suffix) = match name.rfind('.') {
+            Some(dot) => name.split_at(dot),
+            None => (name, ""),
+        };
+        let Some((_, part)) = MTP_SHARED.iter().find(|(s, _)| *s == stem) else {
+            return Err(Error::reference(format!("KeyError: '{stem}'")));
+        };
+        let blocks = layers..layers + base::nextn_layers(hp)?;
+        Ok(blocks
+            .map(|b| {
+                (
+                    format!("model.layers.{b}.{part}{suffix}"),
+                    Rearrange::default(),
+                )
+            })
+            .collect())
+    }
+
+    fn experts(&self) -> Option<Experts> {
+        Some(Experts {
+            marker: "mlp.experts",
+            packed: &[],
+            ..super::qwen::qwen_experts()
+        })
     }
 }

@@ -33,6 +33,7 @@ mod jais;
 mod llada;
 mod llama;
 mod maincoder;
+mod mellum;
 mod minicpm;
 mod minimax;
 mod mistral3;
@@ -201,8 +202,19 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &command_r::Cohere2Moe,
     ),
     ("AfmoeForCausalLM", &tables::AFMOE, &afmoe::Afmoe),
+    ("MellumForCausalLM", &tables::MELLUM, &mellum::Mellum),
     ("ExaoneForCausalLM", &tables::EXAONE, &exaone::Exaone),
     ("Exaone4ForCausalLM", &tables::EXAONE4, &exaone::Exaone4),
+    (
+        "ExaoneMoEForCausalLM",
+        &tables::EXAONE_MOE,
+        &exaone::ExaoneMoe,
+    ),
+    (
+        "ExaoneMoeForCausalLM",
+        &tables::EXAONE_MOE,
+        &exaone::ExaoneMoe,
+    ),
     ("Ernie4_5ForCausalLM", &tables::ERNIE4_5, &ernie::Ernie45),
     ("Ernie4_5_ForCausalLM", &tables::ERNIE4_5, &ernie::Ernie45),
     (
