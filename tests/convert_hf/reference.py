@@ -498,6 +498,16 @@ FIXTURES += [
                    routed_scaling_factor=2.5),
         saved_extra=dict(num_nextn_predict_layers=1),
     ),
+    # Tencent's Hy3 (transformers 5 only): sigmoid-routed experts with the routing's bias and
+    # a shared expert after a dense first layer, q/k norms, a prediction layer as published
+    Fixture(
+        name="Hy3-Tiny-A1B", seed=7126, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        post_save="nextn-block",
+        extra=dict(config_class="HYV3Config", head_dim=16, num_experts=4, num_experts_per_tok=2,
+                   moe_intermediate_size=32, num_shared_experts=1, router_scaling_factor=2.5,
+                   mlp_layer_types=["dense", "sparse"]),
+        saved_extra=dict(num_nextn_predict_layers=1),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
@@ -2052,8 +2062,34 @@ def with_mtp_layer(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def with_nextn_block(folder: Path) -> None:
+    """A prediction layer stored as DeepSeek's are published, which transformers drops on load
+    and so does not save: block `num_hidden_layers`, shaped as the last decoder layer, with
+    the projection of the two joined states, their two norms and the shared head's norm
+    (`final_layernorm`), with random values."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    weights = folder / "model.safetensors"
+    tensors = load_file(str(weights))
+    n, h = cfg["num_hidden_layers"], cfg["hidden_size"]
+    gen = torch.Generator().manual_seed(n)
+    last = f"model.layers.{n - 1}."
+    shapes = {f"model.layers.{n}.{k[len(last):]}": list(v.shape)
+              for k, v in tensors.items() if k.startswith(last)}
+    shapes.update({f"model.layers.{n}.eh_proj.weight": [h, 2 * h],
+                   f"model.layers.{n}.enorm.weight": [h], f"model.layers.{n}.hnorm.weight": [h],
+                   f"model.layers.{n}.final_layernorm.weight": [h]})
+    dtype = tensors["model.embed_tokens.weight"].dtype
+    for name, shape in shapes.items():
+        tensors[name] = (0.02 * torch.randn(shape, generator=gen)).to(dtype)
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 POST_SAVE = {
     "mtp": with_mtp_layer,
+    "nextn-block": with_nextn_block,
     "mxfp4": as_mxfp4,
     "fp8-block-32": lambda folder: as_quantized(folder, "fp8-block-32"),
     "fp8-block-128": lambda folder: as_quantized(folder, "fp8-block-128"),

@@ -1,6 +1,6 @@
 //! `conversion/hunyuan.py` (the dense class).
 
-use super::base::{self, Ctx, TextModel, Yields};
+use super::base::{self, Ctx, Experts, TextModel, Yields};
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
@@ -110,5 +110,63 @@ impl TextModel for HunYuan {
             }
         }
         Ok(())
+    }
+}
+
+/// `HYV3Model`: `HYV3ForCausalLM` (Hy3). `TextModel`'s keys and GPT-2 vocabulary with
+/// sigmoid-routed experts and a shared one; the prediction layers stored as blocks past
+/// `num_hidden_layers` are kept and counted (`--no-mtp` is not offered).
+pub(crate) struct HyV3;
+
+impl TextModel for HyV3 {
+    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+        Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
+    }
+
+    /// A prediction block's `final_layernorm` is its shared head's norm.
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        let name = base::filter_tensors(name)?;
+        let layers = cx.hp().map.get("num_hidden_layers").and_then(Value::as_u64);
+        let block = name
+            .strip_prefix("model.layers.")
+            .and_then(|rest| rest.split('.').next())
+            .and_then(|b| b.parse::<u64>().ok());
+        match (block, layers) {
+            (Some(b), Some(n)) if b >= n => {
+                Some(name.replace(".final_layernorm.", ".shared_head.norm."))
+            }
+            _ => Some(name),
+        }
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let ff = hp.int(&["moe_intermediate_size"])?;
+        let shared = hp.opt_int(&["num_shared_experts"])?.unwrap_or(1);
+        kv.u32(&k("expert_feed_forward_length"), ff as u32);
+        kv.u32(
+            &k("expert_shared_feed_forward_length"),
+            (ff * shared) as u32,
+        );
+        let norm = hp.opt_bool(&["route_norm"])?.unwrap_or(true);
+        kv.bool(&k("expert_weights_norm"), norm);
+        let scale = hp.opt_float(&["router_scaling_factor"])?.unwrap_or(1.0);
+        kv.f32(&k("expert_weights_scale"), scale);
+        kv.u32(&k("expert_gating_func"), 2);
+        let nextn = base::nextn_layers(hp)?;
+        if nextn > 0 {
+            kv.u32(&k("nextn_predict_layers"), nextn as u32);
+        }
+        Ok(())
+    }
+
+    fn experts(&self) -> Option<Experts> {
+        Some(Experts {
+            marker: ".mlp.experts.",
+            packed: &[],
+            ..super::qwen::qwen_experts()
+        })
     }
 }

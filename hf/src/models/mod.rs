@@ -203,6 +203,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
     ("AfmoeForCausalLM", &tables::AFMOE, &afmoe::Afmoe),
     ("MellumForCausalLM", &tables::MELLUM, &mellum::Mellum),
+    ("HYV3ForCausalLM", &tables::HY_V3, &hunyuan::HyV3),
     ("ExaoneForCausalLM", &tables::EXAONE, &exaone::Exaone),
     ("Exaone4ForCausalLM", &tables::EXAONE4, &exaone::Exaone4),
     (
