@@ -508,6 +508,18 @@ FIXTURES += [
                    mlp_layer_types=["dense", "sparse"]),
         saved_extra=dict(num_nextn_predict_layers=1),
     ),
+    # poolside's Laguna (transformers 5 only): heads per layer, a gate on the attention's
+    # output, sigmoid-routed experts with the routing's bias and a shared expert after a dense
+    # first layer, partial rotation on full-attention layers; its vocabulary's turn end
+    Fixture(
+        name="Laguna-Tiny-XS", seed=7127, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
+        added_plain=["</assistant>"], post_save="laguna",
+        extra=dict(config_class="LagunaConfig", head_dim=16, num_experts=4, num_experts_per_tok=2,
+                   moe_intermediate_size=32, shared_expert_intermediate_size=48,
+                   num_attention_heads_per_layer=[4, 2], sliding_window=32,
+                   layer_types=["sliding_attention", "full_attention"],
+                   moe_routed_scaling_factor=2.5),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
@@ -2087,7 +2099,27 @@ def with_nextn_block(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def as_laguna(folder: Path) -> None:
+    """Laguna's published vocabulary files: the end of sequence a list that also holds the
+    turn's end (`</assistant>`, an added token not marked special), and the chat template in
+    chat_template.jinja, named by tokenizer_config.json only through an include."""
+    tj = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    turn_end = next(t["id"] for t in tj["added_tokens"] if t["content"] == "</assistant>")
+    config_path = folder / "config.json"
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config["eos_token_id"] = [config["eos_token_id"], turn_end]
+    config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    (folder / "chat_template.jinja").write_text(
+        "{% for m in messages %}<{{ m.role }}>{{ m.content }}</{{ m.role }}>{% endfor %}",
+        encoding="utf-8")
+    tc_path = folder / "tokenizer_config.json"
+    tc = json.loads(tc_path.read_text(encoding="utf-8"))
+    tc["chat_template"] = "{% include 'chat_template.jinja' %}"
+    tc_path.write_text(json.dumps(tc, indent=2), encoding="utf-8")
+
+
 POST_SAVE = {
+    "laguna": as_laguna,
     "mtp": with_mtp_layer,
     "nextn-block": with_nextn_block,
     "mxfp4": as_mxfp4,

@@ -30,6 +30,7 @@ mod hrm_text;
 mod hunyuan;
 mod internlm;
 mod jais;
+mod laguna;
 mod llada;
 mod llama;
 mod maincoder;
@@ -204,6 +205,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("AfmoeForCausalLM", &tables::AFMOE, &afmoe::Afmoe),
     ("MellumForCausalLM", &tables::MELLUM, &mellum::Mellum),
     ("HYV3ForCausalLM", &tables::HY_V3, &hunyuan::HyV3),
+    ("LagunaForCausalLM", &tables::LAGUNA, &laguna::Laguna),
     ("ExaoneForCausalLM", &tables::EXAONE, &exaone::Exaone),
     ("Exaone4ForCausalLM", &tables::EXAONE4, &exaone::Exaone4),
     (
