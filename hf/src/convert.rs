@@ -138,6 +138,8 @@ enum Src {
     Values(Vec<f32>),
     /// Integers written as I64.
     I64(Vec<i64>),
+    /// NVFP4 codes and scales repacked into ggml's blocks, each part's rows in this order.
+    Nvfp4(Box<crate::nvfp4::Tensor>, Order),
     /// MXFP4 codes and exponents repacked into ggml's blocks: rows `offset`, `offset + step`, …
     /// of each expert.
     Mxfp4 {
@@ -239,16 +241,25 @@ fn run(
         OutType::Auto => auto_type(&ckpt, &kept),
         t => t,
     };
-    let (kept, mxfp4) = dequant::dequant_model(&folder, hp, model.keeps_mxfp4(), &mut ckpt, kept)?;
+    // `--vocab-only` never runs `prepare_tensors`: the reference does not learn how the
+    // checkpoint is quantized, and refuses nothing for it
+    let (kept, mxfp4, nvfp4) = if options.vocab_only {
+        (kept, false, None)
+    } else {
+        let filter = |n: &str| model.filter_tensors(&cx, n);
+        let d = dequant::dequant_model(&folder, hp, model.keeps_mxfp4(), &filter, &mut ckpt, kept)?;
+        (d.kept, d.mxfp4, d.nvfp4)
+    };
     let ckpt = ckpt;
     let (mut file_type, wanted, mut type_name) = outtype.resolved();
-    if mxfp4
-        && !options.vocab_only
-        && matches!(outtype, OutType::F32 | OutType::F16 | OutType::BF16)
-    {
-        // `prepare_metadata` after `prepare_tensors` (which `--vocab-only` skips): the file is
-        // said to be MXFP4, its other tensors keeping the outtype
-        (file_type, type_name) = (38, "MXFP4_MOE");
+    if matches!(outtype, OutType::F32 | OutType::F16 | OutType::BF16) {
+        // `prepare_metadata` after `prepare_tensors`: the file is said to be NVFP4 or MXFP4,
+        // its other tensors keeping the outtype
+        if nvfp4.is_some() {
+            (file_type, type_name) = (39, "NVFP4");
+        } else if mxfp4 {
+            (file_type, type_name) = (38, "MXFP4_MOE");
+        }
     }
     cx.file_type = file_type;
     let type_name: &str = options.name_type.as_deref().unwrap_or(type_name);
@@ -256,8 +267,12 @@ fn run(
     let mut plan = Vec::new();
     let mut early = Kv::default();
     model.init_keys(&cx, &mut early)?;
+    let mut prec_a4 = Vec::new();
     if !options.vocab_only {
-        plan = mxfp4_tensors(model, &cx, &ckpt, &kept)?;
+        if let Some(tensors) = nvfp4 {
+            plan = nvfp4_tensors(model, &cx, &ckpt, tensors, &mut prec_a4)?;
+        }
+        plan.extend(mxfp4_tensors(model, &cx, &ckpt, &kept)?);
         plan.extend(extra_tensors(model, &cx)?);
         let mut late = Vec::new();
         let yielded = modify_tensors(model, &cx, &ckpt, &kept, &mut early, &mut late)?;
@@ -267,6 +282,13 @@ fn run(
     }
     let count = parameter_count(&plan)?;
     let (mut kv, meta) = metadata(model, &cx, options, &count, early)?;
+    if !prec_a4.is_empty() {
+        // the tensors whose activations stay 16-bit (`W4A16_NVFP4`), names sorted
+        prec_a4.sort();
+        let n = prec_a4.len();
+        kv.strings("general.tensor_extra.name", std::mem::take(&mut prec_a4));
+        kv.bools("general.tensor_extra.prec_a4", vec![false; n]);
+    }
     let target = options.outfile.clone().unwrap_or_else(|| dir.to_owned());
     let out_path = if target.is_dir() {
         let stem = if options.vocab_only {
@@ -487,6 +509,92 @@ fn mxfp4_tensors(
         });
     }
     Ok(plan)
+}
+
+/// The checkpoint's NVFP4 tensors, planned first in the file, each followed by its second
+/// and input scales where they are written; the names of those whose activations stay 16-bit
+/// go to `prec_a4`. A weight's rows are taken in the order `modify_tensors` gives that weight
+/// (Llama's q/k permutation), which the reference's `_repack_nvfp4` applies too.
+fn nvfp4_tensors(
+    model: &dyn TextModel,
+    cx: &Ctx,
+    ckpt: &Checkpoint,
+    tensors: Vec<crate::nvfp4::Tensor>,
+    prec_a4: &mut Vec<String>,
+) -> Result<Vec<TensorPlan>> {
+    let map = NameMap::new(cx.arch, cx.block_count);
+    let mut plan = Vec::new();
+    for t in tensors {
+        let name = map
+            .get(&t.name, &[".weight", ".bias"])
+            .map(|(_, n)| n)
+            .ok_or_else(|| Error::reference(format!("Can not map tensor {:?}", t.name)))?;
+        let order = match t.experts {
+            true => Order::Stored,
+            false => nvfp4_order(model, cx, &t.name, [t.rows, t.cols])?,
+        };
+        if let Err(why) = order.check(t.rows) {
+            let e = &ckpt.entries[t.parts[0].weight];
+            return Err(Error::field(
+                &ckpt.parts[e.part].path,
+                format!("{}.shape", e.name),
+                why,
+            ));
+        }
+        let n = t.parts.len() as u64;
+        let mut dims = vec![t.cols, t.rows];
+        if t.experts {
+            dims.push(n);
+        }
+        if t.w4a16 {
+            prec_a4.push(name.clone());
+        }
+        let scales = [(".scale", &t.scale2), (".input_scale", &t.input)]
+            .map(|(suffix, v)| (name.replace(".weight", suffix), v.clone()));
+        plan.push(TensorPlan {
+            name,
+            ggml_type: GgmlType::NVFP4,
+            dims,
+            bytes: n * t.rows * t.cols / 64 * 36,
+            source_type: "torch.uint8",
+            note: None,
+            src: Src::Nvfp4(Box::new(t), order),
+        });
+        for (name, values) in scales {
+            if values.is_empty() {
+                continue;
+            }
+            let n = values.len() as u64;
+            plan.push(TensorPlan {
+                name,
+                ggml_type: GgmlType::F32,
+                dims: vec![n],
+                bytes: 4 * n,
+                source_type: "torch.float32",
+                note: None,
+                src: Src::Values(values),
+            });
+        }
+    }
+    Ok(plan)
+}
+
+/// The row order `modify_tensors` gives a weight of `shape` when it only reorders its rows.
+fn nvfp4_order(model: &dyn TextModel, cx: &Ctx, name: &str, shape: [u64; 2]) -> Result<Order> {
+    let yields = model.modify_tensors(cx, name, &shape)?;
+    Ok(match &yields[..] {
+        [(n, change)]
+            if n == name
+                && *change
+                    == Rearrange {
+                        order: change.order,
+                        ..Rearrange::default()
+                    } =>
+        {
+            change.order
+        }
+        _ => Order::Stored,
+    })
 }
 
 /// `generate_extra_tensors`, planned (always F32, first in the file).
@@ -1058,6 +1166,7 @@ fn data_source<'a>(
             offset,
             step,
         } => mxfp4_source(ckpt, p, [*blocks, *scales], *offset, *step),
+        Src::Nvfp4(t, order) => nvfp4_source(ckpt, p, (**t).clone(), *order),
         Src::Stack(parts) => {
             let segments = parts
                 .iter()
@@ -1108,6 +1217,42 @@ fn mxfp4_source<'a>(
                 out.extend((0..16).map(|j| elem(j) | (elem(j + 16) << 4)));
             }
         }
+        next = end;
+        Some(Ok(out))
+    });
+    Source::Chunks {
+        chunks: Box::new(chunks),
+        len: p.bytes,
+    }
+}
+
+/// An NVFP4 tensor's rows repacked into ggml's blocks, a group of rows at a time; each part's
+/// pages go when the tensor is done. Bytes: the byte order does not change them.
+fn nvfp4_source<'a>(
+    ckpt: &'a Checkpoint,
+    p: &TensorPlan,
+    t: crate::nvfp4::Tensor,
+    order: Order,
+) -> Source<'a> {
+    let total = t.rows * t.parts.len() as u64;
+    let group = (PIECE_ELEMENTS / t.cols.max(1)).max(1);
+    let mut next = 0u64;
+    let mut released = false;
+    let chunks = std::iter::from_fn(move || {
+        if next >= total {
+            if !released {
+                for part in &t.parts {
+                    for e in [&ckpt.entries[part.weight], &ckpt.entries[part.scale]] {
+                        ckpt.release(e, ckpt.bytes(e));
+                    }
+                }
+                released = true;
+            }
+            return None;
+        }
+        let end = (next + group).min(total);
+        let mut out = Vec::with_capacity(((end - next) * t.cols / 64 * 36) as usize);
+        crate::nvfp4::repack(ckpt, &t, order, next, end, &mut out);
         next = end;
         Some(Ok(out))
     });

@@ -8,12 +8,14 @@
 //! per channel or in blocks) and `modelopt` FP8 (`weight_scale` per tensor or channel, also
 //! when only `hf_quant_config.json` names it); integers packed in int32 words, made into the
 //! weight as they are read: GPTQ 2/4/8-bit and compressed-tensors' `pack-quantized` groups.
-//! Refused, naming the method: BitNet's packed ternary weights and NVFP4, which the reference
-//! reads and this converter does not yet; and every method the reference refuses.
+//! NVFP4 weights are not dequantized: they are written as ggml's NVFP4 (`crate::nvfp4`).
+//! Refused, naming the method: BitNet's packed ternary weights, which the reference reads and
+//! this converter does not yet; and every method the reference refuses.
 
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::model_dir::ModelDir;
+use crate::nvfp4;
 use crate::safetensors::{Checkpoint, Dtype, Entry, Made, Scale};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -351,8 +353,33 @@ pub(crate) fn dequant_model(
     folder: &ModelDir,
     hp: &Hparams,
     keeps_mxfp4: bool,
+    filter: &dyn Fn(&str) -> Option<String>,
     ckpt: &mut Checkpoint,
     kept: Vec<(String, usize)>,
+) -> Result<Dequantized> {
+    let mut nvfp4 = None;
+    let (kept, mxfp4) = dequant_kept(folder, hp, keeps_mxfp4, filter, ckpt, kept, &mut nvfp4)?;
+    Ok(Dequantized { kept, mxfp4, nvfp4 })
+}
+
+/// What [`dequant_model`] leaves and learns.
+pub(crate) struct Dequantized {
+    /// The tensors left, each weight knowing its scale.
+    pub kept: Vec<(String, usize)>,
+    /// Whether the checkpoint is `mxfp4`.
+    pub mxfp4: bool,
+    /// The NVFP4 tensors written as they are, when the checkpoint is NVFP4.
+    pub nvfp4: Option<Vec<nvfp4::Tensor>>,
+}
+
+fn dequant_kept(
+    folder: &ModelDir,
+    hp: &Hparams,
+    keeps_mxfp4: bool,
+    filter: &dyn Fn(&str) -> Option<String>,
+    ckpt: &mut Checkpoint,
+    kept: Vec<(String, usize)>,
+    nvfp4_out: &mut Option<Vec<nvfp4::Tensor>>,
 ) -> Result<(Vec<(String, usize)>, bool)> {
     let empty = Map::new();
     let config = hp.map.get("quantization_config").and_then(Value::as_object);
@@ -411,13 +438,27 @@ pub(crate) fn dequant_model(
                 .is_some_and(|a| a.ends_with("NVFP4"))
         })
     });
-    if matches!(algo.as_deref(), Some("NVFP4" | "W4A16_NVFP4")) || nvfp4_groups || nvfp4_layers {
-        return Err(Error::not_yet(format!(
-            "{}: the checkpoint is NVFP4; its conversion to ggml's NVFP4 is not done by ggufrw yet",
-            hp.path.display()
-        )));
-    }
+    let layer_algos = layer_algos(&layers, &kept, filter)?;
+    let mut kept = kept;
     let mxfp4 = method.as_deref() == Some("mxfp4");
+    if matches!(algo.as_deref(), Some("NVFP4" | "W4A16_NVFP4")) || nvfp4_groups || nvfp4_layers {
+        let cfg = nvfp4::Config {
+            compressed_tensors: nvfp4_groups,
+            algo: algo.as_deref(),
+            layers: &layer_algos,
+            experts: hp
+                .find(&["num_local_experts", "num_experts"])
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+        };
+        let taken = nvfp4::take(ckpt, kept, &cfg)?;
+        kept = taken.kept;
+        *nvfp4_out = Some(taken.tensors);
+        let scaled = |n: &str| n.ends_with(".weight_scale") || n.ends_with(".weight_scale_inv");
+        if !kept.iter().any(|(n, _)| scaled(n)) {
+            return Ok((kept, mxfp4));
+        }
+    }
     if mxfp4 && keeps_mxfp4 {
         return Ok((kept, true));
     }
@@ -469,6 +510,46 @@ pub(crate) fn dequant_model(
         }
     }
     Ok((refuse_unscaled(ckpt, kept, hp)?, mxfp4))
+}
+
+/// `quantized_layers`' algorithm of each layer, keyed by the name the class's filter gives it;
+/// every layer it names must be a module of the checkpoint's tensors, as the reference asserts.
+fn layer_algos(
+    layers: &Value,
+    kept: &[(String, usize)],
+    filter: &dyn Fn(&str) -> Option<String>,
+) -> Result<HashMap<String, Option<String>>> {
+    let mut out = HashMap::new();
+    let Some(layers) = layers.as_object().filter(|l| !l.is_empty()) else {
+        return Ok(out);
+    };
+    let mut modules: HashSet<&str> = HashSet::new();
+    for (name, _) in kept {
+        let mut n = name.as_str();
+        while let Some((head, _)) = n.rsplit_once('.') {
+            modules.insert(head);
+            n = head;
+        }
+    }
+    for (layer, entry) in layers {
+        let Some(entry) = entry.as_object() else {
+            continue;
+        };
+        let Some(name) = filter(layer) else {
+            continue;
+        };
+        if !modules.contains(name.as_str()) {
+            return Err(Error::reference(format!(
+                "AssertionError: quantized_layers entry {layer:?} is not in the model tensors"
+            )));
+        }
+        let algo = entry
+            .get("quant_algo")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        out.insert(name, algo);
+    }
+    Ok(out)
 }
 
 /// The made weight `weight` of `spec`'s parts, checked as torch's shapes would be.

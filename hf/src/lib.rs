@@ -37,6 +37,7 @@ pub mod metadata;
 mod model_dir;
 mod models;
 mod names;
+mod nvfp4;
 pub mod safetensors;
 #[rustfmt::skip]
 mod tables;

@@ -452,3 +452,56 @@ fn gptq_groups_that_do_not_cover_the_inputs_are_refused_naming_them() {
         "{e}"
     );
 }
+
+/// The Llama checkpoint with q_proj stored as NVFP4 codes `[8, 4]` of `dtype` with one E4M3
+/// scale per 16 inputs (ModelOpt's names).
+fn as_nvfp4(dir: &Path, dtype: &'static str) {
+    let mut t = llama_tensors();
+    t[2] = ("model.layers.0.self_attn.q_proj.weight", dtype, vec![8, 4]);
+    t.push((
+        "model.layers.0.self_attn.q_proj.weight_scale",
+        "F8_E4M3",
+        vec![8, 1],
+    ));
+    checkpoint(dir, &t);
+    let config = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let q = r#"{"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16}"#;
+    let config = config.replacen('{', &format!("{{\"quantization_config\": {q},"), 1);
+    std::fs::write(dir.join("config.json"), config).unwrap();
+}
+
+#[test]
+fn an_nvfp4_weight_not_in_blocks_of_64_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    as_nvfp4(dir.path(), "U8");
+    let e = refused(dir.path());
+    assert!(
+        e.contains("q_proj.weight.shape") && e.contains("multiple of 64"),
+        "{e}"
+    );
+}
+
+#[test]
+fn nvfp4_codes_not_stored_as_bytes_are_refused_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    as_nvfp4(dir.path(), "I8");
+    let e = refused(dir.path());
+    assert!(
+        e.contains("q_proj.weight.dtype") && e.contains("uint8"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_nvfp4_checkpoint_writes_its_vocabulary_alone_as_the_reference_does() {
+    // `--vocab-only` never prepares the tensors: what they would be refused for does not stop it
+    let dir = tempfile::tempdir().unwrap();
+    as_nvfp4(dir.path(), "U8");
+    let out = dir.path().join("vocab.gguf");
+    let options = Options {
+        vocab_only: true,
+        ..options(&out)
+    };
+    convert(dir.path(), &options).expect("vocabulary written");
+    assert!(out.exists());
+}

@@ -563,6 +563,24 @@ FIXTURES += [
         name="Mistral-Tiny-W4A16", seed=406, arch="mistral", dtype="bfloat16", kv_heads=2,
         spm=dict(model_type="bpe", vocab_size=320), post_save="ct-w4a16",
     ),
+    # NVFP4 (ModelOpt per tensor and compressed-tensors): written as ggml's NVFP4, unchanged;
+    # a Llama-family model (q/k rows permuted with their scales), a W4A16 variant (listed in
+    # general.tensor_extra), and experts stacked per block (compressed-tensors' names)
+    Fixture(
+        name="Mistral-Tiny-NVFP4-ModelOpt", seed=407, arch="mistral", dtype="bfloat16", kv_heads=2,
+        spm=dict(model_type="bpe", vocab_size=320), post_save="modelopt-nvfp4",
+        extra=dict(intermediate_size=128),
+    ),
+    Fixture(
+        name="Mistral-Tiny-NVFP4-W4A16", seed=408, arch="mistral", dtype="bfloat16", kv_heads=2,
+        spm=dict(model_type="unigram", vocab_size=320), tie=True, post_save="modelopt-w4a16-nvfp4",
+        extra=dict(intermediate_size=128),
+    ),
+    Fixture(
+        name="Qwen3-MoE-Tiny-NVFP4", seed=1416, arch="qwen3_moe", dtype="bfloat16", kv_heads=2,
+        head_dim=16, bpe="qwen2", post_save="ct-nvfp4",
+        extra=dict(intermediate_size=128, moe_intermediate_size=64),
+    ),
     Fixture(
         name="Llama-Tiny-W4A16-asym", seed=114, dtype="bfloat16", kv_heads=2,
         spm=dict(model_type="bpe", vocab_size=320), post_save="ct-w4a16-asym",
@@ -1892,8 +1910,53 @@ def quantized_part(tensors: dict, scheme: str, fp8_max: float) -> dict:
             out.update(gptq_packed(name.removesuffix(".weight"), w, scheme))
         elif scheme.startswith("ct-w4a16"):
             out.update(ct_packed(name, w, asym=scheme.endswith("asym")))
+        elif scheme.endswith("nvfp4"):
+            out.update(nvfp4_part(name, w, scheme))
         else:
             raise ValueError(scheme)
+    return out
+
+
+E2M1 = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
+
+
+def nvfp4_part(name: str, w, scheme: str) -> dict:
+    """`w` as the NVFP4 quantizers store it: E2M1 codes two a byte (the even element in the
+    low nibble), an E4M3 scale per 16 inputs, and a float32 second scale per tensor (ModelOpt's
+    `weight_scale_2`; compressed-tensors stores its reciprocal, `weight_global_scale`), each
+    value rounded to the nearest code after both scales. Planted: layer 0's attention output
+    with a second scale of exactly 1 (no `.scale` is written), and a block scale with its sign
+    bit set (the reference clears it)."""
+    import torch
+
+    base = name.removesuffix(".weight")
+    rows, cols = w.shape
+    amax = w.abs().amax().clamp_min(1e-12)
+    scale2 = (amax / (6.0 * 448.0)).float()
+    if name == "model.layers.0.self_attn.o_proj.weight":
+        scale2 = torch.tensor(1.0)
+    blocks = w.reshape(rows, cols // 16, 16)
+    bscale = (blocks.abs().amax(-1) / (6.0 * scale2)).clamp(max=448.0).to(torch.float8_e4m3fn)
+    denom = (bscale.float() * scale2).unsqueeze(-1)
+    scaled = torch.where(denom > 0, blocks / torch.where(denom > 0, denom, torch.ones_like(denom)),
+                         torch.zeros_like(blocks))
+    idx = (scaled.abs().unsqueeze(-1) - torch.tensor(E2M1)).abs().argmin(-1)
+    codes = (idx | (torch.signbit(scaled).long() << 3)).to(torch.uint8).reshape(rows, cols)
+    packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).contiguous()
+    scale_bits = bscale.view(torch.uint8).clone()
+    if name.endswith("mlp.down_proj.weight") or name.endswith("experts.0.down_proj.weight"):
+        scale_bits[0, 1] |= 0x80
+    bscale = scale_bits.view(torch.float8_e4m3fn)
+    if scheme == "ct-nvfp4":
+        return {f"{base}.weight_packed": packed, f"{base}.weight_scale": bscale,
+                f"{base}.weight_global_scale": (1.0 / scale2).reshape(1).float(),
+                f"{base}.input_global_scale": torch.tensor([80.0])}
+    out = {f"{base}.weight": packed, f"{base}.weight_scale": bscale,
+           f"{base}.weight_scale_2": scale2.reshape(())}
+    if scheme == "modelopt-nvfp4":
+        out[f"{base}.input_scale"] = torch.tensor(0.0125)
+    if name.endswith("self_attn.o_proj.weight"):
+        out[f"{base.removesuffix('o_proj')}k_scale"] = torch.tensor(1.0)
     return out
 
 
@@ -1988,6 +2051,15 @@ def quantization_config(folder: Path, scheme: str) -> None:
                                                       "symmetric": not scheme.endswith("asym")}}},
             "format": "pack-quantized", "ignore": ["lm_head"], "quant_method": "compressed-tensors",
             "quantization_status": "compressed"}
+    elif scheme == "ct-nvfp4":
+        fp4 = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16,
+               "symmetric": True, "dynamic": False, "observer": "minmax"}
+        config["quantization_config"] = {
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": fp4,
+                                          "input_activations": dict(fp4, dynamic="local"),
+                                          "format": "nvfp4-pack-quantized"}},
+            "format": "nvfp4-pack-quantized", "ignore": ["lm_head"],
+            "quant_method": "compressed-tensors", "quantization_status": "compressed"}
     elif scheme.startswith("ct-"):
         kind = "float" if scheme == "ct-fp8-channel" else "int"
         config["quantization_config"] = {
@@ -1998,10 +2070,15 @@ def quantization_config(folder: Path, scheme: str) -> None:
             "format": f"{kind}-quantized", "global_compression_ratio": None,
             "ignore": ["lm_head"], "kv_cache_scheme": None, "quant_method": "compressed-tensors",
             "quantization_status": "compressed"}
+    elif scheme == "modelopt-w4a16-nvfp4":
+        config["quantization_config"] = {
+            "quant_method": "modelopt", "quant_algo": "W4A16_NVFP4", "group_size": 16,
+            "exclude_modules": ["lm_head"], "producer": {"name": "modelopt", "version": "0.29.0"}}
     else:
+        algo = "NVFP4" if scheme == "modelopt-nvfp4" else "FP8"
         (folder / "hf_quant_config.json").write_text(json.dumps({
             "producer": {"name": "modelopt", "version": "0.29.0"},
-            "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8",
+            "quantization": {"quant_algo": algo, "kv_cache_quant_algo": "FP8",
                              "exclude_modules": ["lm_head"]}}, indent=4) + "\n", encoding="utf-8")
     config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
@@ -2128,6 +2205,9 @@ POST_SAVE = {
     "ct-fp8-channel": lambda folder: as_quantized(folder, "ct-fp8-channel"),
     "ct-int8-channel": lambda folder: as_quantized(folder, "ct-int8-channel"),
     "modelopt-fp8": lambda folder: as_quantized(folder, "modelopt-fp8"),
+    "modelopt-nvfp4": lambda folder: as_quantized(folder, "modelopt-nvfp4"),
+    "modelopt-w4a16-nvfp4": lambda folder: as_quantized(folder, "modelopt-w4a16-nvfp4"),
+    "ct-nvfp4": lambda folder: as_quantized(folder, "ct-nvfp4"),
     "gptq-4": lambda folder: as_quantized(folder, "gptq-4"),
     "gptq-8-v2": lambda folder: as_quantized(folder, "gptq-8-v2"),
     "ct-w4a16": lambda folder: as_quantized(folder, "ct-w4a16"),

@@ -151,7 +151,7 @@ impl TextModel for ExaoneMoe {
             return base::yield_as(name, Rearrange::default());
         };
         let layers = hp.int(&["num_hidden_layers"])?;
-        if let Some(bid) = rest.strip_prefix("layers.").and_then(|r| base::block_of(r)) {
+        if let Some(bid) = rest.strip_prefix("layers.").and_then(base::block_of) {
             let from = format!("mtp.layers.{bid}");
             let to = format!("model.layers.{}", bid + layers);
             return base::yield_as(&name.replacen(&from, &to, 1), Rearrange::default());
