@@ -520,6 +520,20 @@ FIXTURES += [
                    layer_types=["sliding_attention", "full_attention"],
                    moe_routed_scaling_factor=2.5),
     ),
+    # inclusionAI's Ling 2.0 (remote code): fused q/k/v, partial rotation, a dense first layer,
+    # experts with a shared one and the routing's bias
+    Fixture(
+        name="Ling-mini-Tiny-2.0", seed=7128, dtype="bfloat16", raw="bailing2", bpe="llama-bpe",
+        extra=dict(architectures=["BailingMoeV2ForCausalLM"], model_type="bailing_moe",
+                   hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                   max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=600000.0,
+                   partial_rotary_factor=0.5, first_k_dense_replace=1, moe_intermediate_size=32,
+                   num_experts=4, num_shared_experts=1, num_experts_per_tok=2, n_group=2,
+                   topk_group=1, norm_topk_prob=True, routed_scaling_factor=2.5,
+                   score_function="sigmoid", use_qk_norm=True, use_qkv_bias=False,
+                   num_nextn_predict_layers=0, moe_router_enable_expert_bias=True),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
@@ -1712,8 +1726,39 @@ def plamo_tokenizer(folder: Path, fx: "Fixture") -> int:
 TOKENIZER_REWRITES = {"plamo": plamo_tokenizer}
 
 
+def bailing2_layout(c: dict) -> list:
+    """Ling 2.0's tensors (`modeling_bailing_moe_v2.py`): fused q/k/v, q/k norms, dense leading
+    layers, then experts with shared ones and the routing's bias."""
+    h, v, ff, moe = c["hidden_size"], c["vocab_size"], c["intermediate_size"], c["moe_intermediate_size"]
+    heads, kv, hd = c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]
+    out = [("model.word_embeddings.weight", [v, h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.{i}"
+        out += [(f"{b}.input_layernorm.weight", [h]),
+                (f"{b}.attention.query_key_value.weight", [(heads + 2 * kv) * hd, h]),
+                (f"{b}.attention.query_layernorm.weight", [hd]),
+                (f"{b}.attention.key_layernorm.weight", [hd]),
+                (f"{b}.attention.dense.weight", [h, heads * hd]),
+                (f"{b}.post_attention_layernorm.weight", [h])]
+        if i < c["first_k_dense_replace"]:
+            out += [(f"{b}.mlp.{p}.weight", [h, ff] if p == "down_proj" else [ff, h])
+                    for p in ("gate_proj", "up_proj", "down_proj")]
+            continue
+        out += [(f"{b}.mlp.gate.weight", [c["num_experts"], h]),
+                (f"{b}.mlp.gate.expert_bias", [c["num_experts"]])]
+        for x in range(c["num_experts"]):
+            out += [(f"{b}.mlp.experts.{x}.{p}.weight", [h, moe] if p == "down_proj" else [moe, h])
+                    for p in ("gate_proj", "up_proj", "down_proj")]
+        shared = moe * c["num_shared_experts"]
+        out += [(f"{b}.mlp.shared_experts.{p}.weight", [h, shared] if p == "down_proj" else [shared, h])
+                for p in ("gate_proj", "up_proj", "down_proj")]
+    out += [("model.norm.weight", [h]), ("lm_head.weight", [v, h])]
+    return out
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
+    "bailing2": bailing2_layout,
     "orion": lambda c: llama_layout(c, norm_bias=True),
     "qk-norm": lambda c: llama_layout(c, qk_norm=True),
     "pangu": lambda c: llama_layout(c, attn_bias=True),

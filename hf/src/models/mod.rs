@@ -9,6 +9,7 @@
 //! checks every line against the reference's `TEXT_MODEL_MAP` (generated into `tables.rs`).
 
 mod afmoe;
+mod bailingmoe;
 pub(crate) mod base;
 mod chameleon;
 mod chatglm;
@@ -205,6 +206,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("AfmoeForCausalLM", &tables::AFMOE, &afmoe::Afmoe),
     ("MellumForCausalLM", &tables::MELLUM, &mellum::Mellum),
     ("HYV3ForCausalLM", &tables::HY_V3, &hunyuan::HyV3),
+    (
+        "BailingMoeV2ForCausalLM",
+        &tables::BAILINGMOE2,
+        &bailingmoe::BailingMoeV2,
+    ),
     ("LagunaForCausalLM", &tables::LAGUNA, &laguna::Laguna),
     ("ExaoneForCausalLM", &tables::EXAONE, &exaone::Exaone),
     ("Exaone4ForCausalLM", &tables::EXAONE4, &exaone::Exaone4),
