@@ -534,6 +534,18 @@ FIXTURES += [
                    score_function="sigmoid", use_qk_norm=True, use_qkv_bias=False,
                    num_nextn_predict_layers=0, moe_router_enable_expert_bias=True),
     ),
+    # GLM-5 (transformers 5 only): DeepSeek V3.2's attention, indexer and experts with GLM's
+    # vocabulary, a prediction block as published
+    Fixture(
+        name="GLM-5-Tiny", seed=7129, dtype="bfloat16", tf5="saved", bpe="gpt-2",
+        added=["[gMASK]", "<|user|>", "<|observation|>"], post_save="nextn-block-ds",
+        extra=dict(config_class="GlmMoeDsaConfig", num_key_value_heads=4, kv_lora_rank=32,
+                   q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16,
+                   head_dim=8, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
+                   moe_intermediate_size=32, first_k_dense_replace=1, index_n_heads=2,
+                   index_head_dim=16, index_topk=8),
+        saved_extra=dict(num_nextn_predict_layers=1),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
@@ -2196,11 +2208,11 @@ def with_mtp_layer(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
-def with_nextn_block(folder: Path) -> None:
+def with_nextn_block(folder: Path, head_norm: str = "final_layernorm") -> None:
     """A prediction layer stored as DeepSeek's are published, which transformers drops on load
     and so does not save: block `num_hidden_layers`, shaped as the last decoder layer, with
-    the projection of the two joined states, their two norms and the shared head's norm
-    (`final_layernorm`), with random values."""
+    the projection of the two joined states, their two norms and the shared head's norm (Hy3's
+    `final_layernorm`, DeepSeek's and GLM's `shared_head.norm`), with random values."""
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -2214,7 +2226,7 @@ def with_nextn_block(folder: Path) -> None:
               for k, v in tensors.items() if k.startswith(last)}
     shapes.update({f"model.layers.{n}.eh_proj.weight": [h, 2 * h],
                    f"model.layers.{n}.enorm.weight": [h], f"model.layers.{n}.hnorm.weight": [h],
-                   f"model.layers.{n}.final_layernorm.weight": [h]})
+                   f"model.layers.{n}.{head_norm}.weight": [h]})
     dtype = tensors["model.embed_tokens.weight"].dtype
     for name, shape in shapes.items():
         tensors[name] = (0.02 * torch.randn(shape, generator=gen)).to(dtype)
@@ -2244,6 +2256,7 @@ POST_SAVE = {
     "laguna": as_laguna,
     "mtp": with_mtp_layer,
     "nextn-block": with_nextn_block,
+    "nextn-block-ds": lambda folder: with_nextn_block(folder, "shared_head.norm"),
     "mxfp4": as_mxfp4,
     "fp8-block-32": lambda folder: as_quantized(folder, "fp8-block-32"),
     "fp8-block-128": lambda folder: as_quantized(folder, "fp8-block-128"),

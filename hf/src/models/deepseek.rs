@@ -207,18 +207,19 @@ impl TextModel for DeepseekV32 {
         if let Some(n) = hp.opt_int(&["num_nextn_predict_layers"])? {
             kv.u32(&k("nextn_predict_layers"), n as u32);
         }
-        kv.u32(
-            &k("attention.indexer.head_count"),
-            hp.int(&["index_n_heads"])? as u32,
-        );
-        kv.u32(
-            &k("attention.indexer.key_length"),
-            hp.int(&["index_head_dim"])? as u32,
-        );
-        kv.u32(
-            &k("attention.indexer.top_k"),
-            hp.int(&["index_topk"])? as u32,
-        );
-        Ok(())
+        indexer_keys(cx, kv)
     }
+}
+
+/// The sparse attention indexer's heads, width and top k (DeepSeek V3.2, GLM-5).
+pub(crate) fn indexer_keys(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    let hp = cx.hp();
+    for (key, name) in [
+        ("index_n_heads", "attention.indexer.head_count"),
+        ("index_head_dim", "attention.indexer.key_length"),
+        ("index_topk", "attention.indexer.top_k"),
+    ] {
+        kv.u32(&cx.key(name), hp.int(&[key])? as u32);
+    }
+    Ok(())
 }

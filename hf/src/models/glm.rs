@@ -185,3 +185,53 @@ impl TextModel for Glm4MoeLite {
         Ok(())
     }
 }
+
+/// `GlmMoeDsaModel(DeepseekV2Model)`: `GlmMoeDsaForCausalLM` (GLM-5). DeepSeek V3.2's
+/// attention and experts with GLM's vocabulary; the prediction block kept and counted, the
+/// rotated width scaled by `partial_rotary_factor`, the indexer's keys.
+pub(crate) struct GlmMoeDsa;
+
+impl TextModel for GlmMoeDsa {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&DeepseekV2)
+    }
+
+    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+        Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        deepseek::filter(cx, name, false)
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        glm_vocab(cx, kv)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        DeepseekV2.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let rope = hp.int(&["qk_rope_head_dim"])? as f64;
+        let pct = cx
+            .rope()
+            .get("partial_rotary_factor")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0);
+        kv.u32(&k("rope.dimension_count"), (rope * pct) as u32);
+        if let Some(n) = hp.opt_int(&["num_nextn_predict_layers"])? {
+            kv.u32(&k("nextn_predict_layers"), n as u32);
+        }
+        deepseek::indexer_keys(cx, kv)?;
+        if let Some(types) = hp.map.get("indexer_types").filter(|v| !v.is_null()) {
+            let full = types
+                .as_array()
+                .ok_or_else(|| crate::error::Error::field(&hp.path, "indexer_types", "not a list"))?
+                .iter()
+                .map(|t| t.as_str() == Some("full"))
+                .collect();
+            kv.bools(&k("attention.indexer.types"), full);
+        }
+        Ok(())
+    }
+}

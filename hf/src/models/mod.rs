@@ -206,6 +206,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("AfmoeForCausalLM", &tables::AFMOE, &afmoe::Afmoe),
     ("MellumForCausalLM", &tables::MELLUM, &mellum::Mellum),
     ("HYV3ForCausalLM", &tables::HY_V3, &hunyuan::HyV3),
+    ("GlmMoeDsaForCausalLM", &tables::GLM_DSA, &glm::GlmMoeDsa),
     (
         "BailingMoeV2ForCausalLM",
         &tables::BAILINGMOE2,
