@@ -236,6 +236,11 @@ FIXTURES += [
         name="Qwen3-MoE-Tiny", seed=1414, arch="qwen3_moe", dtype="float16", kv_heads=2, head_dim=16,
         tie=True, bpe="qwen2",
     ),
+    # RND1 (remote code): Qwen 3's mixture as a diffusion model, its mask token
+    Fixture(
+        name="RND1-Tiny-Base", seed=1417, arch="qwen3_moe", dtype="bfloat16", kv_heads=2,
+        head_dim=16, bpe="qwen2", architectures="RND1", saved_extra=dict(mask_token_id=151669),
+    ),
     Fixture(
         name="Llama-3.2-Tiny-Instruct", seed=1515, dtype="bfloat16", kv_heads=2, tie=True,
         rope_theta=500000.0, bpe="llama-bpe",

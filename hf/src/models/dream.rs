@@ -13,15 +13,7 @@ impl TextModel for Dream {
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::set_gguf_parameters(cx, kv)?;
         base::pooling(cx, kv)?;
-        kv.bool(&cx.key("attention.causal"), false);
-        let hp = cx.hp();
-        if let Some(v) = hp.map.get("mask_token_id").filter(|v| !v.is_null()) {
-            kv.u32(
-                "tokenizer.ggml.mask_token_id",
-                base::u32_of(hp, "mask_token_id", v)?,
-            );
-        }
-        Ok(())
+        unmasked(cx, kv)
     }
 
     /// SentencePiece where there is a `tokenizer.model`, else GPT-2's BPE with the added
@@ -33,4 +25,18 @@ impl TextModel for Dream {
         let v = vocab_typed(cx.dir, cx.tokenizer_pre, AddedTypes::AsSaved)?;
         base::gpt2_with(cx, kv, v)
     }
+}
+
+/// A diffusion model's keys: attention that is not causal, and the mask token where the config
+/// names one (Dream, RND1).
+pub(crate) fn unmasked(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    kv.bool(&cx.key("attention.causal"), false);
+    let hp = cx.hp();
+    if let Some(v) = hp.map.get("mask_token_id").filter(|v| !v.is_null()) {
+        kv.u32(
+            "tokenizer.ggml.mask_token_id",
+            base::u32_of(hp, "mask_token_id", v)?,
+        );
+    }
+    Ok(())
 }

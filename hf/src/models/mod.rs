@@ -91,6 +91,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Qwen3Model", &tables::QWEN3, &qwen::Qwen3),
     ("Qwen2MoeForCausalLM", &tables::QWEN2MOE, &qwen::Qwen2Moe),
     ("Qwen3MoeForCausalLM", &tables::QWEN3MOE, &qwen::Qwen2Moe),
+    ("RND1", &tables::RND1, &qwen::Rnd1),
     ("DbrxForCausalLM", &tables::DBRX, &dbrx::Dbrx),
     (
         "DeepseekV2ForCausalLM",

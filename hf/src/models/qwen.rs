@@ -102,6 +102,21 @@ impl TextModel for Qwen2Moe {
     }
 }
 
+/// `RND1Model(Qwen2MoeModel)`: `RND1`, a diffusion model on Qwen 3's mixture.
+pub(crate) struct Rnd1;
+
+impl TextModel for Rnd1 {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Qwen2Moe)
+    }
+
+    /// Qwen 2 MoE's keys, attention that is not causal and the mask token.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        moe_parameters(cx, kv)?;
+        super::dream::unmasked(cx, kv)
+    }
+}
+
 /// Packed experts, read as the config's widths say. The reference cuts `gate_up_proj` along
 /// its second axis whatever its shape; a checkpoint that stores the pair transposed
 /// (`[experts, hidden, 2·ffn]`, `down_proj` `[experts, ffn, hidden]`) would come out as a model
