@@ -551,6 +551,19 @@ FIXTURES += [
                    index_head_dim=16, index_topk=8),
         saved_extra=dict(num_nextn_predict_layers=1),
     ),
+    # PowerInfer's SmallThinker (remote code): experts in every layer under its own names,
+    # sigmoid routing, sliding windows on some layers
+    Fixture(
+        name="SmallThinker-Tiny-A0.1B", seed=7130, dtype="bfloat16", raw="smallthinker",
+        bpe="qwen2",
+        extra=dict(architectures=["SmallThinkerForCausalLM"], model_type="smallthinker",
+                   hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                   num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
+                   rms_norm_eps=1e-6, rope_theta=1000000.0, moe_num_primary_experts=4,
+                   moe_num_active_primary_experts=2, moe_ffn_hidden_size=32,
+                   moe_primary_router_apply_softmax=False, sliding_window_layout=[1, 0],
+                   sliding_window_size=32),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
@@ -1773,8 +1786,23 @@ def bailing2_layout(c: dict) -> list:
     return out
 
 
+def smallthinker_layout(c: dict) -> list:
+    """SmallThinker's tensors (`modeling_smallthinker.py`): Llama's attention, a router and
+    experts in every layer."""
+    h, moe, n = c["hidden_size"], c["moe_ffn_hidden_size"], c["moe_num_primary_experts"]
+    out = [t for t in llama_layout(dict(c, intermediate_size=moe)) if ".mlp." not in t[0]]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.{i}.block_sparse_moe"
+        out.append((f"{b}.primary_router.weight", [n, h]))
+        for x in range(n):
+            out += [(f"{b}.experts.{x}.{p}.weight", [h, moe] if p == "down" else [moe, h])
+                    for p in ("gate", "up", "down")]
+    return out
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
+    "smallthinker": smallthinker_layout,
     "bailing2": bailing2_layout,
     "orion": lambda c: llama_layout(c, norm_bias=True),
     "qk-norm": lambda c: llama_layout(c, qk_norm=True),

@@ -51,6 +51,7 @@ mod plamo;
 mod plm;
 mod qwen;
 mod refact;
+mod smallthinker;
 mod spark2_5;
 mod stablelm;
 mod starcoder;
@@ -92,6 +93,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Qwen2MoeForCausalLM", &tables::QWEN2MOE, &qwen::Qwen2Moe),
     ("Qwen3MoeForCausalLM", &tables::QWEN3MOE, &qwen::Qwen2Moe),
     ("RND1", &tables::RND1, &qwen::Rnd1),
+    (
+        "SmallThinkerForCausalLM",
+        &tables::SMALLTHINKER,
+        &smallthinker::SmallThinker,
+    ),
     ("DbrxForCausalLM", &tables::DBRX, &dbrx::Dbrx),
     (
         "DeepseekV2ForCausalLM",
