@@ -564,6 +564,16 @@ FIXTURES += [
                    moe_primary_router_apply_softmax=False, sliding_window_layout=[1, 0],
                    sliding_window_size=32),
     ),
+    # LLaDA-MoE (remote code): a diffusion model on Qwen's experts
+    Fixture(
+        name="LLaDA-MoE-Tiny-A1B-Base", seed=7131, dtype="bfloat16", raw="qwen-moe", bpe="gpt-2",
+        architectures="LLaDAMoEModelLM",
+        extra=dict(model_type="lladamoe", hidden_size=64, intermediate_size=96,
+                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+                   head_dim=16, max_position_embeddings=256, rms_norm_eps=1e-5,
+                   rope_theta=50000.0, num_experts=4, num_experts_per_tok=2,
+                   expert_intermediate_size=32, qk_layernorm=True),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
@@ -1800,8 +1810,23 @@ def smallthinker_layout(c: dict) -> list:
     return out
 
 
+def qwen_moe_layout(c: dict) -> list:
+    """Qwen's mixture (LLaDA-MoE's `modeling_lladamoe.py`): Llama's attention with q/k norms and
+    experts in every layer, one by one."""
+    h, moe, n = c["hidden_size"], c["expert_intermediate_size"], c["num_experts"]
+    out = [t for t in llama_layout(c, qk_norm=True) if ".mlp." not in t[0]]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.{i}.mlp"
+        out.append((f"{b}.gate.weight", [n, h]))
+        for x in range(n):
+            out += [(f"{b}.experts.{x}.{p}.weight", [h, moe] if p == "down_proj" else [moe, h])
+                    for p in ("gate_proj", "up_proj", "down_proj")]
+    return out
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
+    "qwen-moe": qwen_moe_layout,
     "smallthinker": smallthinker_layout,
     "bailing2": bailing2_layout,
     "orion": lambda c: llama_layout(c, norm_bias=True),

@@ -60,3 +60,29 @@ impl TextModel for LLaDA {
         Ok(())
     }
 }
+
+/// `LLaDAMoEModel`: `LLaDAMoEModel` / `LLaDAMoEModelLM`, a diffusion mixture on Qwen's
+/// experts. `TextModel`'s keys and vocabulary, the experts' width, the mask token the reference
+/// fixes (156895), attention that is not causal and logits that are not shifted.
+pub(crate) struct LLaDAMoe;
+
+impl TextModel for LLaDAMoe {
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        if let Some(n) = hp.opt_int(&["expert_intermediate_size"])? {
+            kv.u32(&cx.key("expert_feed_forward_length"), n as u32);
+        }
+        kv.u32("tokenizer.ggml.mask_token_id", 156895);
+        kv.bool(&cx.key("attention.causal"), false);
+        kv.bool("diffusion.shift_logits", false);
+        Ok(())
+    }
+
+    fn experts(&self) -> Option<super::base::Experts> {
+        Some(super::base::Experts {
+            packed: &[],
+            ..super::qwen::qwen_experts()
+        })
+    }
+}
