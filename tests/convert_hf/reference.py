@@ -574,6 +574,18 @@ FIXTURES += [
                    rope_theta=50000.0, num_experts=4, num_experts_per_tok=2,
                    expert_intermediate_size=32, qk_layernorm=True),
     ),
+    # deepgrove's Maple (remote code): q/k norms, sliding windows, experts in every layer
+    Fixture(
+        name="maple-tiny-preview", seed=7132, dtype="bfloat16", raw="qwen-moe", bpe="llama-bpe",
+        architectures="MapleForCausalLM",
+        extra=dict(model_type="maple", hidden_size=64, intermediate_size=96,
+                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=16, max_position_embeddings=256, rms_norm_eps=1e-6,
+                   rope_theta=10000.0, num_experts=4, num_experts_per_tok=2,
+                   moe_intermediate_size=32, expert_intermediate_size=32, hidden_act="silu",
+                   norm_topk_prob=True, nope_on_global_attention=True, sliding_window=32,
+                   layer_types=["sliding_attention", "full_attention"]),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",

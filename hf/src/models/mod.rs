@@ -35,6 +35,7 @@ mod laguna;
 mod llada;
 mod llama;
 mod maincoder;
+mod maple;
 mod mellum;
 mod minicpm;
 mod minimax;
@@ -214,6 +215,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
     ("AfmoeForCausalLM", &tables::AFMOE, &afmoe::Afmoe),
     ("MellumForCausalLM", &tables::MELLUM, &mellum::Mellum),
+    ("MapleForCausalLM", &tables::MAPLE, &maple::Maple),
     ("HYV3ForCausalLM", &tables::HY_V3, &hunyuan::HyV3),
     ("GlmMoeDsaForCausalLM", &tables::GLM_DSA, &glm::GlmMoeDsa),
     (
