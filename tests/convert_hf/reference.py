@@ -586,6 +586,18 @@ FIXTURES += [
                    norm_topk_prob=True, nope_on_global_attention=True, sliding_window=32,
                    layer_types=["sliding_attention", "full_attention"]),
     ),
+    # DeepSeek-MoE (V1, remote code): Llama's attention, a dense first layer, experts with
+    # shared ones; its SentencePiece-free BPE
+    Fixture(
+        name="deepseek-moe-tiny-base", seed=7133, dtype="bfloat16", raw="deepseek-moe",
+        bpe="deepseek-llm", architectures="DeepseekForCausalLM",
+        extra=dict(model_type="deepseek", hidden_size=64, intermediate_size=96,
+                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+                   max_position_embeddings=256, rms_norm_eps=1e-6, rope_theta=10000.0,
+                   first_k_dense_replace=1, moe_intermediate_size=32, n_routed_experts=4,
+                   n_shared_experts=2, num_experts_per_tok=2, moe_layer_freq=1,
+                   scoring_func="softmax", norm_topk_prob=False),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
@@ -1836,8 +1848,31 @@ def qwen_moe_layout(c: dict) -> list:
     return out
 
 
+def deepseek_moe_layout(c: dict) -> list:
+    """DeepSeek-MoE's tensors (`modeling_deepseek.py`, V1): Llama's attention, dense leading
+    layers, then a router, experts and shared experts."""
+    h, moe, n = c["hidden_size"], c["moe_intermediate_size"], c["n_routed_experts"]
+    shared = moe * c["n_shared_experts"]
+    out = []
+    for name, shape in llama_layout(c):
+        i = name.split(".")[2] if name.startswith("model.layers.") else None
+        if ".mlp." in name and int(i) >= c["first_k_dense_replace"]:
+            continue
+        out.append((name, shape))
+    for i in range(c["first_k_dense_replace"], c["num_hidden_layers"]):
+        b = f"model.layers.{i}.mlp"
+        out.append((f"{b}.gate.weight", [n, h]))
+        for x in range(n):
+            out += [(f"{b}.experts.{x}.{p}.weight", [h, moe] if p == "down_proj" else [moe, h])
+                    for p in ("gate_proj", "up_proj", "down_proj")]
+        out += [(f"{b}.shared_experts.{p}.weight", [h, shared] if p == "down_proj" else [shared, h])
+                for p in ("gate_proj", "up_proj", "down_proj")]
+    return out
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
+    "deepseek-moe": deepseek_moe_layout,
     "qwen-moe": qwen_moe_layout,
     "smallthinker": smallthinker_layout,
     "bailing2": bailing2_layout,

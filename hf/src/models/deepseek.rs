@@ -223,3 +223,63 @@ pub(crate) fn indexer_keys(cx: &Ctx, kv: &mut Kv) -> Result<()> {
     }
     Ok(())
 }
+
+/// `DeepseekModel`: `DeepseekForCausalLM` (DeepSeek-MoE, V1). Llama's attention (q/k permuted)
+/// with dense leading layers, then experts with shared ones; SentencePiece where there is a
+/// model, else GPT-2's BPE.
+pub(crate) struct DeepseekV1;
+
+impl TextModel for DeepseekV1 {
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        if base::sentencepiece(cx, kv)? {
+            return Ok(());
+        }
+        base::gpt2(cx, kv)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let head = match hp.opt_int(&["head_dim"])? {
+            Some(d) => d,
+            None => hp.int(&["hidden_size"])? / hp.int(&["num_attention_heads"])?.max(1),
+        };
+        kv.u32(&k("rope.dimension_count"), head as u32);
+        kv.string(&k("rope.scaling.type"), "none");
+        for (key, name) in [
+            ("first_k_dense_replace", "leading_dense_block_count"),
+            ("vocab_size", "vocab_size"),
+            ("moe_intermediate_size", "expert_feed_forward_length"),
+        ] {
+            kv.u32(&k(name), hp.int(&[key])? as u32);
+        }
+        kv.f32(&k("expert_weights_scale"), 1.0);
+        kv.u32(&k("expert_count"), hp.int(&["n_routed_experts"])? as u32);
+        kv.u32(
+            &k("expert_shared_count"),
+            hp.int(&["n_shared_experts"])? as u32,
+        );
+        Ok(())
+    }
+
+    /// Llama's q/k permutation, weights and biases.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        base::qk_permuted_by(
+            cx,
+            name,
+            true,
+            &["num_attention_heads"],
+            &["num_key_value_heads"],
+        )
+    }
+
+    fn experts(&self) -> Option<Experts> {
+        Some(Experts {
+            count_keys: &["n_routed_experts"],
+            marker: "mlp.experts",
+            packed: &[],
+            ..super::qwen::qwen_experts()
+        })
+    }
+}

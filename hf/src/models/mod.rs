@@ -94,6 +94,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Qwen2MoeForCausalLM", &tables::QWEN2MOE, &qwen::Qwen2Moe),
     ("Qwen3MoeForCausalLM", &tables::QWEN3MOE, &qwen::Qwen2Moe),
     ("RND1", &tables::RND1, &qwen::Rnd1),
+    (
+        "DeepseekForCausalLM",
+        &tables::DEEPSEEK,
+        &deepseek::DeepseekV1,
+    ),
     ("LLaDAMoEModel", &tables::LLADA_MOE, &llada::LLaDAMoe),
     ("LLaDAMoEModelLM", &tables::LLADA_MOE, &llada::LLaDAMoe),
     (
