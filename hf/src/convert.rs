@@ -560,21 +560,12 @@ fn nvfp4_tensors(
             note: None,
             src: Src::Nvfp4(Box::new(t), order),
         });
-        for (name, values) in scales {
-            if values.is_empty() {
-                continue;
-            }
-            let n = values.len() as u64;
-            plan.push(TensorPlan {
-                name,
-                ggml_type: GgmlType::F32,
-                dims: vec![n],
-                bytes: 4 * n,
-                source_type: "torch.float32",
-                note: None,
-                src: Src::Values(values),
-            });
-        }
+        plan.extend(
+            scales
+                .into_iter()
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(name, values)| f32_plan(name, values)),
+        );
     }
     Ok(plan)
 }
@@ -602,19 +593,22 @@ fn extra_tensors(model: &dyn TextModel, cx: &Ctx) -> Result<Vec<TensorPlan>> {
     Ok(model
         .generate_extra_tensors(cx)?
         .into_iter()
-        .map(|(name, values)| {
-            let n = values.len() as u64;
-            TensorPlan {
-                name,
-                ggml_type: GgmlType::F32,
-                dims: vec![n],
-                bytes: 4 * n,
-                source_type: "torch.float32",
-                note: None,
-                src: Src::Values(values),
-            }
-        })
+        .map(|(name, values)| f32_plan(name, values))
         .collect())
+}
+
+/// A 1-D F32 tensor of `values`, made by the converter.
+fn f32_plan(name: String, values: Vec<f32>) -> TensorPlan {
+    let n = values.len() as u64;
+    TensorPlan {
+        name,
+        ggml_type: GgmlType::F32,
+        dims: vec![n],
+        bytes: 4 * n,
+        source_type: "torch.float32",
+        note: None,
+        src: Src::Values(values),
+    }
 }
 
 /// `modify_tensors`: what each kept checkpoint tensor yields (renamed, rearranged, or merged

@@ -344,6 +344,16 @@ enum MadeSpec {
     Packed { base: String, bits: u32, group: u64 },
 }
 
+/// What [`dequant_model`] leaves and learns.
+pub(crate) struct Dequantized {
+    /// The tensors left, each weight knowing its scale.
+    pub kept: Vec<(String, usize)>,
+    /// Whether the checkpoint is `mxfp4`.
+    pub mxfp4: bool,
+    /// The NVFP4 tensors written as they are, when the checkpoint is NVFP4.
+    pub nvfp4: Option<Vec<nvfp4::Tensor>>,
+}
+
 /// `prepare_tensors`' reading of the quantization config, then `dequant_model` over the kept
 /// tensors (`kept`, named as `filter_tensors` names them): the scales are taken out, each
 /// weight learns its scale, and what the reference leaves out is left out. `keeps_mxfp4`: the
@@ -357,30 +367,6 @@ pub(crate) fn dequant_model(
     ckpt: &mut Checkpoint,
     kept: Vec<(String, usize)>,
 ) -> Result<Dequantized> {
-    let mut nvfp4 = None;
-    let (kept, mxfp4) = dequant_kept(folder, hp, keeps_mxfp4, filter, ckpt, kept, &mut nvfp4)?;
-    Ok(Dequantized { kept, mxfp4, nvfp4 })
-}
-
-/// What [`dequant_model`] leaves and learns.
-pub(crate) struct Dequantized {
-    /// The tensors left, each weight knowing its scale.
-    pub kept: Vec<(String, usize)>,
-    /// Whether the checkpoint is `mxfp4`.
-    pub mxfp4: bool,
-    /// The NVFP4 tensors written as they are, when the checkpoint is NVFP4.
-    pub nvfp4: Option<Vec<nvfp4::Tensor>>,
-}
-
-fn dequant_kept(
-    folder: &ModelDir,
-    hp: &Hparams,
-    keeps_mxfp4: bool,
-    filter: &dyn Fn(&str) -> Option<String>,
-    ckpt: &mut Checkpoint,
-    kept: Vec<(String, usize)>,
-    nvfp4_out: &mut Option<Vec<nvfp4::Tensor>>,
-) -> Result<(Vec<(String, usize)>, bool)> {
     let empty = Map::new();
     let config = hp.map.get("quantization_config").and_then(Value::as_object);
     let qc = config.unwrap_or(&empty);
@@ -440,7 +426,9 @@ fn dequant_kept(
     });
     let layer_algos = layer_algos(&layers, &kept, filter)?;
     let mut kept = kept;
+    let mut nvfp4 = None;
     let mxfp4 = method.as_deref() == Some("mxfp4");
+    let done = |kept, mxfp4, nvfp4| Dequantized { kept, mxfp4, nvfp4 };
     if matches!(algo.as_deref(), Some("NVFP4" | "W4A16_NVFP4")) || nvfp4_groups || nvfp4_layers {
         let cfg = nvfp4::Config {
             compressed_tensors: nvfp4_groups,
@@ -453,20 +441,20 @@ fn dequant_kept(
         };
         let taken = nvfp4::take(ckpt, kept, &cfg)?;
         kept = taken.kept;
-        *nvfp4_out = Some(taken.tensors);
+        nvfp4 = Some(taken.tensors);
         let scaled = |n: &str| n.ends_with(".weight_scale") || n.ends_with(".weight_scale_inv");
         if !kept.iter().any(|(n, _)| scaled(n)) {
-            return Ok((kept, mxfp4));
+            return Ok(done(kept, mxfp4, nvfp4));
         }
     }
     if mxfp4 && keeps_mxfp4 {
-        return Ok((kept, true));
+        return Ok(done(kept, true, nvfp4));
     }
     let Some(qc) = dequant_config.filter(|c| !c.is_empty()) else {
-        return Ok((refuse_unscaled(ckpt, kept, hp)?, mxfp4));
+        return Ok(done(refuse_unscaled(ckpt, kept, hp)?, mxfp4, nvfp4));
     };
     let Some(dequant_method) = qc.get("quant_method").filter(|m| !m.is_null()) else {
-        return Ok((refuse_unscaled(ckpt, kept, hp)?, mxfp4));
+        return Ok(done(refuse_unscaled(ckpt, kept, hp)?, mxfp4, nvfp4));
     };
     let dequant_method = dequant_method
         .as_str()
@@ -509,7 +497,7 @@ fn dequant_kept(
             None => kept.push((name, i)),
         }
     }
-    Ok((refuse_unscaled(ckpt, kept, hp)?, mxfp4))
+    Ok(done(refuse_unscaled(ckpt, kept, hp)?, mxfp4, nvfp4))
 }
 
 /// `quantized_layers`' algorithm of each layer, keyed by the name the class's filter gives it;

@@ -27,15 +27,8 @@ impl TextModel for BailingMoeV2 {
         base::set_gguf_parameters(cx, kv)?;
         let hp = cx.hp();
         let k = |s: &str| cx.key(s);
-        let head = match hp.opt_int(&["head_dim"])? {
-            Some(d) => d,
-            None => hp.int(&["hidden_size"])? / hp.int(&["num_attention_heads"])?.max(1),
-        };
-        let pct = cx
-            .rope()
-            .get("partial_rotary_factor")
-            .and_then(serde_json::Value::as_f64)
-            .unwrap_or(0.5);
+        let head = base::head_dim(hp)?;
+        let pct = base::partial_rotary_or(cx, 0.5);
         kv.u32(&k("rope.dimension_count"), (head as f64 * pct) as u32);
         let need = |key: &str| hp.int(&[key]);
         kv.u32(

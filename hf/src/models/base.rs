@@ -1212,6 +1212,14 @@ pub(crate) fn partial_rotary(cx: &Ctx) -> Result<f64> {
         .ok_or_else(|| Error::field(&cx.hp().path, "partial_rotary_factor", "missing"))
 }
 
+/// `self.rope_parameters.get("partial_rotary_factor", default)`.
+pub(crate) fn partial_rotary_or(cx: &Ctx, default: f64) -> f64 {
+    cx.rope()
+        .get("partial_rotary_factor")
+        .and_then(Value::as_f64)
+        .unwrap_or(default)
+}
+
 /// The head dimension: `head_dim`, else `hidden_size / num_attention_heads`.
 pub(crate) fn head_dim(hp: &Hparams) -> Result<u64> {
     match hp.opt_int(&["head_dim"])? {

@@ -241,11 +241,7 @@ impl TextModel for DeepseekV1 {
         base::set_gguf_parameters(cx, kv)?;
         let hp = cx.hp();
         let k = |s: &str| cx.key(s);
-        let head = match hp.opt_int(&["head_dim"])? {
-            Some(d) => d,
-            None => hp.int(&["hidden_size"])? / hp.int(&["num_attention_heads"])?.max(1),
-        };
-        kv.u32(&k("rope.dimension_count"), head as u32);
+        kv.u32(&k("rope.dimension_count"), base::head_dim(hp)? as u32);
         kv.string(&k("rope.scaling.type"), "none");
         for (key, name) in [
             ("first_k_dense_replace", "leading_dense_block_count"),

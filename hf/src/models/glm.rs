@@ -6,7 +6,6 @@ use crate::config::Hparams;
 use crate::error::Result;
 use crate::kv::Kv;
 use crate::vocab::SpecialVocab;
-use serde_json::Value;
 
 /// `Glm4Model`: `Glm4ForCausalLM`.
 pub(crate) struct Glm4;
@@ -16,11 +15,7 @@ impl TextModel for Glm4 {
     /// default a half).
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::set_gguf_parameters(cx, kv)?;
-        let pct = cx
-            .rope()
-            .get("partial_rotary_factor")
-            .and_then(Value::as_f64)
-            .unwrap_or(0.5);
+        let pct = base::partial_rotary_or(cx, 0.5);
         let dim = base::head_dim(cx.hp())?;
         kv.u32(&cx.key("rope.dimension_count"), (dim as f64 * pct) as u32);
         Ok(())
@@ -213,11 +208,7 @@ impl TextModel for GlmMoeDsa {
         let hp = cx.hp();
         let k = |s: &str| cx.key(s);
         let rope = hp.int(&["qk_rope_head_dim"])? as f64;
-        let pct = cx
-            .rope()
-            .get("partial_rotary_factor")
-            .and_then(Value::as_f64)
-            .unwrap_or(1.0);
+        let pct = base::partial_rotary_or(cx, 1.0);
         kv.u32(&k("rope.dimension_count"), (rope * pct) as u32);
         if let Some(n) = hp.opt_int(&["num_nextn_predict_layers"])? {
             kv.u32(&k("nextn_predict_layers"), n as u32);

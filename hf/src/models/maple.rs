@@ -38,15 +38,8 @@ impl TextModel for Maple {
                 format!("the reference asserts {what}"),
             ));
         }
-        let head = match hp.opt_int(&["head_dim"])? {
-            Some(d) => d,
-            None => hp.int(&["hidden_size"])? / hp.int(&["num_attention_heads"])?.max(1),
-        };
-        let pct = cx
-            .rope()
-            .get("partial_rotary_factor")
-            .and_then(Value::as_f64)
-            .unwrap_or(1.0);
+        let head = base::head_dim(hp)?;
+        let pct = base::partial_rotary_or(cx, 1.0);
         kv.u32(&k("vocab_size"), hp.int(&["vocab_size"])? as u32);
         kv.u32(&k("rope.dimension_count"), (head as f64 * pct) as u32);
         kv.u32(
