@@ -624,8 +624,12 @@ fn modify_tensors(
 ) -> Result<Vec<Yielded>> {
     let hp = cx.hp();
     let mut yielded: Vec<Yielded> = Vec::new();
-    let experts = model.experts();
-    let mut pending: BTreeMap<u64, Vec<(String, usize)>> = BTreeMap::new();
+    // the layouts a tensor is matched against, in order: a class's second layout first
+    // (GroveMoE's chunk experts, whose names contain the first's marker), its count divided
+    let layouts: Vec<(Experts, u64)> = (model.adjugate_experts().into_iter())
+        .chain(model.experts().map(|e| (e, 1)))
+        .collect();
+    let mut pending: BTreeMap<(usize, u64), Vec<(String, usize)>> = BTreeMap::new();
     let mut scalars: HashMap<&'static str, BTreeMap<u64, f32>> = HashMap::new();
     let mut groups: BTreeMap<String, Vec<Option<usize>>> = BTreeMap::new();
     for (name, index) in kept {
@@ -687,24 +691,24 @@ fn modify_tensors(
             }
             continue;
         }
-        let is_expert = |ex: &&Experts| {
+        let is_expert = |ex: &Experts| {
             name.contains(ex.marker)
                 && (ex.unless.is_empty() || !name.contains(ex.unless))
                 && !ex.packed.iter().any(|p| name.ends_with(p))
         };
-        if let Some(ex) = experts.as_ref().filter(is_expert) {
+        if let Some((at, (ex, per))) = layouts.iter().enumerate().find(|(_, l)| is_expert(&l.0)) {
             let Some(bid) = bid else {
                 return Err(Error::reference(format!(
                     "expert tensor {name:?} has no block number"
                 )));
             };
-            let n = hp.int(ex.count_keys)?;
-            let layer = pending.entry(bid).or_default();
+            let n = hp.int(ex.count_keys)? / per;
+            let layer = pending.entry((at, bid)).or_default();
             layer.push((name.clone(), *index));
             if (layer.len() as u64) < n * 3 {
                 continue;
             }
-            let layer = pending.remove(&bid).unwrap_or_default();
+            let layer = pending.remove(&(at, bid)).unwrap_or_default();
             for w in ex.weights {
                 yielded.push(stack_experts(ckpt, ex, &layer, bid, n, w)?);
             }

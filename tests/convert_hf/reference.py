@@ -598,6 +598,16 @@ FIXTURES += [
                    n_shared_experts=2, num_experts_per_tok=2, moe_layer_freq=1,
                    scoring_func="softmax", norm_topk_prob=False),
     ),
+    # inclusionAI's GroveMoE (remote code): Qwen 3's mixture with adjugate chunk experts
+    Fixture(
+        name="GroveMoE-Tiny-Inst", seed=7134, dtype="bfloat16", raw="grove", bpe="qwen2",
+        architectures="GroveMoeForCausalLM",
+        extra=dict(model_type="grove_moe", hidden_size=64, intermediate_size=96,
+                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                   head_dim=16, max_position_embeddings=256, rms_norm_eps=1e-6,
+                   rope_theta=1000000.0, num_experts=4, num_experts_per_tok=2,
+                   moe_intermediate_size=32, norm_topk_prob=True),
+    ),
     # DeepSeek's latent attention without experts (transformers 5 only): every layer dense
     Fixture(
         name="Youtu-LLM-Tiny", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
@@ -1848,6 +1858,20 @@ def qwen_moe_layout(c: dict) -> list:
     return out
 
 
+def grove_layout(c: dict) -> list:
+    """GroveMoE's tensors (`modeling_grove_moe.py`): Qwen 3's mixture with adjugate "chunk"
+    experts (one for each two, `head_dim` wide) and the routing's unused bias."""
+    h, n, chunk = c["hidden_size"], c["num_experts"], c["head_dim"]
+    out = qwen_moe_layout(dict(c, expert_intermediate_size=c["moe_intermediate_size"]))
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.{i}.mlp"
+        out.append((f"{b}.expert_bias", [n]))
+        for x in range(n // 2):
+            out += [(f"{b}.chunk_experts.{x}.{p}.weight", [h, chunk] if p == "down_proj" else [chunk, h])
+                    for p in ("gate_proj", "up_proj", "down_proj")]
+    return out
+
+
 def deepseek_moe_layout(c: dict) -> list:
     """DeepSeek-MoE's tensors (`modeling_deepseek.py`, V1): Llama's attention, dense leading
     layers, then a router, experts and shared experts."""
@@ -1872,6 +1896,7 @@ def deepseek_moe_layout(c: dict) -> list:
 
 RAW_LAYOUTS = {
     "llama": llama_layout,
+    "grove": grove_layout,
     "deepseek-moe": deepseek_moe_layout,
     "qwen-moe": qwen_moe_layout,
     "smallthinker": smallthinker_layout,

@@ -540,6 +540,12 @@ pub(crate) trait TextModel: Sync {
         self.parent().and_then(|p| p.experts())
     }
 
+    /// A second expert layout, matched before [`TextModel::experts`] (GroveMoE's chunk
+    /// experts, whose names contain the first's marker), and what its count is divided by.
+    fn adjugate_experts(&self) -> Option<(Experts, u64)> {
+        self.parent().and_then(|p| p.adjugate_experts())
+    }
+
     /// The MXFP4 tensors written as they are, found among the checkpoint's (kept) `names` in
     /// their order (`generate_extra_tensors` writing them straight to the file).
     fn mxfp4_tensors(&self, cx: &Ctx, names: &[&str]) -> Vec<Mxfp4> {

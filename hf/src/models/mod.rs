@@ -27,6 +27,7 @@ mod glm;
 mod gpt_oss;
 mod gptneox;
 mod granite;
+mod grovemoe;
 mod hrm_text;
 mod hunyuan;
 mod internlm;
@@ -94,6 +95,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Qwen2MoeForCausalLM", &tables::QWEN2MOE, &qwen::Qwen2Moe),
     ("Qwen3MoeForCausalLM", &tables::QWEN3MOE, &qwen::Qwen2Moe),
     ("RND1", &tables::RND1, &qwen::Rnd1),
+    (
+        "GroveMoeForCausalLM",
+        &tables::GROVEMOE,
+        &grovemoe::GroveMoe,
+    ),
+    (
+        "modeling_grove_moe.GroveMoeForCausalLM",
+        &tables::GROVEMOE,
+        &grovemoe::GroveMoe,
+    ),
     (
         "DeepseekForCausalLM",
         &tables::DEEPSEEK,
