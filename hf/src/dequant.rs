@@ -439,7 +439,7 @@ pub(crate) fn dequant_model(
                 .and_then(Value::as_u64)
                 .unwrap_or(0),
         };
-        let taken = nvfp4::take(ckpt, kept, &cfg)?;
+        let taken = nvfp4::take(ckpt, kept, &cfg, &|e| values(ckpt, e))?;
         kept = taken.kept;
         nvfp4 = Some(taken.tensors);
         let scaled = |n: &str| n.ends_with(".weight_scale") || n.ends_with(".weight_scale_inv");

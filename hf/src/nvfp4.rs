@@ -64,8 +64,13 @@ pub(crate) struct Config<'a> {
 }
 
 /// `_generate_nvfp4_tensors` over `kept` (compressed-tensors' names renamed first, as
-/// `prepare_tensors` renames them).
-pub(crate) fn take(ckpt: &Checkpoint, kept: Vec<(String, usize)>, cfg: &Config) -> Result<Taken> {
+/// `prepare_tensors` renames them); `read` gives an entry's values as float32.
+pub(crate) fn take(
+    ckpt: &Checkpoint,
+    kept: Vec<(String, usize)>,
+    cfg: &Config,
+    read: &dyn Fn(&Entry) -> Vec<f32>,
+) -> Result<Taken> {
     let mut kept = kept;
     let mut inverted: HashSet<usize> = HashSet::new();
     if cfg.compressed_tensors {
@@ -99,7 +104,7 @@ pub(crate) fn take(ckpt: &Checkpoint, kept: Vec<(String, usize)>, cfg: &Config) 
     }
     let index: HashMap<&str, usize> = kept.iter().map(|(n, i)| (n.as_str(), *i)).collect();
     let values = |i: usize| -> Vec<f32> {
-        let v = crate::dequant::values(ckpt, &ckpt.entries[i]);
+        let v = read(&ckpt.entries[i]);
         match inverted.contains(&i) {
             true => v.into_iter().map(|x| 1.0 / x).collect(),
             false => v,
