@@ -3,6 +3,7 @@
 //! hashing the ids the tokenizer gives for the reference's check text. The `tokenizers` crate
 //! is the engine transformers' fast tokenizers run, at the reference's version.
 
+use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::model_dir::ModelDir;
 use crate::tables::{CHKTXT, PRE_HASHES};
@@ -208,9 +209,10 @@ fn clean_up(s: &str) -> String {
         .replace(" 're", "'re")
 }
 
-/// `get_vocab_base`, with `pre_override` in place of the hash lookup when given.
-pub fn vocab(dir: &ModelDir, pre_override: Option<&str>) -> Result<BpeVocab> {
-    vocab_typed(dir, pre_override, AddedTypes::Decoded)
+/// `get_vocab_base`, with `pre_override` in place of the hash lookup when given. `hp` is the
+/// class's `self.hparams`: a draft reads its target's tokenizer with its own config.
+pub fn vocab(dir: &ModelDir, hp: &Hparams, pre_override: Option<&str>) -> Result<BpeVocab> {
+    vocab_typed(dir, hp, pre_override, AddedTypes::Decoded)
 }
 
 /// How `get_vocab_base` types an added token.
@@ -227,10 +229,10 @@ pub(crate) enum AddedTypes {
 /// [`vocab`] with added tokens typed as `added` says.
 pub(crate) fn vocab_typed(
     dir: &ModelDir,
+    hp: &Hparams,
     pre_override: Option<&str>,
     added_types: AddedTypes,
 ) -> Result<BpeVocab> {
-    let hp = &dir.hparams;
     let path = dir.file("tokenizer.json");
     let tk = load(dir)?;
     let bad = |m: String| Error::field(&path, "(tokenizer)", m);

@@ -1045,6 +1045,17 @@ FIXTURES += [
                    speculators_model_type="dspark", target_layer_ids=[0, 1], mask_token_id=7,
                    tie_word_embeddings=False),
     ),
+    # a DSpark draft for Ling 2.0 (the target's own class reads its vocabulary, with the
+    # draft's config, whose vocabulary size is the target's)
+    Fixture(
+        name="Ling-mini-Tiny-2.0-DSpark", seed=9191, dtype="bfloat16", raw="dspark",
+        architectures="LingDSparkModel", spm=dict(model_type="unigram", vocab_size=320),
+        args=["--target-model-dir", "{work}/fixtures/Ling-mini-Tiny-2.0"],
+        extra=dict(QWEN3_DRAFT, block_size=8, aux_hidden_state_layer_ids=[0, 1],
+                   mask_token_id=5, markov_head_type="vanilla", draft_vocab_size=40,
+                   confidence=True, tie_word_embeddings=False, vocab_size=128256),
+        raw_ints={"d2t": [5 * i + 3 - i for i in range(40)]},
+    ),
     # PLaMo 1: the reference shuffles q and the attention output for 5120 × 5120 alone, so
     # the fixture is that wide (one layer, ~130 MB)
     Fixture(

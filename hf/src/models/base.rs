@@ -1078,7 +1078,7 @@ pub(crate) fn gpt2(cx: &Ctx, kv: &mut Kv) -> Result<()> {
 /// `_set_vocab_gpt2` before its special vocabulary: `get_vocab_base`'s tokens, types and
 /// pre-tokenizer.
 pub(crate) fn gpt2_tokens(cx: &Ctx, kv: &mut Kv) -> Result<()> {
-    bpe_tokens(kv, crate::bpe::vocab(cx.dir, cx.tokenizer_pre)?);
+    bpe_tokens(kv, crate::bpe::vocab(cx.dir, cx.hp(), cx.tokenizer_pre)?);
     Ok(())
 }
 

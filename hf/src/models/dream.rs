@@ -22,7 +22,7 @@ impl TextModel for Dream {
         if base::sentencepiece(cx, kv)? {
             return Ok(());
         }
-        let v = vocab_typed(cx.dir, cx.tokenizer_pre, AddedTypes::AsSaved)?;
+        let v = vocab_typed(cx.dir, cx.hp(), cx.tokenizer_pre, AddedTypes::AsSaved)?;
         base::gpt2_with(cx, kv, v)
     }
 }

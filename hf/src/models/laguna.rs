@@ -91,7 +91,7 @@ impl TextModel for Laguna {
     /// the template `tokenizer_config.json` names; the first end of sequence that is not the
     /// start as the end of turn.
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        let mut v = crate::bpe::vocab(cx.dir, cx.tokenizer_pre)?;
+        let mut v = crate::bpe::vocab(cx.dir, cx.hp(), cx.tokenizer_pre)?;
         for (tok, ty) in v.tokens.iter().zip(v.types.iter_mut()) {
             if tok == "</assistant>" {
                 *ty = crate::vocab::token_type::CONTROL;

@@ -54,7 +54,7 @@ impl TextModel for LLaDA {
 
     /// GPT-2's BPE with the added tokens typed as saved, and a bos added.
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        let v = vocab_typed(cx.dir, cx.tokenizer_pre, AddedTypes::AsSaved)?;
+        let v = vocab_typed(cx.dir, cx.hp(), cx.tokenizer_pre, AddedTypes::AsSaved)?;
         base::gpt2_with(cx, kv, v)?;
         kv.bool("tokenizer.ggml.add_bos_token", true);
         Ok(())

@@ -326,6 +326,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Qwen3DSparkModel", &tables::DFLASH, &qwen::DSpark),
     ("DSparkDraftModel", &tables::DFLASH, &qwen::DSpark),
     ("DSparkSpeculator", &tables::DFLASH, &qwen::DSpark),
+    ("LingDSparkModel", &tables::DFLASH, &qwen::DSpark),
     ("Eagle3LlamaForCausalLM", &tables::LLAMA, &llama::Llama),
     (
         "InternLM2ForCausalLM",
