@@ -489,10 +489,7 @@ fn mxfp4_tensors(
             ));
         }
         let out_rows = rows.saturating_sub(t.offset).div_ceil(t.step);
-        let name = map
-            .get(&t.name, &[".weight", ".bias"])
-            .map(|(_, n)| n)
-            .ok_or_else(|| Error::reference(format!("Can not map tensor {:?}", t.name)))?;
+        let name = map.map_tensor_name(&t.name)?;
         plan.push(TensorPlan {
             name,
             ggml_type: GgmlType::MXFP4,
@@ -524,11 +521,8 @@ fn nvfp4_tensors(
 ) -> Result<Vec<TensorPlan>> {
     let map = NameMap::new(cx.arch, cx.block_count);
     let mut plan = Vec::new();
-    for t in tensors {
-        let name = map
-            .get(&t.name, &[".weight", ".bias"])
-            .map(|(_, n)| n)
-            .ok_or_else(|| Error::reference(format!("Can not map tensor {:?}", t.name)))?;
+    for mut t in tensors {
+        let name = map.map_tensor_name(&t.name)?;
         let order = match t.experts {
             true => Order::Stored,
             false => nvfp4_order(model, cx, &t.name, [t.rows, t.cols])?,
@@ -549,8 +543,8 @@ fn nvfp4_tensors(
         if t.w4a16 {
             prec_a4.push(name.clone());
         }
-        let scales = [(".scale", &t.scale2), (".input_scale", &t.input)]
-            .map(|(suffix, v)| (name.replace(".weight", suffix), v.clone()));
+        let scales = [(".scale", &mut t.scale2), (".input_scale", &mut t.input)]
+            .map(|(suffix, v)| (name.replace(".weight", suffix), std::mem::take(v)));
         plan.push(TensorPlan {
             name,
             ggml_type: GgmlType::NVFP4,
@@ -942,10 +936,7 @@ fn prepare_tensors(
         let named = matches!(&src, Src::Entry { change, .. } if change.named);
         let new_name = match named {
             true => name.clone(),
-            false => map
-                .get(&name, &[".weight", ".bias"])
-                .map(|(_, n)| n)
-                .ok_or_else(|| Error::reference(format!("Can not map tensor {name:?}")))?,
+            false => map.map_tensor_name(&name)?,
         };
         let dims: Vec<u64> = shape.iter().rev().copied().collect();
         let n_dims = dims.len();

@@ -70,6 +70,14 @@ impl NameMap {
         }
         None
     }
+
+    /// `map_tensor_name(name)`: its GGUF name with `.weight` or `.bias` tried, or the
+    /// reference's error.
+    pub fn map_tensor_name(&self, name: &str) -> crate::error::Result<String> {
+        self.get(name, &[".weight", ".bias"])
+            .map(|(_, n)| n)
+            .ok_or_else(|| crate::error::Error::reference(format!("Can not map tensor {name:?}")))
+    }
 }
 
 /// `format_tensor_name(key, bid, suffix)` without the architecture check.

@@ -1218,6 +1218,17 @@ pub(crate) fn partial_rotary(cx: &Ctx) -> Result<f64> {
         .ok_or_else(|| Error::field(&cx.hp().path, "partial_rotary_factor", "missing"))
 }
 
+/// Whether `name` is in a block past `num_hidden_layers` (`model.layers.{n}.`, a prediction
+/// layer stored after the trunk).
+pub(crate) fn past_trunk(hp: &Hparams, name: &str) -> bool {
+    let layers = hp.map.get("num_hidden_layers").and_then(Value::as_u64);
+    let block = name
+        .strip_prefix("model.layers.")
+        .and_then(|rest| rest.split('.').next())
+        .and_then(|b| b.parse::<u64>().ok());
+    matches!((block, layers), (Some(b), Some(n)) if b >= n)
+}
+
 /// `self.rope_parameters.get("partial_rotary_factor", default)`.
 pub(crate) fn partial_rotary_or(cx: &Ctx, default: f64) -> f64 {
     cx.rope()

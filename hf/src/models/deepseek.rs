@@ -41,15 +41,8 @@ pub(crate) fn filter(cx: &Ctx, name: &str, skip_mtp: bool) -> Option<String> {
     if tied && (name == "lm_head.weight" || name == "model.lm_head.weight") {
         return None;
     }
-    let layers = hp.map.get("num_hidden_layers").and_then(Value::as_u64);
-    let block = name
-        .strip_prefix("model.layers.")
-        .and_then(|rest| rest.split('.').next())
-        .and_then(|b| b.parse::<u64>().ok());
-    if let (Some(b), Some(n), true) = (block, layers, skip_mtp) {
-        if b >= n {
-            return None;
-        }
+    if skip_mtp && base::past_trunk(hp, name) {
+        return None;
     }
     base::filter_tensors(name)
 }

@@ -126,16 +126,9 @@ impl TextModel for HyV3 {
     /// A prediction block's `final_layernorm` is its shared head's norm.
     fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
         let name = base::filter_tensors(name)?;
-        let layers = cx.hp().map.get("num_hidden_layers").and_then(Value::as_u64);
-        let block = name
-            .strip_prefix("model.layers.")
-            .and_then(|rest| rest.split('.').next())
-            .and_then(|b| b.parse::<u64>().ok());
-        match (block, layers) {
-            (Some(b), Some(n)) if b >= n => {
-                Some(name.replace(".final_layernorm.", ".shared_head.norm."))
-            }
-            _ => Some(name),
+        match base::past_trunk(cx.hp(), &name) {
+            true => Some(name.replace(".final_layernorm.", ".shared_head.norm.")),
+            false => Some(name),
         }
     }
 
