@@ -56,8 +56,17 @@ pub fn first_difference(ours: &Path, theirs: &Path) -> Option<String> {
             (x, y) => return Some(format!("tensor info {i}: ours {x:?}, reference {y:?}")),
         }
     }
+    // Where the only differences are ULP-close `-exp` values, the rest must be the same bytes.
+    let mut patched = a.clone();
     for t in ga.tensors() {
         let (x, y) = (ga.tensor_data(t.index).ok(), gb.tensor_data(t.index).ok());
+        if let (Some(x), Some(y)) = (x, y) {
+            if x != y && exp_within_one_ulp(&t, x, y) {
+                let at = t.file_offset as usize;
+                patched[at..at + y.len()].copy_from_slice(y);
+                continue;
+            }
+        }
         if x != y {
             let at = x
                 .zip(y)
@@ -68,11 +77,36 @@ pub fn first_difference(ours: &Path, theirs: &Path) -> Option<String> {
             ));
         }
     }
+    if patched == b {
+        return None;
+    }
     Some(format!(
         "bytes differ elsewhere (lengths {} and {})",
         a.len(),
         b.len()
     ))
+}
+
+/// A state-space model's `ssm_a` (F32, `-exp(A_log)`) whose every value is within one unit
+/// in the last place of the reference's. torch's `exp` on float32 is MKL's or SLEEF's by the
+/// machine it runs on, not correctly rounded (about 1 value in 100 is one unit off the exact
+/// value rounded); ggufrw writes the exact value rounded, the same on every machine. Nothing
+/// else is allowed to differ.
+fn exp_within_one_ulp(t: &ggufrw::Tensor, x: &[u8], y: &[u8]) -> bool {
+    let name = t.name();
+    let name = String::from_utf8_lossy(name.as_bytes());
+    if !name.ends_with(".ssm_a") || t.ggml_type != Some(ggufrw::quant::GgmlType::F32) {
+        return false;
+    }
+    // either byte order (`--bigendian`)
+    let close = |read: fn([u8; 4]) -> i32| {
+        x.chunks_exact(4).zip(y.chunks_exact(4)).all(|(p, q)| {
+            let (p, q) = (read(p.try_into().unwrap()), read(q.try_into().unwrap()));
+            // same sign, neighbouring magnitudes
+            (p ^ q) >= 0 && (p - q).abs() <= 1
+        })
+    };
+    x.len() == y.len() && (close(i32::from_le_bytes) || close(i32::from_be_bytes))
 }
 
 #[test]

@@ -221,9 +221,9 @@ fn run(
         Some(t) => Some(ModelDir::open(t)?),
         None => None,
     };
-    let block_count = model.block_count(hp)?;
     let mut ckpt = open_checkpoint(dir)?;
     let names: Vec<String> = ckpt.entries.iter().map(|e| e.name.clone()).collect();
+    let block_count = model.block_count(hp, &names)?;
     let mut cx = Ctx {
         dir: &folder,
         hp,
@@ -787,6 +787,9 @@ fn modify_tensors(
             if change.unsqueeze {
                 shape.push(1);
             }
+            if change.squeeze {
+                shape.retain(|&n| n != 1);
+            }
             if change.drop_if_zero {
                 if dequant::values(ckpt, e).iter().all(|&x| x == 0.0) {
                     continue;
@@ -1301,6 +1304,7 @@ impl Segment<'_> {
             && self.ty == GgmlType::F16
             && self.change.add == 0.0
             && self.change.scale.is_none()
+            && !self.change.neg_exp
             && self.change.cols == Order::Stored
             && self.change.negate_upper_half == 0
             && self.values.plain();
@@ -1370,12 +1374,16 @@ impl Segment<'_> {
         if let Some(scale) = self.change.scale {
             f32s.iter_mut().for_each(|x| *x *= scale);
         }
+        if self.change.neg_exp {
+            f32s.iter_mut()
+                .for_each(|x| *x = -(f64::from(*x).exp() as f32));
+        }
         if self.change.add != 0.0 {
             f32s.iter_mut().for_each(|x| *x += self.change.add);
         }
         if self.dtype == Dtype::F16
             && self.values.plain()
-            && (self.change.add != 0.0 || self.change.scale.is_some())
+            && (self.change.add != 0.0 || self.change.scale.is_some() || self.change.neg_exp)
         {
             // torch's arithmetic on a float16 tensor gives float16: the result is rounded.
             round_to_f16(&mut f32s);

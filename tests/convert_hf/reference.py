@@ -513,6 +513,77 @@ FIXTURES += [
                    mlp_layer_types=["dense", "sparse"]),
         saved_extra=dict(num_nextn_predict_layers=1),
     ),
+    # Qwen3-Next (both transformers): Gated DeltaNet linear attention in one layer of two (q,
+    # k, v and z fused a key head, twice the value heads), gated full attention, experts with
+    # a shared one in every layer, zero-centred norms, a prediction layer as published (its
+    # count found in the checkpoint: the config does not say)
+    Fixture(
+        name="Qwen3-Next-Tiny-A1B-Instruct", seed=7140, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        post_save="qwen-mtp",
+        extra=dict(config_class="Qwen3NextConfig", head_dim=16, num_experts=4,
+                   num_experts_per_tok=2, moe_intermediate_size=32,
+                   shared_expert_intermediate_size=32, linear_num_key_heads=2,
+                   linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=8,
+                   layer_types=["linear_attention", "full_attention"], full_attention_interval=2),
+    ),
+    # the same, saved as transformers 5 holds it: experts packed
+    Fixture(
+        name="Qwen3-Next-Tiny-A1B-Packed", seed=7141, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        post_save="qwen-mtp",
+        extra=dict(config_class="Qwen3NextConfig", head_dim=16, num_experts=4, packed=True,
+                   num_experts_per_tok=2, moe_intermediate_size=32,
+                   shared_expert_intermediate_size=32, linear_num_key_heads=2,
+                   linear_num_value_heads=2, linear_key_head_dim=16, linear_value_head_dim=16,
+                   layer_types=["linear_attention", "full_attention"], full_attention_interval=2),
+    ),
+    # Qwen 3.5, dense (transformers 5 only): the linear attention's q/k/v, z, a and b apart,
+    # value heads reordered (three a key head), the M-RoPE sections' default, a prediction
+    # layer as published, its count in the config
+    Fixture(
+        name="Qwen3.5-Tiny-0.8B", seed=7142, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        post_save="qwen-mtp",
+        extra=dict(config_class="Qwen3_5TextConfig", head_dim=16, linear_num_key_heads=2,
+                   linear_num_value_heads=6, linear_key_head_dim=16, linear_value_head_dim=8,
+                   layer_types=["linear_attention", "full_attention"]),
+        saved_extra=dict(mtp_num_hidden_layers=1),
+    ),
+    # Qwen 3.5's mixture (transformers 5 only), saved with its experts packed
+    Fixture(
+        name="Qwen3.5-Tiny-A1B", seed=7143, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        post_save="qwen-mtp",
+        extra=dict(config_class="Qwen3_5MoeTextConfig", head_dim=16, num_experts=4, packed=True,
+                   num_experts_per_tok=2, moe_intermediate_size=32,
+                   shared_expert_intermediate_size=32, linear_num_key_heads=2,
+                   linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=8,
+                   layer_types=["linear_attention", "full_attention"]),
+        saved_extra=dict(mtp_num_hidden_layers=1),
+    ),
+    # Qwen 3.5 as the Hub publishes it (transformers 5 only): the vision-language class, whose
+    # text half is converted (its vision tower is the projector's)
+    Fixture(
+        name="Qwen3.5-Tiny-2B", seed=7144, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        post_save="qwen-mtp",
+        extra=dict(config_class="Qwen3_5Config", head_dim=16, linear_num_key_heads=2,
+                   linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=8,
+                   layer_types=["linear_attention", "full_attention"], mtp_num_hidden_layers=1,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000000.0,
+                                    "partial_rotary_factor": 0.25, "mrope_interleaved": True,
+                                    "mrope_section": [2, 1, 1]},
+                   vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                               out_hidden_size=64, num_position_embeddings=16)),
+    ),
+    # and its mixture
+    Fixture(
+        name="Qwen3.5-Tiny-A2B", seed=7145, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        post_save="qwen-mtp",
+        extra=dict(config_class="Qwen3_5MoeConfig", head_dim=16, num_experts=4,
+                   num_experts_per_tok=2, moe_intermediate_size=32,
+                   shared_expert_intermediate_size=32, linear_num_key_heads=2,
+                   linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=8,
+                   layer_types=["linear_attention", "full_attention"], mtp_num_hidden_layers=1,
+                   vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                               out_hidden_size=64, num_position_embeddings=16)),
+    ),
     # poolside's Laguna (transformers 5 only): heads per layer, a gate on the attention's
     # output, sigmoid-routed experts with the routing's bias and a shared expert after a dense
     # first layer, partial rotation on full-attention layers; its vocabulary's turn end
@@ -2349,6 +2420,33 @@ def with_mtp_layer(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def with_qwen_mtp_layer(folder: Path) -> None:
+    """Qwen3-Next's and Qwen 3.5's prediction layer as their checkpoints publish it (transformers
+    drops it on load, so saving leaves it out): `mtp.layers.0` shaped as the model's last
+    full-attention layer (its mixture too), beside the projection of the two joined states and
+    three norms, with random values."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    text = cfg.get("text_config", cfg)
+    weights = folder / "model.safetensors"
+    tensors = load_file(str(weights))
+    h = text["hidden_size"]
+    full = max(i for i, t in enumerate(text["layer_types"]) if t == "full_attention")
+    gen = torch.Generator().manual_seed(full)
+    shapes = {"mtp.fc.weight": [h, 2 * h], "mtp.pre_fc_norm_embedding.weight": [h],
+              "mtp.pre_fc_norm_hidden.weight": [h], "mtp.norm.weight": [h]}
+    marker = f"layers.{full}."
+    for name, t in tensors.items():
+        if marker in name and "visual" not in name:
+            shapes["mtp.layers.0." + name.split(marker, 1)[1]] = list(t.shape)
+    dtype = tensors[next(n for n in tensors if n.endswith("embed_tokens.weight"))].dtype
+    for name, shape in shapes.items():
+        tensors[name] = (0.02 * torch.randn(shape, generator=gen)).to(dtype)
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 def with_nextn_block(folder: Path, head_norm: str = "final_layernorm") -> None:
     """A prediction layer stored as DeepSeek's are published, which transformers drops on load
     and so does not save: block `num_hidden_layers`, shaped as the last decoder layer, with
@@ -2396,6 +2494,7 @@ def as_laguna(folder: Path) -> None:
 POST_SAVE = {
     "laguna": as_laguna,
     "mtp": with_mtp_layer,
+    "qwen-mtp": with_qwen_mtp_layer,
     "nextn-block": with_nextn_block,
     "nextn-block-ds": lambda folder: with_nextn_block(folder, "shared_head.norm"),
     "mxfp4": as_mxfp4,
@@ -2488,12 +2587,13 @@ def tf5_ministral3(fx: Fixture, folder: Path) -> None:
     save_tf5_model(fx, folder, cfg)
 
 
-def save_tf5_model(fx: Fixture, folder: Path, cfg, original: bool = True) -> None:
+def save_tf5_model(fx: Fixture, folder: Path, cfg, original: bool = True,
+                   auto: str = "AutoModelForCausalLM") -> None:
     import torch
-    from transformers import AutoModelForCausalLM
+    import transformers
 
     torch.manual_seed(fx.seed)
-    model = AutoModelForCausalLM.from_config(cfg)
+    model = getattr(transformers, auto).from_config(cfg)
     gen = torch.Generator().manual_seed(fx.seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -2514,6 +2614,8 @@ def tf5_saved(fx: Fixture, folder: Path) -> None:
     fields = dict(fx.extra)
     keep_spm = fields.pop("keep_spm", False)
     packed = fields.pop("packed", False)  # saved as transformers 5 holds it, experts packed
+    # a vision-language class: `extra` is its text_config, this its vision_config
+    vision = fields.pop("vision", None)
     if "GGUFRW_FIXTURE_VOCAB" in os.environ:
         # a BPE vocabulary build_fixture writes beside the model afterwards
         vocab = json.loads(os.environ["GGUFRW_FIXTURE_VOCAB"])
@@ -2524,8 +2626,13 @@ def tf5_saved(fx: Fixture, folder: Path) -> None:
     cls = getattr(transformers, fields.pop("config_class"))
     common = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
-    cfg = cls(**{**common, **vocab, **fields})
-    save_tf5_model(fx, folder, cfg, original=not packed)
+    if vision is None:
+        cfg = cls(**{**common, **vocab, **fields})
+        save_tf5_model(fx, folder, cfg, original=not packed)
+        return
+    cfg = cls(text_config={**common, **vocab, **fields}, vision_config=vision,
+              tie_word_embeddings=fx.tie)
+    save_tf5_model(fx, folder, cfg, original=not packed, auto="AutoModelForImageTextToText")
 
 
 TF5_BUILDERS = {"gemma4": tf5_gemma4, "gemma4_assistant": tf5_gemma4_assistant,
@@ -2758,6 +2865,10 @@ FAST = {
     "Qwen1.5-MoE-Tiny-A1B__auto",
     "Qwen3-MoE-Tiny__q8_0",
     "Qwen3-MoE-Tiny-packed__f16",
+    # linear attention: Qwen3-Next's fused projection, Qwen 3.5's value heads reordered, its
+    # vision-language class, `-exp(A_log)` (one value one unit off torch's, allowed)
+    "Qwen3-Next-Tiny-A1B-Instruct__q8_0",
+    "Qwen3.5-Tiny-A2B__auto",
     "gpt-oss-tiny-mxfp4__auto",
     "Llama-3.2-Tiny-Instruct__bf16",
     "Tiny-Llama-Fast-Tokenizer__f16",

@@ -11,7 +11,7 @@ use crate::kv::Kv;
 pub(crate) struct BailingMoeV2;
 
 impl TextModel for BailingMoeV2 {
-    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
         Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
     }
 

@@ -132,6 +132,12 @@ pub(crate) struct Rearrange {
     /// The output read through a strided view of the stored elements instead (a split along
     /// an inner axis, a batched transpose, every other row): alone, with no other change.
     pub view: Option<View>,
+    /// Every element `x` becomes `-exp(x)` (a state-space model's `A_log`), after `scale` and
+    /// before `add`. The exact value, rounded: torch's own `exp` is MKL's or SLEEF's by the
+    /// machine, within one unit in the last place of it.
+    pub neg_exp: bool,
+    /// Every axis of length 1 dropped (`squeeze()`: a convolution's `[channels, 1, kernel]`).
+    pub squeeze: bool,
 }
 
 /// Output element `(a, b, c)` is stored element `offset + a·s0 + b·s1 + c·s2` of the
@@ -235,13 +241,30 @@ pub(crate) enum Order {
         /// 0, 1, 2: q, k, v.
         part: u8,
     },
+    /// Parts of a tensor stored head by head, each head `sizes` rows one part after the other
+    /// (Qwen3-Next's `in_proj_qkvz`: `[q, k, v, z]` a key head), written part by part, all heads'
+    /// rows of each: the parts `from..to` alone, their stored rows found in the whole tensor
+    /// (the change's `rows` is `0..` their count).
+    Segments {
+        /// Heads.
+        heads: u64,
+        /// The rows of each part in one head.
+        sizes: [u64; 4],
+        /// The first part written.
+        from: u8,
+        /// The part after the last written.
+        to: u8,
+    },
     /// Every row the first stored one (`data[0]` repeated: Chameleon's per-head norms, head
     /// 0's for every head).
     First,
     /// `reshape(outer, inner, block, …).permute(1, 0, 2, …)`: blocks of `block` rows in
     /// `outer` groups of `inner`, written group-major the other way round (PLaMo's q rows and
-    /// attention-output columns).
+    /// attention-output columns), after the first `skip` rows, which stay (Qwen 3.5's value
+    /// heads, after the queries and keys of the same tensor).
     Swapped {
+        /// Rows kept where they are, before the swapped ones.
+        skip: u64,
         /// Groups.
         outer: u64,
         /// Blocks a group.
@@ -263,13 +286,30 @@ impl Order {
                 format!("{kv} groups of {q_per_kv} queries, a key and a value"),
             ),
             Order::Swapped {
+                skip,
                 outer,
                 inner,
                 block,
             } => {
-                if rows != outer * inner * block {
+                if rows != skip + outer * inner * block {
                     return Err(format!(
-                        "{rows} rows are not {outer} × {inner} blocks of {block}"
+                        "{rows} rows are not {skip} and {outer} × {inner} blocks of {block}"
+                    ));
+                }
+                return Ok(());
+            }
+            Order::Segments {
+                heads,
+                sizes,
+                from,
+                to,
+            } => {
+                let stored: u64 = sizes.iter().sum::<u64>() * heads;
+                let want: u64 = sizes[from as usize..to as usize].iter().sum::<u64>() * heads;
+                if rows != want || stored == 0 {
+                    return Err(format!(
+                        "{rows} rows are not {heads} heads of parts {sizes:?} \
+                         (parts {from}..{to}: {want} rows)"
                     ));
                 }
                 return Ok(());
@@ -325,12 +365,35 @@ impl Order {
                 }
             }
             Order::Swapped {
+                skip,
                 outer,
                 inner,
                 block,
             } => {
+                if r < skip {
+                    return r;
+                }
+                let r = r - skip;
                 let (b, a, c) = (r / (outer * block), (r / block) % outer, r % block);
-                (a * inner + b) * block + c
+                skip + (a * inner + b) * block + c
+            }
+            Order::Segments {
+                heads,
+                sizes,
+                from,
+                to,
+            } => {
+                let per_head: u64 = sizes.iter().sum();
+                let mut r = r;
+                for p in from as usize..to as usize {
+                    let part = sizes[p] * heads;
+                    if r < part {
+                        let before: u64 = sizes[..p].iter().sum();
+                        return (r / sizes[p]) * per_head + before + r % sizes[p];
+                    }
+                    r -= part;
+                }
+                unreachable!("checked: the rows are the parts' rows")
             }
             Order::KvGroupPart {
                 kv,
@@ -478,11 +541,11 @@ pub(crate) trait TextModel: Sync {
         self.parent().and_then(|p| p.late_int64(cx, name))
     }
 
-    /// `self.block_count`: the config's layer count, unless `__init__` (or `find_hparam`)
-    /// says otherwise.
-    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+    /// `self.block_count`: the config's layer count, unless `__init__` (or `find_hparam`, or
+    /// what indexing the checkpoint's tensor `names` found) says otherwise.
+    fn block_count(&self, hp: &Hparams, names: &[String]) -> Result<u64> {
         match self.parent() {
-            Some(p) => p.block_count(hp),
+            Some(p) => p.block_count(hp, names),
             None => hp.int(&["n_layers", "num_hidden_layers", "n_layer", "num_layers"]),
         }
     }
@@ -1336,6 +1399,47 @@ mod tests {
             written(Order::LlamaHeads(2), 8),
             vec![0, 2, 1, 3, 4, 6, 5, 7]
         );
+    }
+
+    #[test]
+    fn parts_stored_a_head_are_written_part_by_part() {
+        // 2 heads of [q, k, v v, z z]: q/k/v of both heads, then z of both.
+        let stored = [
+            "q0", "k0", "v0", "v0", "z0", "z0", "q1", "k1", "v1", "v1", "z1", "z1",
+        ];
+        let part = |from, to, rows| -> Vec<&str> {
+            let order = Order::Segments {
+                heads: 2,
+                sizes: [1, 1, 2, 2],
+                from,
+                to,
+            };
+            assert!(order.check(rows).is_ok());
+            assert!(order.check(rows + 1).is_err());
+            written(order, rows)
+                .into_iter()
+                .map(|i| stored[i as usize])
+                .collect()
+        };
+        assert_eq!(
+            part(0, 3, 8),
+            ["q0", "q1", "k0", "k1", "v0", "v0", "v1", "v1"]
+        );
+        assert_eq!(part(3, 4, 4), ["z0", "z0", "z1", "z1"]);
+    }
+
+    #[test]
+    fn value_heads_grouped_by_key_head_become_tiled_after_the_kept_rows() {
+        // 2 rows kept, then 2 key heads of 3 value heads of 1 row: [a0 a1 a2 b0 b1 b2]
+        // becomes [a0 b0 a1 b1 a2 b2].
+        let order = Order::Swapped {
+            skip: 2,
+            outer: 2,
+            inner: 3,
+            block: 1,
+        };
+        assert!(order.check(8).is_ok() && order.check(6).is_err());
+        assert_eq!(written(order, 8), vec![0, 1, 2, 5, 3, 6, 4, 7]);
     }
 
     #[test]

@@ -63,7 +63,7 @@ impl TextModel for Cohere2 {
 pub(crate) struct Cohere2Moe;
 
 impl TextModel for Cohere2Moe {
-    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
         Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
     }
 

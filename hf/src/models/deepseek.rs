@@ -168,7 +168,7 @@ impl TextModel for DeepseekV32 {
         Some(&DeepseekV2)
     }
 
-    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
         Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
     }
 

@@ -111,7 +111,7 @@ impl TextModel for ExaoneMoe {
         Some(&Exaone4)
     }
 
-    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
         Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
     }
 

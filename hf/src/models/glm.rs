@@ -71,7 +71,7 @@ pub(crate) struct Glm4Moe;
 
 impl TextModel for Glm4Moe {
     /// The next-token-prediction layers count as blocks (`--no-mtp` is not offered).
-    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
         let n = hp.int(&["n_layers", "num_hidden_layers", "n_layer", "num_layers"])?;
         Ok(n + base::nextn_layers(hp)?)
     }
@@ -159,7 +159,7 @@ impl TextModel for Glm4MoeLite {
         Some(&DeepseekV2)
     }
 
-    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
         Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
     }
 
@@ -191,7 +191,7 @@ impl TextModel for GlmMoeDsa {
         Some(&DeepseekV2)
     }
 
-    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
         Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
     }
 

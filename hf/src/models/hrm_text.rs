@@ -22,7 +22,7 @@ fn per_stack(hp: &Hparams) -> Result<u64> {
 impl TextModel for HrmText {
     /// The cache slots the cycles expand the stacks to: layers per stack × H cycles ×
     /// (L cycles + 1). The file holds two stacks of physical blocks.
-    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
         let n = per_stack(hp)?;
         let h = hp.int(&["H_cycles"])?;
         let l = hp.int(&["L_cycles"])?;

@@ -119,7 +119,7 @@ impl TextModel for HunYuan {
 pub(crate) struct HyV3;
 
 impl TextModel for HyV3 {
-    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
         Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
     }
 

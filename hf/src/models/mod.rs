@@ -95,6 +95,19 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Qwen2MoeForCausalLM", &tables::QWEN2MOE, &qwen::Qwen2Moe),
     ("Qwen3MoeForCausalLM", &tables::QWEN3MOE, &qwen::Qwen2Moe),
     ("RND1", &tables::RND1, &qwen::Rnd1),
+    ("Qwen3NextForCausalLM", &tables::QWEN3NEXT, &qwen::Qwen3Next),
+    ("Qwen3_5ForCausalLM", &tables::QWEN35, &qwen::Qwen35),
+    (
+        "Qwen3_5ForConditionalGeneration",
+        &tables::QWEN35,
+        &qwen::Qwen35,
+    ),
+    ("Qwen3_5MoeForCausalLM", &tables::QWEN35MOE, &qwen::Qwen35),
+    (
+        "Qwen3_5MoeForConditionalGeneration",
+        &tables::QWEN35MOE,
+        &qwen::Qwen35,
+    ),
     (
         "GroveMoeForCausalLM",
         &tables::GROVEMOE,

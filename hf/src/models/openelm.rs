@@ -64,7 +64,7 @@ fn ffn_dims(hp: &Hparams) -> Result<Vec<u64>> {
 
 impl TextModel for OpenElm {
     /// `find_hparam` answers `num_transformer_layers` for the layer count.
-    fn block_count(&self, hp: &Hparams) -> Result<u64> {
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
         hp.int(&["num_transformer_layers"])
     }
 

@@ -14,6 +14,7 @@ pub(crate) struct Plamo;
 
 /// PLaMo 1's shuffle: 8 kv groups of 5 heads of 128, written head-major.
 const PLAMO_SHUFFLE: Order = Order::Swapped {
+    skip: 0,
     outer: 8,
     inner: 5,
     block: 128,

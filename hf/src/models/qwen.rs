@@ -580,3 +580,285 @@ fn dspark_d2t(cx: &Ctx, stored: Vec<i64>) -> Result<Vec<i64>> {
     }
     base::absolute_ids(&stored, n_vocab as i64, "")
 }
+
+/// `_QwenMtpMixin`'s prediction layers: `mtp_num_hidden_layers`, else as many as the
+/// checkpoint's `mtp.layers.{i}` (Qwen3-Next's configs do not say); none is the reference's
+/// failed assertion.
+fn mtp_layers(hp: &crate::config::Hparams, names: &[String]) -> Result<u64> {
+    if let Some(n) = hp.opt_int(&["mtp_num_hidden_layers"])?.filter(|&n| n > 0) {
+        return Ok(n);
+    }
+    let found = names
+        .iter()
+        .filter_map(|n| {
+            let n = base::filter_tensors(n)?;
+            let rest = n.strip_prefix("model.").unwrap_or(&n);
+            let (i, _) = rest.strip_prefix("mtp.layers.")?.split_once('.')?;
+            i.bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| i.parse::<u64>().ok())?
+        })
+        .max();
+    match found {
+        Some(i) => Ok(i + 1),
+        None => Err(Error::reference(
+            "AssertionError: no mtp_num_hidden_layers in the config and no mtp.layers.* \
+             tensors in the checkpoint (the reference asserts one of them)",
+        )),
+    }
+}
+
+/// `_QwenMtpMixin.filter_tensors`: `mtp.layers.{i}` becomes block `num_hidden_layers + i`,
+/// the prediction layer's projection and norms that block's `eh_proj`, `enorm`, `hnorm`
+/// and `shared_head.norm`.
+fn mtp_filter(cx: &Ctx, name: &str) -> Option<String> {
+    let name = base::filter_tensors(name)?;
+    let name = match name.strip_prefix("model.mtp.") {
+        Some(rest) => format!("mtp.{rest}"),
+        None => name,
+    };
+    if !name.starts_with("mtp.") {
+        return Some(name);
+    }
+    let layers = cx.hp().int(&["num_hidden_layers"]).ok()?;
+    let parts: Vec<&str> = name.splitn(4, '.').collect();
+    match parts[..] {
+        [_, "layers", i, rest] if !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()) => {
+            let i: u64 = i.parse().ok()?;
+            Some(format!("model.layers.{}.{rest}", layers + i))
+        }
+        [_, part, suffix] => {
+            let to = match part {
+                "fc" => "eh_proj",
+                "pre_fc_norm_embedding" => "enorm",
+                "pre_fc_norm_hidden" => "hnorm",
+                "norm" => "shared_head.norm",
+                _ => return Some(name),
+            };
+            Some(format!("model.layers.{layers}.{to}.{suffix}"))
+        }
+        _ => Some(name),
+    }
+}
+
+/// `Qwen3NextModel(_QwenMtpMixin, Qwen2MoeModel)`: Qwen's mixture with gated linear attention
+/// (Gated DeltaNet) in three layers of four, zero-centred norms and prediction layers.
+pub(crate) struct Qwen3Next;
+
+impl TextModel for Qwen3Next {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Qwen2Moe)
+    }
+
+    fn block_count(&self, hp: &crate::config::Hparams, names: &[String]) -> Result<u64> {
+        Ok(hp.int(&["num_hidden_layers"])? + mtp_layers(hp, names)?)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        mtp_filter(cx, name)
+    }
+
+    /// Qwen 2 MoE's keys, the prediction layers, the linear attention's sizes, which layers
+    /// are linear and the rotated part of each head.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        moe_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let layers = hp.int(&["num_hidden_layers"])?;
+        if cx.block_count > layers {
+            kv.u32(&k("nextn_predict_layers"), (cx.block_count - layers) as u32);
+        }
+        let need = |key: &str| hp.int(&[key]);
+        kv.u32(
+            &k("ssm.conv_kernel"),
+            need("linear_conv_kernel_dim")? as u32,
+        );
+        kv.u32(&k("ssm.state_size"), need("linear_key_head_dim")? as u32);
+        kv.u32(&k("ssm.group_count"), need("linear_num_key_heads")? as u32);
+        kv.u32(
+            &k("ssm.time_step_rank"),
+            need("linear_num_value_heads")? as u32,
+        );
+        let inner = need("linear_value_head_dim")? * need("linear_num_value_heads")?;
+        kv.u32(&k("ssm.inner_size"), inner as u32);
+        if let Some(types) = hp.map.get("layer_types").filter(|v| !v.is_null()) {
+            let types = types
+                .as_array()
+                .ok_or_else(|| Error::field(&hp.path, "layer_types", "not a list"))?;
+            if types.len() as u64 != layers {
+                return Err(Error::reference(format!(
+                    "ValueError: layer_types has {} entries, expected num_hidden_layers ({layers})",
+                    types.len()
+                )));
+            }
+            let mut recurrent: Vec<bool> = types
+                .iter()
+                .map(|t| t.as_str() == Some("linear_attention"))
+                .collect();
+            recurrent.resize(cx.block_count as usize, false);
+            kv.bools(&k("attention.recurrent_layers"), recurrent);
+        }
+        let interval = hp.opt_int(&["full_attention_interval"])?.unwrap_or(4);
+        kv.u32(&k("full_attention_interval"), interval as u32);
+        let head = base::head_dim(hp)? as f64;
+        let rope = (head * base::partial_rotary_or(cx, 0.25)) as u32;
+        kv.u32(&k("rope.dimension_count"), rope);
+        Ok(())
+    }
+
+    /// `A_log` as `-exp(A_log)`, `dt_bias` named `dt_proj.bias`, the convolution squeezed,
+    /// the zero-centred norms (not the linear attention's own) plus one; the fused
+    /// `in_proj_qkvz`, stored `[q, k, v, z]` a key head, cut into q, k and v then z, each
+    /// part's heads together.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let mut change = Rearrange::default();
+        let mut name = name.to_owned();
+        if name.ends_with(".A_log") {
+            change.neg_exp = true;
+        } else if let Some(stem) = name.strip_suffix(".dt_bias") {
+            name = format!("{stem}.dt_proj.bias");
+        } else if name.contains("conv1d") {
+            change.squeeze = true;
+        } else if name.ends_with("norm.weight") && !name.ends_with("linear_attn.norm.weight") {
+            change.add = 1.0;
+        }
+        if name.contains("in_proj_qkvz.weight") {
+            return qkvz(cx, &name, shape);
+        }
+        let mut out = Qwen2Moe.modify_tensors(cx, &name, shape)?;
+        for (_, c) in &mut out {
+            c.neg_exp |= change.neg_exp;
+            c.squeeze |= change.squeeze;
+            c.add += change.add;
+        }
+        Ok(out)
+    }
+}
+
+/// Qwen3-Next's `in_proj_qkvz` as `attn_qkv` (every key head's q, then k, then v) and
+/// `attn_gate` (z). A tensor whose rows are not the config's heads is refused: the
+/// reference's reshape would take other rows for the heads.
+fn qkvz(cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+    let hp = cx.hp();
+    let need = |key: &str| hp.int(&[key]);
+    let (hk, hv) = (need("linear_key_head_dim")?, need("linear_value_head_dim")?);
+    let (nk, nv) = (
+        need("linear_num_key_heads")?,
+        need("linear_num_value_heads")?,
+    );
+    if nk == 0 || nv % nk != 0 {
+        return Err(Error::field(
+            &hp.path,
+            "linear_num_value_heads",
+            format!("{nv} value heads are not a multiple of {nk} key heads"),
+        ));
+    }
+    let v = nv / nk * hv;
+    let sizes = [hk, hk, v, v];
+    let rows = shape.first().copied().unwrap_or(0);
+    if shape.len() != 2 || rows != nk * (2 * hk + 2 * v) {
+        return Err(Error::field(
+            &hp.path,
+            "linear_num_key_heads",
+            format!(
+                "{name} is {shape:?}: its rows are not {nk} key heads of q, k ({hk} rows each), \
+                 v and z ({v} rows each)"
+            ),
+        ));
+    }
+    let bid = base::block_of(name);
+    let part = |t: crate::tables::Tensor, from: u8, to: u8| {
+        let count = nk * sizes[from as usize..to as usize].iter().sum::<u64>();
+        let change = Rearrange {
+            named: true,
+            rows: Some((0, count)),
+            order: base::Order::Segments {
+                heads: nk,
+                sizes,
+                from,
+                to,
+            },
+            ..Rearrange::default()
+        };
+        (crate::names::format_name(t, bid, ".weight"), change)
+    };
+    Ok(vec![
+        part(crate::tables::Tensor::ATTN_QKV, 0, 3),
+        part(crate::tables::Tensor::ATTN_GATE, 3, 4),
+    ])
+}
+
+/// `_LinearAttentionVReorderBase(Qwen3NextModel)` with `_Qwen35MRopeMixin`: Qwen 3.5 and 3.6,
+/// dense (`qwen35`) and mixtures (`qwen35moe`), whose linear attention stores q/k/v, z, a
+/// and b apart; where value heads outnumber key heads, the value heads are reordered from
+/// grouped by key head to tiled, in every tensor that has them.
+pub(crate) struct Qwen35;
+
+impl TextModel for Qwen35 {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Qwen3Next)
+    }
+
+    /// Qwen3-Next's keys, and interleaved M-RoPE sections always (`[11, 11, 10, 0]` where the
+    /// config gives none).
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Qwen3Next.set_gguf_parameters(cx, kv)?;
+        if !cx.rope().contains_key("mrope_section") {
+            kv.i32s(&cx.key("rope.dimension_sections"), vec![11, 11, 10, 0]);
+        }
+        Ok(())
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let mut out = Qwen3Next.modify_tensors(cx, name, shape)?;
+        if let Some((rows, cols)) = v_reorder(cx, name, shape)? {
+            for (_, c) in &mut out {
+                c.order = rows;
+                c.cols = cols;
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// `_LinearAttentionVReorderBase.modify_tensors`' reordering of a linear-attention tensor's
+/// value heads, `[key head, value head of it, dim]` → `[value head of it, key head, dim]`,
+/// as an order of its rows and one of its columns; `None` where nothing moves.
+fn v_reorder(cx: &Ctx, name: &str, shape: &[u64]) -> Result<Option<(base::Order, base::Order)>> {
+    let hp = cx.hp();
+    let nk = hp.opt_int(&["linear_num_key_heads"])?.unwrap_or(0);
+    let nv = hp.opt_int(&["linear_num_value_heads"])?.unwrap_or(0);
+    if nk == 0 || nv == 0 || nk == nv || !name.contains("linear_attn.") {
+        return Ok(None);
+    }
+    let (hk, hv) = (
+        hp.int(&["linear_key_head_dim"])?,
+        hp.int(&["linear_value_head_dim"])?,
+    );
+    let swapped = |skip: u64, block: u64| base::Order::Swapped {
+        skip,
+        outer: nk,
+        inner: nv / nk,
+        block,
+    };
+    let stored = base::Order::Stored;
+    let qk = 2 * hk * nk;
+    Ok(Some(if name.contains(".in_proj_qkv.") {
+        (swapped(qk, hv), stored)
+    } else if name.contains(".in_proj_z.") {
+        (swapped(0, hv), stored)
+    } else if name.contains(".in_proj_b.") || name.contains(".in_proj_a.") {
+        (swapped(0, 1), stored)
+    } else if name.contains(".A_log") || name.contains(".dt_bias") || name.contains(".dt_proj") {
+        match shape.len() {
+            1 => (swapped(0, 1), stored),
+            _ => (stored, swapped(0, 1)),
+        }
+    } else if name.contains(".conv1d") {
+        (swapped(qk, hv), stored)
+    } else if name.contains(".out_proj.") {
+        (stored, swapped(0, hv))
+    } else {
+        return Ok(None);
+    }))
+}
