@@ -584,6 +584,31 @@ FIXTURES += [
                    vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
                                out_hidden_size=64, num_position_embeddings=16)),
     ),
+    # Qwen3-VL (transformers 5 saves it as the Hub publishes it): the text half, M-RoPE
+    # sections, the vision tower's deepstack layers counted
+    Fixture(
+        name="Qwen3-VL-Tiny-2B-Instruct", seed=7146, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        extra=dict(config_class="Qwen3VLConfig", head_dim=16,
+                   rope_parameters={"rope_type": "default", "rope_theta": 5000000.0,
+                                    "mrope_interleaved": True, "mrope_section": [4, 2, 2]},
+                   vision=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
+                               out_hidden_size=64, num_position_embeddings=16,
+                               deepstack_visual_indexes=[0, 1])),
+    ),
+    # its mixture, the experts packed as the Hub stores them (`[experts, hidden, 2·ffn]`); the
+    # test converts a copy with them the other way round, as transformers 5 saves them (from
+    # which the reference writes experts whose shapes contradict the config)
+    Fixture(
+        name="Qwen3-VL-MoE-Tiny-A1B-packed", seed=7147, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        post_save="hub-vl-experts",
+        extra=dict(config_class="Qwen3VLMoeConfig", head_dim=16, num_experts=4,
+                   num_experts_per_tok=2, moe_intermediate_size=48,
+                   rope_parameters={"rope_type": "default", "rope_theta": 5000000.0,
+                                    "mrope_interleaved": True, "mrope_section": [4, 2, 2]},
+                   vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                               out_hidden_size=64, num_position_embeddings=16,
+                               deepstack_visual_indexes=[0])),
+    ),
     # poolside's Laguna (transformers 5 only): heads per layer, a gate on the attention's
     # output, sigmoid-routed experts with the routing's bias and a shared expert after a dense
     # first layer, partial rotation on full-attention layers; its vocabulary's turn end
@@ -2447,6 +2472,20 @@ def with_qwen_mtp_layer(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def as_hub_vl_experts(folder: Path) -> None:
+    """Qwen3-VL-MoE's packed experts as its published checkpoints store them (`gate_up_proj`
+    `[experts, hidden, 2·ffn]`, `down_proj` `[experts, ffn, hidden]`): transformers 5 saves
+    them with their last two axes the other way round, which the reference misreads."""
+    from safetensors.torch import load_file, save_file
+
+    weights = folder / "model.safetensors"
+    tensors = load_file(str(weights))
+    for name, t in tensors.items():
+        if name.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")):
+            tensors[name] = t.transpose(-1, -2).contiguous()
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 def with_nextn_block(folder: Path, head_norm: str = "final_layernorm") -> None:
     """A prediction layer stored as DeepSeek's are published, which transformers drops on load
     and so does not save: block `num_hidden_layers`, shaped as the last decoder layer, with
@@ -2495,6 +2534,7 @@ POST_SAVE = {
     "laguna": as_laguna,
     "mtp": with_mtp_layer,
     "qwen-mtp": with_qwen_mtp_layer,
+    "hub-vl-experts": as_hub_vl_experts,
     "nextn-block": with_nextn_block,
     "nextn-block-ds": lambda folder: with_nextn_block(folder, "shared_head.norm"),
     "mxfp4": as_mxfp4,
@@ -2869,6 +2909,9 @@ FAST = {
     # vision-language class, `-exp(A_log)` (one value one unit off torch's, allowed)
     "Qwen3-Next-Tiny-A1B-Instruct__q8_0",
     "Qwen3.5-Tiny-A2B__auto",
+    # Qwen3-VL's mixture: the Hub's transposed packed experts, and (the test's twin) as
+    # transformers 5 saves them
+    "Qwen3-VL-MoE-Tiny-A1B-packed__q8_0",
     "gpt-oss-tiny-mxfp4__auto",
     "Llama-3.2-Tiny-Instruct__bf16",
     "Tiny-Llama-Fast-Tokenizer__f16",

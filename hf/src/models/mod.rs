@@ -52,6 +52,7 @@ mod phi;
 mod plamo;
 mod plm;
 mod qwen;
+mod qwen3vl;
 mod refact;
 mod smallthinker;
 mod spark2_5;
@@ -96,6 +97,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Qwen3MoeForCausalLM", &tables::QWEN3MOE, &qwen::Qwen2Moe),
     ("RND1", &tables::RND1, &qwen::Rnd1),
     ("Qwen3NextForCausalLM", &tables::QWEN3NEXT, &qwen::Qwen3Next),
+    (
+        "Qwen3VLForConditionalGeneration",
+        &tables::QWEN3VL,
+        &qwen3vl::Qwen3Vl,
+    ),
+    (
+        "Qwen3VLMoeForConditionalGeneration",
+        &tables::QWEN3VLMOE,
+        &qwen3vl::Qwen3VlMoe,
+    ),
     ("Qwen3_5ForCausalLM", &tables::QWEN35, &qwen::Qwen35),
     (
         "Qwen3_5ForConditionalGeneration",

@@ -92,7 +92,7 @@ impl TextModel for Qwen2Moe {
     fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
         let stem = name.strip_suffix(".weight").unwrap_or(name);
         if stem.ends_with("mlp.experts.down_proj") || stem.ends_with("mlp.experts.gate_up_proj") {
-            return packed_experts(cx, name, stem, shape);
+            return packed_experts(cx, name, stem, shape, false);
         }
         base::yield_as(name, Rearrange::default())
     }
@@ -118,11 +118,19 @@ impl TextModel for Rnd1 {
 }
 
 /// Packed experts, read as the config's widths say. The reference cuts `gate_up_proj` along
-/// its second axis whatever its shape; a checkpoint that stores the pair transposed
-/// (`[experts, hidden, 2·ffn]`, `down_proj` `[experts, ffn, hidden]`) would come out as a model
-/// whose shapes contradict its config, so such a tensor is read transposed back instead; one
-/// that is neither is refused. Without `moe_intermediate_size` the reference's cut is made.
-fn packed_experts(cx: &Ctx, name: &str, stem: &str, shape: &[u64]) -> Yields {
+/// one axis whatever its shape: the second (`[experts, 2·ffn, hidden]`, Qwen's layout) or,
+/// for a class whose published checkpoints store the pair transposed (`hub_transposed`:
+/// Qwen3-VL's `[experts, hidden, 2·ffn]`, `down_proj` `[experts, ffn, hidden]`), the last. A
+/// checkpoint stored the other way round would come out of the reference as a model whose
+/// shapes contradict its config, so such a tensor is read the other way instead; one that is
+/// neither is refused. Without `moe_intermediate_size` the reference's cut is made.
+pub(crate) fn packed_experts(
+    cx: &Ctx,
+    name: &str,
+    stem: &str,
+    shape: &[u64],
+    hub_transposed: bool,
+) -> Yields {
     let hp = cx.hp();
     let hidden = hp.opt_int(&["hidden_size"])?;
     let ff = hp.opt_int(&["moe_intermediate_size"])?;
@@ -140,12 +148,26 @@ fn packed_experts(cx: &Ctx, name: &str, stem: &str, shape: &[u64]) -> Yields {
     };
     if stem.ends_with("down_proj") {
         let out = format!("{stem}.weight");
-        return match (hidden, ff) {
-            (Some(h), Some(f)) if (a, b) != (h, f) && (a, b) == (f, h) => {
-                base::yield_as(&out, View::transposed(n, f, h).alone())
+        let as_is = base::yield_as(&out, Rearrange::default());
+        // the stored `[experts, rows, cols]` the reference writes as it is
+        let (Some(h), Some(f)) = (hidden, ff) else {
+            return match hub_transposed {
+                true => base::yield_as(&out, View::transposed(n, a, b).alone()),
+                false => as_is,
+            };
+        };
+        let (plain, swapped) = match hub_transposed {
+            true => ((f, h), (h, f)),
+            false => ((h, f), (f, h)),
+        };
+        return match (a, b) {
+            s if s == plain && hub_transposed => {
+                base::yield_as(&out, View::transposed(n, a, b).alone())
             }
-            (Some(h), Some(f)) if (a, b) != (h, f) => Err(bad(format!("[{n}, {h}, {f}]"))),
-            _ => base::yield_as(&out, Rearrange::default()),
+            s if s == plain => as_is,
+            s if s == swapped && hub_transposed => as_is,
+            s if s == swapped => base::yield_as(&out, View::transposed(n, a, b).alone()),
+            _ => Err(bad(format!("[{n}, {}, {}]", plain.0, plain.1))),
         };
     }
     let stem = stem.trim_end_matches(".gate_up_proj");
@@ -153,15 +175,23 @@ fn packed_experts(cx: &Ctx, name: &str, stem: &str, shape: &[u64]) -> Yields {
         format!("{stem}.gate_proj.weight"),
         format!("{stem}.up_proj.weight"),
     ];
-    let views: [View; 2] = match (hidden, ff) {
-        (Some(h), Some(f)) if (a, b) == (2 * f, h) => [0, 1].map(|p| View::middle_half(n, f, h, p)),
-        (Some(h), Some(f)) if (a, b) == (h, 2 * f) => [0, 1].map(|p| View {
+    // `[n, 2·f, h]` cut along its middle axis, or `[n, h, 2·f]` along its last and transposed
+    let middle = |f: u64, h: u64| [0, 1].map(|p| View::middle_half(n, f, h, p));
+    let last = |h: u64, f: u64| {
+        [0, 1].map(|p| View {
             offset: p * f,
             axes: [(n, h * 2 * f), (f, 1), (h, 2 * f)],
             three: true,
-        }),
+        })
+    };
+    let views: [View; 2] = match (hidden, ff) {
+        (Some(h), Some(f)) if hub_transposed && (a, b) == (h, 2 * f) => last(h, f),
+        (Some(h), Some(f)) if (a, b) == (2 * f, h) => middle(f, h),
+        (Some(h), Some(f)) if (a, b) == (h, 2 * f) => last(h, f),
+        (Some(h), Some(f)) if hub_transposed => return Err(bad(format!("[{n}, {h}, {}]", 2 * f))),
         (Some(h), Some(f)) => return Err(bad(format!("[{n}, {}, {h}]", 2 * f))),
-        _ if a % 2 == 0 => [0, 1].map(|p| View::middle_half(n, a / 2, b, p)),
+        _ if hub_transposed && b % 2 == 0 => last(a, b / 2),
+        _ if !hub_transposed && a % 2 == 0 => middle(a / 2, b),
         _ => {
             return Err(Error::reference(format!(
                 "Unexpected gate_up_proj shape for {name}: {shape:?}"
