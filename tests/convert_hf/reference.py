@@ -609,6 +609,29 @@ FIXTURES += [
                                out_hidden_size=64, num_position_embeddings=16,
                                deepstack_visual_indexes=[0])),
     ),
+    # GLM-4.1V (transformers 5 saves it as the Hub publishes it): GLM-4's text half, M-RoPE,
+    # q and k (biases too) with each head's rotated pairs made halves
+    Fixture(
+        name="GLM-4.1V-Tiny-Thinking", seed=7148, dtype="bfloat16", tf5="saved", bpe="gpt-2",
+        added=["<|user|>"],
+        extra=dict(config_class="Glm4vConfig", head_dim=16, pad_token_id=0, attention_bias=True,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                    "partial_rotary_factor": 0.5, "mrope_section": [2, 1, 1]},
+                   vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                               out_hidden_size=64, image_size=28, patch_size=14)),
+    ),
+    # GLM-4.5V: GLM-4.5's mixture as the text half
+    Fixture(
+        name="GLM-4.5V-Tiny", seed=7149, dtype="bfloat16", tf5="saved", bpe="gpt-2",
+        added=["[gMASK]", "<|user|>", "<|observation|>"],
+        extra=dict(config_class="Glm4vMoeConfig", head_dim=16, pad_token_id=0, n_routed_experts=4,
+                   n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=32,
+                   first_k_dense_replace=1,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                    "partial_rotary_factor": 0.5, "mrope_section": [2, 1, 1]},
+                   vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                               out_hidden_size=64, image_size=28, patch_size=14)),
+    ),
     # poolside's Laguna (transformers 5 only): heads per layer, a gate on the attention's
     # output, sigmoid-routed experts with the routing's bias and a shared expert after a dense
     # first layer, partial rotation on full-attention layers; its vocabulary's turn end
@@ -2912,6 +2935,8 @@ FAST = {
     # Qwen3-VL's mixture: the Hub's transposed packed experts, and (the test's twin) as
     # transformers 5 saves them
     "Qwen3-VL-MoE-Tiny-A1B-packed__q8_0",
+    # GLM-4.1V: M-RoPE's NeoX order made from q and k
+    "GLM-4.1V-Tiny-Thinking__f16",
     "gpt-oss-tiny-mxfp4__auto",
     "Llama-3.2-Tiny-Instruct__bf16",
     "Tiny-Llama-Fast-Tokenizer__f16",

@@ -255,6 +255,15 @@ pub(crate) enum Order {
         /// The part after the last written.
         to: u8,
     },
+    /// Within each head of `head_dim` rows, the first `rotary` rows (pairs rotated together)
+    /// written evens first, then odds; the rest as stored (GLM-4V's `normal_to_neox`, for
+    /// M-RoPE's NeoX order).
+    NeoxHeads {
+        /// Rows a head.
+        head_dim: u64,
+        /// The rotated rows of each head, even.
+        rotary: u64,
+    },
     /// Every row the first stored one (`data[0]` repeated: Chameleon's per-head norms, head
     /// 0's for every head).
     First,
@@ -294,6 +303,14 @@ impl Order {
                 if rows != skip + outer * inner * block {
                     return Err(format!(
                         "{rows} rows are not {skip} and {outer} × {inner} blocks of {block}"
+                    ));
+                }
+                return Ok(());
+            }
+            Order::NeoxHeads { head_dim, rotary } => {
+                if head_dim == 0 || rows % head_dim != 0 || rotary % 2 != 0 || rotary > head_dim {
+                    return Err(format!(
+                        "{rows} rows are not heads of {head_dim} with {rotary} rotated (even)"
                     ));
                 }
                 return Ok(());
@@ -376,6 +393,16 @@ impl Order {
                 let r = r - skip;
                 let (b, a, c) = (r / (outer * block), (r / block) % outer, r % block);
                 skip + (a * inner + b) * block + c
+            }
+            Order::NeoxHeads { head_dim, rotary } => {
+                let (h, i) = (r / head_dim, r % head_dim);
+                let half = rotary / 2;
+                let j = match i {
+                    i if i < half => 2 * i,
+                    i if i < rotary => 2 * (i - half) + 1,
+                    i => i,
+                };
+                h * head_dim + j
             }
             Order::Segments {
                 heads,
@@ -1398,6 +1425,20 @@ mod tests {
         assert_eq!(
             written(Order::LlamaHeads(2), 8),
             vec![0, 2, 1, 3, 4, 6, 5, 7]
+        );
+    }
+
+    #[test]
+    fn rotated_pairs_become_halves_within_each_head() {
+        // 2 heads of 6 rows, 4 rotated: [a0 b0 a1 b1 x y] becomes [a0 a1 b0 b1 x y].
+        let order = Order::NeoxHeads {
+            head_dim: 6,
+            rotary: 4,
+        };
+        assert!(order.check(12).is_ok() && order.check(10).is_err());
+        assert_eq!(
+            written(order, 12),
+            vec![0, 2, 1, 3, 4, 5, 6, 8, 7, 9, 10, 11]
         );
     }
 

@@ -1,6 +1,6 @@
 //! `conversion/glm.py`: GLM-4, GLM-4.5 and its kin (Solar Open), GLM-4.7-Flash.
 
-use super::base::{self, Ctx, Experts, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, Experts, Order, Rearrange, TextModel, Yields};
 use super::deepseek::{self, DeepseekV2};
 use crate::config::Hparams;
 use crate::error::Result;
@@ -19,6 +19,29 @@ impl TextModel for Glm4 {
         let dim = base::head_dim(cx.hp())?;
         kv.u32(&cx.key("rope.dimension_count"), (dim as f64 * pct) as u32);
         Ok(())
+    }
+
+    /// With M-RoPE (GLM-4V: `mrope_section` in the RoPE parameters), q and k (weights and
+    /// biases) with each head's rotated pairs made halves, the NeoX order llama.cpp's M-RoPE
+    /// takes.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        let qk = [
+            "q_proj.weight",
+            "q_proj.bias",
+            "k_proj.weight",
+            "k_proj.bias",
+        ];
+        let rope = cx.rope();
+        if !rope.contains_key("mrope_section") || !qk.iter().any(|e| name.ends_with(e)) {
+            return base::yield_as(name, Rearrange::default());
+        }
+        let head_dim = base::head_dim(cx.hp())?;
+        let rotary = (head_dim as f64 * base::partial_rotary_or(cx, 0.5)) as u64;
+        let change = Rearrange {
+            order: Order::NeoxHeads { head_dim, rotary },
+            ..Rearrange::default()
+        };
+        base::yield_as(name, change)
     }
 
     /// GPT-2's BPE, then the end of text (eos, unk, bos) and `<|user|>` (eot) by their ids

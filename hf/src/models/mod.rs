@@ -297,6 +297,12 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("RuGPT3XLForCausalLM", &tables::GPT2, &gptneox::RuGpt3Xl),
     ("Glm4ForCausalLM", &tables::GLM4, &glm::Glm4),
     ("Glm4MoeForCausalLM", &tables::GLM4_MOE, &glm::Glm4Moe),
+    ("Glm4vForConditionalGeneration", &tables::GLM4, &glm::Glm4),
+    (
+        "Glm4vMoeForConditionalGeneration",
+        &tables::GLM4_MOE,
+        &glm::Glm4Moe,
+    ),
     ("SolarOpenForCausalLM", &tables::GLM4_MOE, &glm::SolarOpen),
     ("GlmForCausalLM", &tables::CHATGLM, &chatglm::ChatGlm),
     (
