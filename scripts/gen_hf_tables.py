@@ -84,12 +84,39 @@ def class_maps(root: Path) -> tuple[dict[str, str], dict[str, str]]:
     return maps["TEXT_MODEL_MAP"], maps["MMPROJ_MODEL_MAP"]
 
 
-def registered(root: Path, module: str) -> dict[str, str]:
-    """The Python class each `@ModelBase.register(...)` name of a module is registered on."""
+def class_bases(root: Path) -> dict[str, list[str]]:
+    """Every class of `conversion/` and the names of its bases."""
+    out = {}
+    for path in sorted((root / "conversion").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                out[node.name] = [b.id if isinstance(b, ast.Name) else getattr(b, "attr", "")
+                                  for b in node.bases]
+    return out
+
+
+def is_mmproj(cls: str, bases: dict[str, list[str]]) -> bool:
+    """Whether the class derives from `MmprojModel` (registered as a projector)."""
+    seen, todo = set(), [cls]
+    while todo:
+        c = todo.pop()
+        if c == "MmprojModel":
+            return True
+        if c not in seen:
+            seen.add(c)
+            todo.extend(bases.get(c, []))
+    return False
+
+
+def registered(root: Path, module: str, mmproj: bool) -> dict[str, str]:
+    """The Python class each `@ModelBase.register(...)` name of a module is registered on,
+    among its projector classes (`mmproj`) or its others: a name may be registered on one of
+    each (a vision-language class's text half and its projector)."""
+    bases = class_bases(root)
     tree = ast.parse((root / "conversion" / f"{module}.py").read_text(encoding="utf-8"))
     out = {}
     for node in ast.walk(tree):
-        if not isinstance(node, ast.ClassDef):
+        if not isinstance(node, ast.ClassDef) or is_mmproj(node.name, bases) != mmproj:
             continue
         for d in node.decorator_list:
             if (isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute)
@@ -227,11 +254,12 @@ def main() -> None:
     w("pub const ARCHS: &[&ArchTable] = &[" + ", ".join(f"&{a.name}" for a in MODEL_ARCH) + "];")
     w("")
     text_map, mmproj_map = class_maps(root)
-    py_class = {}
-    for module in sorted(set(text_map.values()) | set(mmproj_map.values())):
-        py_class[module] = registered(root, module)
-    for const, cmap, doc in (("TEXT_CLASSES", text_map, "TEXT_MODEL_MAP"),
-                             ("MMPROJ_CLASSES", mmproj_map, "MMPROJ_MODEL_MAP")):
+    for const, cmap, doc, mmproj in (("TEXT_CLASSES", text_map, "TEXT_MODEL_MAP", False),
+                                     ("MMPROJ_CLASSES", mmproj_map, "MMPROJ_MODEL_MAP", True)):
+        # a name the map lists whose module registers it on a class of the other kind only
+        # (GraniteSpeech's text entry) is shown with that class
+        py_class = {module: {**registered(root, module, not mmproj), **registered(root, module, mmproj)}
+                    for module in set(cmap.values())}
         w(f"/// `{doc}`, sorted, with the Python class each name is registered on.")
         w(f"pub const {const}: &[RefClass] = &[")
         for hf in sorted(cmap):

@@ -632,6 +632,23 @@ FIXTURES += [
                    vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
                                out_hidden_size=64, image_size=28, patch_size=14)),
     ),
+    # Qwen2.5-VL and Qwen2-VL (transformers 5 saves them as the Hub publishes them): Qwen 2's
+    # text half with M-RoPE sections
+    Fixture(
+        name="Qwen2.5-VL-Tiny-3B-Instruct", seed=7150, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        extra=dict(config_class="Qwen2_5_VLConfig", tie_word_embeddings=True,
+                   rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+                                    "mrope_section": [2, 3, 3]},
+                   vision=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
+                               out_hidden_size=64, fullatt_block_indexes=[1])),
+    ),
+    Fixture(
+        name="Qwen2-VL-Tiny-2B-Instruct", seed=7151, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        extra=dict(config_class="Qwen2VLConfig",
+                   rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+                                    "mrope_section": [2, 3, 3]},
+                   vision=dict(depth=1, embed_dim=32, hidden_size=64, num_heads=2)),
+    ),
     # poolside's Laguna (transformers 5 only): heads per layer, a gate on the attention's
     # output, sigmoid-routed experts with the routing's bias and a shared expert after a dense
     # first layer, partial rotation on full-attention layers; its vocabulary's turn end
@@ -1240,6 +1257,14 @@ FIXTURES += [
     Fixture(
         name="gemma-4-tiny-it", seed=7171, dtype="bfloat16", tf5="gemma4",
         spm=GEMMA4_SPM,
+    ),
+    # as the Hub publishes it: the vision-language class, its text half converted
+    Fixture(
+        name="gemma-4-tiny-vl-it", seed=7173, dtype="bfloat16", tf5="gemma4",
+        spm=GEMMA4_SPM,
+        extra=dict(vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                               num_attention_heads=2, num_key_value_heads=2, head_dim=16,
+                               patch_size=4, position_embedding_size=64)),
     ),
     Fixture(
         name="gemma-4-tiny-E2B-it", seed=7272, dtype="bfloat16", tf5="gemma4",
@@ -2602,7 +2627,16 @@ def tf5_gemma4(fx: Fixture, folder: Path) -> None:
         pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.bos_token_id,
     )
     kw.update(fx.extra)
-    save_tf5_model(fx, folder, Gemma4TextConfig(**kw))
+    vision = kw.pop("vision", None)
+    if vision is None:
+        save_tf5_model(fx, folder, Gemma4TextConfig(**kw))
+        return
+    # the vision-language class the Hub publishes (no audio tower)
+    from transformers import Gemma4Config
+
+    cfg = Gemma4Config(text_config=kw, vision_config=vision, audio_config=None,
+                       tie_word_embeddings=True)
+    save_tf5_model(fx, folder, cfg, auto="AutoModelForImageTextToText")
 
 
 def tf5_gemma4_assistant(fx: Fixture, folder: Path) -> None:

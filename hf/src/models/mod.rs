@@ -53,6 +53,7 @@ mod plamo;
 mod plm;
 mod qwen;
 mod qwen3vl;
+mod qwenvl;
 mod refact;
 mod smallthinker;
 mod spark2_5;
@@ -97,6 +98,17 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Qwen3MoeForCausalLM", &tables::QWEN3MOE, &qwen::Qwen2Moe),
     ("RND1", &tables::RND1, &qwen::Rnd1),
     ("Qwen3NextForCausalLM", &tables::QWEN3NEXT, &qwen::Qwen3Next),
+    ("Qwen2VLModel", &tables::QWEN2VL, &qwenvl::Qwen2Vl),
+    (
+        "Qwen2VLForConditionalGeneration",
+        &tables::QWEN2VL,
+        &qwenvl::Qwen2Vl,
+    ),
+    (
+        "Qwen2_5_VLForConditionalGeneration",
+        &tables::QWEN2VL,
+        &qwenvl::Qwen2Vl,
+    ),
     (
         "Qwen3VLForConditionalGeneration",
         &tables::QWEN3VL,
@@ -183,6 +195,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &gemma::Gemma3,
     ),
     ("Gemma4ForCausalLM", &tables::GEMMA4, &gemma::Gemma4),
+    (
+        "Gemma4ForConditionalGeneration",
+        &tables::GEMMA4,
+        &gemma::Gemma4,
+    ),
     (
         "Gemma4AssistantForCausalLM",
         &tables::GEMMA4_ASSISTANT,
