@@ -649,6 +649,39 @@ FIXTURES += [
                                     "mrope_section": [2, 3, 3]},
                    vision=dict(depth=1, embed_dim=32, hidden_size=64, num_heads=2)),
     ),
+    # text halves of vision-language and audio-language classes on Llama and Qwen 2 (transformers
+    # 5 saves them as the Hub publishes them)
+    Fixture(
+        name="llava-tiny-1.5-hf", seed=7152, dtype="float16", tf5="saved", bpe="llama-bpe",
+        extra=dict(config_class="LlavaConfig", head_dim=16,
+                   vision=dict(model_type="clip_vision_model", hidden_size=32, intermediate_size=64,
+                               num_hidden_layers=2, num_attention_heads=2, image_size=28,
+                               patch_size=14)),
+    ),
+    Fixture(
+        name="Mistral-Small-Tiny-3.1-Instruct", seed=7153, dtype="bfloat16", tf5="saved",
+        bpe="llama-bpe",
+        extra=dict(config_class="Mistral3Config", head_dim=16,
+                   vision=dict(model_type="pixtral", hidden_size=32, intermediate_size=64,
+                               num_hidden_layers=1, num_attention_heads=2, head_dim=16,
+                               image_size=28, patch_size=14)),
+    ),
+    Fixture(
+        name="Qwen2-Audio-Tiny-Instruct", seed=7154, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        model_class="Qwen2AudioForConditionalGeneration",
+        extra=dict(config_class="Qwen2AudioConfig",
+                   towers=dict(audio_config=dict(d_model=32, encoder_layers=1,
+                                                 encoder_attention_heads=2, encoder_ffn_dim=64,
+                                                 num_mel_bins=16, max_source_positions=16))),
+    ),
+    Fixture(
+        name="Voxtral-Tiny-Mini", seed=7155, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
+        model_class="VoxtralForConditionalGeneration",
+        extra=dict(config_class="VoxtralConfig", head_dim=16,
+                   towers=dict(audio_config=dict(hidden_size=32, intermediate_size=64,
+                                                 num_hidden_layers=1, num_attention_heads=2,
+                                                 num_mel_bins=16, max_source_positions=16))),
+    ),
     # poolside's Laguna (transformers 5 only): heads per layer, a gate on the attention's
     # output, sigmoid-routed experts with the routing's bias and a shared expert after a dense
     # first layer, partial rotation on full-attention layers; its vocabulary's turn end
@@ -2690,7 +2723,9 @@ def save_tf5_model(fx: Fixture, folder: Path, cfg, original: bool = True,
     import transformers
 
     torch.manual_seed(fx.seed)
-    model = getattr(transformers, auto).from_config(cfg)
+    # an Auto class picks the model class from the config; a model class is built directly
+    built = getattr(transformers, auto)
+    model = built.from_config(cfg) if auto.startswith("Auto") else built(cfg)
     gen = torch.Generator().manual_seed(fx.seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -2713,6 +2748,8 @@ def tf5_saved(fx: Fixture, folder: Path) -> None:
     packed = fields.pop("packed", False)  # saved as transformers 5 holds it, experts packed
     # a vision-language class: `extra` is its text_config, this its vision_config
     vision = fields.pop("vision", None)
+    # and its other parts (audio_config, vq_config, …)
+    towers = fields.pop("towers", {})
     if "GGUFRW_FIXTURE_VOCAB" in os.environ:
         # a BPE vocabulary build_fixture writes beside the model afterwards
         vocab = json.loads(os.environ["GGUFRW_FIXTURE_VOCAB"])
@@ -2723,13 +2760,15 @@ def tf5_saved(fx: Fixture, folder: Path) -> None:
     cls = getattr(transformers, fields.pop("config_class"))
     common = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
-    if vision is None:
+    if vision is None and not towers:
         cfg = cls(**{**common, **vocab, **fields})
         save_tf5_model(fx, folder, cfg, original=not packed)
         return
-    cfg = cls(text_config={**common, **vocab, **fields}, vision_config=vision,
-              tie_word_embeddings=fx.tie)
-    save_tf5_model(fx, folder, cfg, original=not packed, auto="AutoModelForImageTextToText")
+    if vision is not None:
+        towers = {"vision_config": vision, **towers}
+    cfg = cls(text_config={**common, **vocab, **fields}, **towers, tie_word_embeddings=fx.tie)
+    save_tf5_model(fx, folder, cfg, original=not packed,
+                   auto=fx.model_class or "AutoModelForImageTextToText")
 
 
 TF5_BUILDERS = {"gemma4": tf5_gemma4, "gemma4_assistant": tf5_gemma4_assistant,

@@ -1,4 +1,5 @@
-//! `conversion/mistral3.py` (Ministral 3, text only).
+//! `conversion/mistral3.py`: Ministral 3, and the text half of Mistral Small 3.1 and its kin
+//! (`Mistral3ForConditionalGeneration`); Mistral 4 is not converted yet.
 
 use super::base::{Ctx, TextModel};
 use super::llama::Llama;
@@ -17,8 +18,14 @@ impl TextModel for Ministral3 {
     /// Llama's keys (YaRN scaling among them), then YaRN's log multiplier and the attention
     /// temperature of Llama 4's scaling, which a `ministral3` configuration must give.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        Llama.set_gguf_parameters(cx, kv)?;
         let hp = cx.hp();
+        if hp.map.get("model_type").and_then(Value::as_str) == Some("mistral4") {
+            // `Mistral3Model.Mistral4Model(DeepseekV2Model)`, architecture `mistral4`
+            return Err(Error::not_yet(
+                "Mistral 4 (a mistral4 text config, DeepSeek V2's attention) is not converted yet",
+            ));
+        }
+        Llama.set_gguf_parameters(cx, kv)?;
         if hp.map.get("model_type").and_then(Value::as_str) != Some("ministral3") {
             return Ok(());
         }

@@ -100,6 +100,26 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Qwen3NextForCausalLM", &tables::QWEN3NEXT, &qwen::Qwen3Next),
     ("Qwen2VLModel", &tables::QWEN2VL, &qwenvl::Qwen2Vl),
     (
+        "Qwen2AudioForConditionalGeneration",
+        &tables::QWEN2,
+        &qwen::Qwen2,
+    ),
+    (
+        "LlavaForConditionalGeneration",
+        &tables::LLAMA,
+        &llama::Llama,
+    ),
+    (
+        "VoxtralForConditionalGeneration",
+        &tables::LLAMA,
+        &llama::Llama,
+    ),
+    (
+        "Mistral3ForConditionalGeneration",
+        &tables::MISTRAL3,
+        &mistral3::Ministral3,
+    ),
+    (
         "Qwen2VLForConditionalGeneration",
         &tables::QWEN2VL,
         &qwenvl::Qwen2Vl,
