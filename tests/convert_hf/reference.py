@@ -1299,6 +1299,14 @@ FIXTURES += [
                                num_attention_heads=2, num_key_value_heads=2, head_dim=16,
                                patch_size=4, position_embedding_size=64)),
     ),
+    # Gemma 4's mixture (26B-A4B's layout): a dense MLP beside packed experts (gate and up
+    # kept fused), the router's scales
+    Fixture(
+        name="gemma-4-tiny-A1B-it", seed=7174, dtype="bfloat16", tf5="gemma4",
+        spm=GEMMA4_SPM,
+        extra=dict(enable_moe_block=True, num_experts=4, top_k_experts=2,
+                   moe_intermediate_size=48),
+    ),
     Fixture(
         name="gemma-4-tiny-E2B-it", seed=7272, dtype="bfloat16", tf5="gemma4",
         spm=GEMMA4_SPM,
@@ -3010,6 +3018,8 @@ FAST = {
     "Qwen3-VL-MoE-Tiny-A1B-packed__q8_0",
     # GLM-4.1V: M-RoPE's NeoX order made from q and k
     "GLM-4.1V-Tiny-Thinking__f16",
+    # Gemma 4's mixture: packed experts kept fused, the router's scales
+    "gemma-4-tiny-A1B-it__q8_0",
     "gpt-oss-tiny-mxfp4__auto",
     "Llama-3.2-Tiny-Instruct__bf16",
     "Tiny-Llama-Fast-Tokenizer__f16",

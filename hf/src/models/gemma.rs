@@ -310,9 +310,18 @@ impl TextModel for Gemma4 {
         Some(&Gemma3)
     }
 
-    /// Per-dimension and per-layer scalars are named as weights; experts are refused.
+    /// Per-dimension and per-layer scalars, and the packed experts, are named as weights.
     fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
-        if name.ends_with("per_dim_scale") || name.ends_with("layer_scalar") {
+        const KEPT: [&str; 4] = [
+            ".weight",
+            ".weight_scale",
+            ".weight_scale_2",
+            ".input_scale",
+        ];
+        if name.ends_with("per_dim_scale")
+            || name.ends_with("layer_scalar")
+            || (name.contains(".experts.") && !KEPT.iter().any(|k| name.ends_with(k)))
+        {
             return Gemma3.filter_tensors(cx, &format!("{name}.weight"));
         }
         Gemma3.filter_tensors(cx, name)
@@ -323,15 +332,6 @@ impl TextModel for Gemma4 {
     /// feed-forward widths and kv heads where they differ, and the rotated widths.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         let hp = cx.hp();
-        if hp
-            .find(&["num_experts", "num_local_experts"])
-            .is_some_and(|v| !v.is_null())
-            || hp.map.get("enable_moe_block").is_some_and(vocab::truthy)
-        {
-            return Err(Error::not_yet(
-                "Gemma 4's mixture-of-experts models are not converted yet",
-            ));
-        }
         Gemma3.set_gguf_parameters(cx, kv)?;
         let k = |s: &str| cx.key(s);
         let shared = hp.int(&["num_kv_shared_layers"])?;
@@ -418,8 +418,24 @@ impl TextModel for Gemma4 {
         )])
     }
 
-    /// Gemma 3's, without the norm shift (Gemma 4 stores norms as they are applied).
+    /// Gemma 3's, without the norm shift (Gemma 4 stores norms as they are applied); the
+    /// router's input scale and its per-expert scale named as the router's and the down
+    /// experts' `.scale`.
     fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        let named = |t: crate::tables::Tensor| {
+            let change = Rearrange {
+                named: true,
+                ..Rearrange::default()
+            };
+            let bid = base::block_of(name);
+            base::yield_as(&crate::names::format_name(t, bid, ".scale"), change)
+        };
+        if name.ends_with("router.scale") {
+            return named(crate::tables::Tensor::FFN_GATE_INP);
+        }
+        if name.contains(".per_expert_scale") {
+            return named(crate::tables::Tensor::FFN_DOWN_EXP);
+        }
         let mut r = Rearrange::default();
         if name.contains("embed_tokens.weight") {
             r.rows = Some((0, vocab_rows(cx)?));
