@@ -434,6 +434,17 @@ impl TextModel for Gemma4 {
             return named(crate::tables::Tensor::FFN_GATE_INP);
         }
         if name.contains(".per_expert_scale") {
+            let nvfp4 = cx
+                .names
+                .iter()
+                .any(|n| n.contains(".experts.") && n.ends_with("down_proj.weight_scale_2"));
+            if nvfp4 {
+                // the reference folds it into each NVFP4 expert's second scale instead
+                return Err(Error::not_yet(
+                    "Gemma 4's NVFP4 experts (their per-expert scale folded into the second \
+                     scales) are not converted yet",
+                ));
+            }
             return named(crate::tables::Tensor::FFN_DOWN_EXP);
         }
         let mut r = Rearrange::default();
