@@ -519,7 +519,7 @@ FIXTURES += [
     # count found in the checkpoint: the config does not say)
     Fixture(
         name="Qwen3-Next-Tiny-A1B-Instruct", seed=7140, dtype="bfloat16", tf5="saved", bpe="qwen2",
-        post_save="qwen-mtp",
+        post_save="mtp-copy",
         extra=dict(config_class="Qwen3NextConfig", head_dim=16, num_experts=4,
                    num_experts_per_tok=2, moe_intermediate_size=32,
                    shared_expert_intermediate_size=32, linear_num_key_heads=2,
@@ -529,7 +529,7 @@ FIXTURES += [
     # the same, saved as transformers 5 holds it: experts packed
     Fixture(
         name="Qwen3-Next-Tiny-A1B-Packed", seed=7141, dtype="bfloat16", tf5="saved", bpe="qwen2",
-        post_save="qwen-mtp",
+        post_save="mtp-copy",
         extra=dict(config_class="Qwen3NextConfig", head_dim=16, num_experts=4, packed=True,
                    num_experts_per_tok=2, moe_intermediate_size=32,
                    shared_expert_intermediate_size=32, linear_num_key_heads=2,
@@ -541,7 +541,7 @@ FIXTURES += [
     # layer as published, its count in the config
     Fixture(
         name="Qwen3.5-Tiny-0.8B", seed=7142, dtype="bfloat16", tf5="saved", bpe="qwen2",
-        post_save="qwen-mtp",
+        post_save="mtp-copy",
         extra=dict(config_class="Qwen3_5TextConfig", head_dim=16, linear_num_key_heads=2,
                    linear_num_value_heads=6, linear_key_head_dim=16, linear_value_head_dim=8,
                    layer_types=["linear_attention", "full_attention"]),
@@ -550,7 +550,7 @@ FIXTURES += [
     # Qwen 3.5's mixture (transformers 5 only), saved with its experts packed
     Fixture(
         name="Qwen3.5-Tiny-A1B", seed=7143, dtype="bfloat16", tf5="saved", bpe="qwen2",
-        post_save="qwen-mtp",
+        post_save="mtp-copy",
         extra=dict(config_class="Qwen3_5MoeTextConfig", head_dim=16, num_experts=4, packed=True,
                    num_experts_per_tok=2, moe_intermediate_size=32,
                    shared_expert_intermediate_size=32, linear_num_key_heads=2,
@@ -562,7 +562,7 @@ FIXTURES += [
     # text half is converted (its vision tower is the projector's)
     Fixture(
         name="Qwen3.5-Tiny-2B", seed=7144, dtype="bfloat16", tf5="saved", bpe="qwen2",
-        post_save="qwen-mtp",
+        post_save="mtp-copy",
         extra=dict(config_class="Qwen3_5Config", head_dim=16, linear_num_key_heads=2,
                    linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=8,
                    layer_types=["linear_attention", "full_attention"], mtp_num_hidden_layers=1,
@@ -575,7 +575,7 @@ FIXTURES += [
     # and its mixture
     Fixture(
         name="Qwen3.5-Tiny-A2B", seed=7145, dtype="bfloat16", tf5="saved", bpe="qwen2",
-        post_save="qwen-mtp",
+        post_save="mtp-copy",
         extra=dict(config_class="Qwen3_5MoeConfig", head_dim=16, num_experts=4,
                    num_experts_per_tok=2, moe_intermediate_size=32,
                    shared_expert_intermediate_size=32, linear_num_key_heads=2,
@@ -681,6 +681,36 @@ FIXTURES += [
                    towers=dict(audio_config=dict(hidden_size=32, intermediate_size=64,
                                                  num_hidden_layers=1, num_attention_heads=2,
                                                  num_mel_bins=16, max_source_positions=16))),
+    ),
+    # Audio Flamingo 3: Qwen 2's text half
+    Fixture(
+        name="audio-flamingo-3-tiny-hf", seed=7156, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        model_class="AudioFlamingo3ForConditionalGeneration",
+        extra=dict(config_class="AudioFlamingo3Config",
+                   towers=dict(audio_config=dict(hidden_size=32, intermediate_size=64,
+                                                 num_hidden_layers=1, num_attention_heads=2,
+                                                 num_mel_bins=16, max_source_positions=16))),
+    ),
+    # MiniCPM-V 4.6: Qwen 3.5's text half without its prediction layer's tensors
+    Fixture(
+        name="MiniCPM-V-Tiny-4_6", seed=7157, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        post_save="mtp-copy",
+        extra=dict(config_class="MiniCPMV4_6Config", head_dim=16, linear_num_key_heads=2,
+                   linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=8,
+                   layer_types=["linear_attention", "full_attention"], mtp_num_hidden_layers=1,
+                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                               num_attention_heads=2, image_size=28, patch_size=14)),
+    ),
+    # EXAONE 4.5: EXAONE 4's text half with a prediction layer as published
+    Fixture(
+        name="EXAONE-4.5-Tiny", seed=7158, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
+        post_save="mtp-copy",
+        extra=dict(config_class="Exaone4_5_Config", model_type="exaone4", head_dim=16,
+                   sliding_window=32,
+                   sliding_window_pattern=2,
+                   vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                               out_hidden_size=64)),
+        saved_extra=dict(num_nextn_predict_layers=1),
     ),
     # poolside's Laguna (transformers 5 only): heads per layer, a gate on the attention's
     # output, sigmoid-routed experts with the routing's bias and a shared expert after a dense
@@ -2514,6 +2544,7 @@ def with_mtp_layer(folder: Path) -> None:
     from safetensors.torch import load_file, save_file
 
     cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    cfg = cfg.get("text_config", cfg)
     weights = folder / "model.safetensors"
     tensors = load_file(str(weights))
     h, ff, hd = cfg["hidden_size"], cfg["intermediate_size"], cfg["head_dim"]
@@ -2528,17 +2559,17 @@ def with_mtp_layer(folder: Path) -> None:
              "mlp.gate_proj.weight": [ff, h], "mlp.up_proj.weight": [ff, h],
              "mlp.down_proj.weight": [h, ff]}
     shapes.update({f"mtp.layers.0.{k}": v for k, v in layer.items()})
-    dtype = tensors["model.embed_tokens.weight"].dtype
+    dtype = tensors[next(n for n in tensors if n.endswith("embed_tokens.weight"))].dtype
     for name, shape in shapes.items():
         tensors[name] = (0.02 * torch.randn(shape, generator=gen)).to(dtype)
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
-def with_qwen_mtp_layer(folder: Path) -> None:
-    """Qwen3-Next's and Qwen 3.5's prediction layer as their checkpoints publish it (transformers
-    drops it on load, so saving leaves it out): `mtp.layers.0` shaped as the model's last
-    full-attention layer (its mixture too), beside the projection of the two joined states and
-    three norms, with random values."""
+def with_mtp_layer_copy(folder: Path) -> None:
+    """A prediction layer as Qwen3-Next's, Qwen 3.5's and EXAONE 4.5's checkpoints publish it
+    (transformers drops it on load, so saving leaves it out): `mtp.layers.0` shaped as the
+    model's last full-attention layer (its mixture too), beside the projection of the two joined
+    states and three norms, with random values."""
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -2622,7 +2653,7 @@ def as_laguna(folder: Path) -> None:
 POST_SAVE = {
     "laguna": as_laguna,
     "mtp": with_mtp_layer,
-    "qwen-mtp": with_qwen_mtp_layer,
+    "mtp-copy": with_mtp_layer_copy,
     "hub-vl-experts": as_hub_vl_experts,
     "nextn-block": with_nextn_block,
     "nextn-block-ds": lambda folder: with_nextn_block(folder, "shared_head.norm"),

@@ -4,6 +4,7 @@ use super::base::{self, Ctx, Experts, Rearrange, TextModel, Yields};
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
+use crate::tables::Tensor;
 use serde_json::Value;
 
 /// `ExaoneModel`: `ExaoneForCausalLM` (EXAONE 3).
@@ -180,5 +181,86 @@ impl TextModel for ExaoneMoe {
             packed: &[],
             ..super::qwen::qwen_experts()
         })
+    }
+}
+
+/// `Exaone4_5_TextModel(Exaone4Model)`: `Exaone4_5_ForConditionalGeneration`'s text half
+/// (EXAONE 4.5), EXAONE 4 with prediction layers (`mtp.`) past `num_hidden_layers` where
+/// `num_nextn_predict_layers` counts any, each its own or all one shared
+/// (`mtp_share_layers`).
+pub(crate) struct Exaone45;
+
+/// `int(self.hparams.get("num_nextn_predict_layers", 0) or 0)`.
+fn nextn(hp: &Hparams) -> Result<u64> {
+    Ok(hp.opt_int(&["num_nextn_predict_layers"])?.unwrap_or(0))
+}
+
+impl TextModel for Exaone45 {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Exaone4)
+    }
+
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
+        Ok(hp.int(&["num_hidden_layers"])? + nextn(hp)?)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Exaone4.set_gguf_parameters(cx, kv)?;
+        let n = nextn(cx.hp())?;
+        if n > 0 {
+            kv.u32(&cx.key("nextn_predict_layers"), n as u32);
+        }
+        Ok(())
+    }
+
+    /// `mtp.layers.{i}` becomes block `num_hidden_layers + i` (every prediction block where
+    /// they share one layer); the projection and norms are written to every prediction block;
+    /// the rest of `mtp.`, and all of it without prediction layers, is dropped.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        if !name.starts_with("mtp.") {
+            return base::yield_as(name, Rearrange::default());
+        }
+        let hp = cx.hp();
+        let n = nextn(hp)?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let layers = hp.int(&["num_hidden_layers"])?;
+        if name.contains(".layers.") {
+            let bid = base::block_of(name).unwrap_or(0);
+            let from = format!("mtp.layers.{bid}");
+            let share = hp
+                .map
+                .get("mtp_share_layers")
+                .is_some_and(crate::vocab::truthy);
+            let to: Vec<u64> = match share {
+                true => (layers..layers + n).collect(),
+                false => vec![bid + layers],
+            };
+            return Ok(to
+                .into_iter()
+                .map(|b| {
+                    let to = format!("model.layers.{b}");
+                    (name.replacen(&from, &to, 1), Rearrange::default())
+                })
+                .collect());
+        }
+        // `Path(name).stem` and `.suffix`: around the last dot
+        let dot = name.rfind('.').unwrap_or(name.len());
+        let (stem, suffix) = name.split_at(dot);
+        let tensor = match stem {
+            "mtp.fc" => Tensor::NEXTN_EH_PROJ,
+            "mtp.pre_fc_norm_embedding" => Tensor::NEXTN_ENORM,
+            "mtp.pre_fc_norm_hidden" => Tensor::NEXTN_HNORM,
+            "mtp.norm" => Tensor::NEXTN_SHARED_HEAD_NORM,
+            _ => return Ok(Vec::new()),
+        };
+        let change = Rearrange {
+            named: true,
+            ..Rearrange::default()
+        };
+        Ok((layers..cx.block_count)
+            .map(|b| (crate::names::format_name(tensor, Some(b), suffix), change))
+            .collect())
     }
 }

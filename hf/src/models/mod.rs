@@ -105,6 +105,21 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &qwen::Qwen2,
     ),
     (
+        "AudioFlamingo3ForConditionalGeneration",
+        &tables::QWEN2,
+        &qwen::Qwen2,
+    ),
+    (
+        "MiniCPMV4_6ForConditionalGeneration",
+        &tables::QWEN35,
+        &qwen::MiniCpmV46,
+    ),
+    (
+        "Exaone4_5_ForConditionalGeneration",
+        &tables::EXAONE4,
+        &exaone::Exaone45,
+    ),
+    (
         "LlavaForConditionalGeneration",
         &tables::LLAMA,
         &llama::Llama,

@@ -892,3 +892,27 @@ fn v_reorder(cx: &Ctx, name: &str, shape: &[u64]) -> Result<Option<(base::Order,
         return Ok(None);
     }))
 }
+
+/// `MiniCPMV4_6TextModel(Qwen3_5TextModel)`: `MiniCPMV4_6ForConditionalGeneration`'s text
+/// half, Qwen 3.5 without its merger and its prediction layers' tensors (the config's count
+/// still makes blocks of them, as the reference counts them).
+pub(crate) struct MiniCpmV46;
+
+impl TextModel for MiniCpmV46 {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Qwen35)
+    }
+
+    /// The checkpoint's prediction layers are dropped before they are counted: only the
+    /// config's count makes blocks.
+    fn block_count(&self, hp: &crate::config::Hparams, _names: &[String]) -> Result<u64> {
+        Ok(hp.int(&["num_hidden_layers"])? + mtp_layers(hp, &[])?)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        if name.starts_with("model.merger.") || name.starts_with("mtp") {
+            return None;
+        }
+        mtp_filter(cx, name)
+    }
+}
