@@ -14,6 +14,9 @@ pub struct Hparams {
     pub map: Map<String, Value>,
     /// `config.json`'s path, for errors.
     pub path: std::path::PathBuf,
+    /// The class the reference converts it as (`get_model_architecture`), where it is not
+    /// the merged `architectures`.
+    pub class: Option<String>,
 }
 
 /// The configuration class a model class's `config.json` is read with, and its defaults
@@ -87,12 +90,45 @@ impl Hparams {
                 rs.insert("rope_type".into(), t);
             }
         }
+        // `load_hparams`' renames of the text configs some families nest elsewhere (InternVL,
+        // GLM-ASR, Qwen2.5-Omni's thinker, DeepSeek-OCR, LFM2-Audio), in its order
+        let renamed = [
+            map.get("llm_config").cloned(),
+            map.get("lm_config").cloned(),
+            map.get("thinker_config")
+                .map(|t| t.get("text_config").cloned().unwrap_or(Value::Null)),
+            map.get("language_config").cloned(),
+            map.get("lfm").cloned(),
+        ];
+        for text in renamed.into_iter().flatten() {
+            map.insert("text_config".into(), text);
+        }
+        // `get_model_architecture`: the text config's class where it names one, except for
+        // the families the reference routes on their own top-level class
+        const TOP_LEVEL: [&str; 5] = [
+            "StepVLForConditionalGeneration",
+            "Sarashina2VisionForCausalLM",
+            "Exaone4_5_ForConditionalGeneration",
+            "Step3p7ForConditionalGeneration",
+            "KimiK3ForConditionalGeneration",
+        ];
+        let first = |v: Option<&Value>| {
+            v.and_then(|v| v.get(0))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let top = first(map.get("architectures"));
+        let mut class = top.clone();
         if let Some(Value::Object(tc)) = map.get("text_config").cloned() {
+            let routed = top.as_deref().is_some_and(|a| TOP_LEVEL.contains(&a));
+            if let (Some(text), false) = (first(tc.get("architectures")), routed) {
+                class = Some(text);
+            }
             for (k, v) in tc {
                 map.insert(k, v);
             }
         }
-        Ok(Hparams { map, path })
+        Ok(Hparams { map, path, class })
     }
 
     /// `find_hparam(keys, optional=True)`: the first key present (even if null).
@@ -156,7 +192,9 @@ impl Hparams {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         };
-        first(&self.map)
+        self.class
+            .clone()
+            .or_else(|| first(&self.map))
             .ok_or_else(|| Error::field(&self.path, "architectures", "missing or empty"))
     }
 }

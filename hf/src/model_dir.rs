@@ -39,6 +39,7 @@ impl ModelDir {
             hparams: Hparams {
                 map: serde_json::Map::new(),
                 path: path.join("config.json"),
+                class: None,
             },
             json: Mutex::new(HashMap::new()),
         }

@@ -712,6 +712,11 @@ FIXTURES += [
                                out_hidden_size=64)),
         saved_extra=dict(num_nextn_predict_layers=1),
     ),
+    # Qwen2.5-Omni as the Hub publishes it (`Qwen2_5OmniModel`): the thinker's text half
+    Fixture(
+        name="Qwen2.5-Omni-Tiny-3B", seed=7159, dtype="bfloat16", tf5="qwen25_omni", bpe="qwen2",
+        architectures="Qwen2_5OmniModel",
+    ),
     # poolside's Laguna (transformers 5 only): heads per layer, a gate on the attention's
     # output, sigmoid-routed experts with the routing's bias and a shared expert after a dense
     # first layer, partial rotation on full-attention layers; its vocabulary's turn end
@@ -2810,8 +2815,41 @@ def tf5_saved(fx: Fixture, folder: Path) -> None:
                    auto=fx.model_class or "AutoModelForImageTextToText")
 
 
+def tf5_qwen25_omni(fx: Fixture, folder: Path) -> None:
+    """Qwen2.5-Omni: a thinker (Qwen 2 with M-RoPE, beside vision and audio towers), a talker
+    and a speech decoder, all tiny; its text half is the thinker's."""
+    import transformers
+
+    vocab = json.loads(os.environ["GGUFRW_FIXTURE_VOCAB"])
+    mrope = {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [2, 3, 3]}
+    text = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, max_position_embeddings=256, rope_parameters=mrope, **vocab)
+    thinker = dict(
+        text_config=text,
+        vision_config=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                           out_hidden_size=64, fullatt_block_indexes=[0]),
+        audio_config=dict(d_model=32, encoder_layers=1, encoder_attention_heads=2,
+                          encoder_ffn_dim=64, num_mel_bins=16, max_source_positions=16,
+                          output_dim=64))
+    talker = dict(vocab_size=100, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+                  num_attention_heads=2, num_key_value_heads=1, embedding_size=64, head_dim=16,
+                  rope_parameters=mrope)
+    speech = dict(
+        dit_config=dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, ff_mult=2,
+                        emb_dim=16, head_dim=16, repeats=2, num_embeds=20, mel_dim=16,
+                        enc_emb_dim=16, enc_dim=16, enc_channels=[16, 16, 16, 16, 48],
+                        enc_kernel_sizes=[5, 3, 3, 3, 1], enc_dilations=[1, 2, 3, 4, 1],
+                        enc_attention_channels=8, enc_res2net_scale=2, enc_se_channels=8),
+        bigvgan_config=dict(mel_dim=16, upsample_initial_channel=32, resblock_kernel_sizes=[3],
+                            resblock_dilation_sizes=[[1, 3, 5]], upsample_rates=[2],
+                            upsample_kernel_sizes=[4]))
+    cfg = transformers.Qwen2_5OmniConfig(thinker_config=thinker, talker_config=talker,
+                                         token2wav_config=speech)
+    save_tf5_model(fx, folder, cfg, auto="Qwen2_5OmniForConditionalGeneration")
+
+
 TF5_BUILDERS = {"gemma4": tf5_gemma4, "gemma4_assistant": tf5_gemma4_assistant,
-                "ministral3": tf5_ministral3, "saved": tf5_saved}
+                "ministral3": tf5_ministral3, "saved": tf5_saved, "qwen25_omni": tf5_qwen25_omni}
 
 
 @contextlib.contextmanager

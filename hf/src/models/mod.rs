@@ -99,6 +99,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("RND1", &tables::RND1, &qwen::Rnd1),
     ("Qwen3NextForCausalLM", &tables::QWEN3NEXT, &qwen::Qwen3Next),
     ("Qwen2VLModel", &tables::QWEN2VL, &qwenvl::Qwen2Vl),
+    ("Qwen2_5OmniModel", &tables::QWEN2VL, &qwenvl::Qwen2Vl),
     (
         "Qwen2AudioForConditionalGeneration",
         &tables::QWEN2,
