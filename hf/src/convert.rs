@@ -567,6 +567,13 @@ fn nvfp4_tensors(
 /// The row order `modify_tensors` gives a weight of `shape` when it only reorders its rows.
 fn nvfp4_order(model: &dyn TextModel, cx: &Ctx, name: &str, shape: [u64; 2]) -> Result<Order> {
     let yields = model.modify_tensors(cx, name, &shape)?;
+    if yields.iter().any(|(_, c)| c.cols != Order::Stored) {
+        // the columns are packed four bits apiece in blocks of 16 with their scales: Qwen 3.5
+        // reorders them as blocks (its value heads in `out_proj`), other classes not at all
+        return Err(Error::not_yet(format!(
+            "{name}: an NVFP4 weight whose columns the class reorders is not converted yet"
+        )));
+    }
     Ok(match &yields[..] {
         [(n, change)]
             if n == name
