@@ -1342,6 +1342,13 @@ FIXTURES += [
         extra=dict(enable_moe_block=True, num_experts=4, top_k_experts=2,
                    moe_intermediate_size=48),
     ),
+    # the unified class: Gemma 4 with the tokens generation suppresses
+    Fixture(
+        name="gemma-4-unified-tiny-it", seed=7175, dtype="bfloat16", tf5="gemma4",
+        spm=GEMMA4_SPM, extra=dict(unified=True), generation=dict(suppress_tokens=[5, 7, 11]),
+        # the expert width the reference reads (as for the unified assistant below)
+        reference_config=dict(moe_intermediate_size=None),
+    ),
     Fixture(
         name="gemma-4-tiny-E2B-it", seed=7272, dtype="bfloat16", tf5="gemma4",
         spm=GEMMA4_SPM,
@@ -2705,6 +2712,13 @@ def tf5_gemma4(fx: Fixture, folder: Path) -> None:
     )
     kw.update(fx.extra)
     vision = kw.pop("vision", None)
+    if kw.pop("unified", False):
+        # the unified class (text alone here): its own text config and model class
+        from transformers import Gemma4UnifiedConfig
+
+        cfg = Gemma4UnifiedConfig(text_config=kw, tie_word_embeddings=True)
+        save_tf5_model(fx, folder, cfg, auto="Gemma4UnifiedForConditionalGeneration")
+        return
     if vision is None:
         save_tf5_model(fx, folder, Gemma4TextConfig(**kw))
         return
@@ -2779,6 +2793,10 @@ def save_tf5_model(fx: Fixture, folder: Path, cfg, original: bool = True,
             if name.endswith("layer_scalar"):
                 b.copy_(0.5 + 0.1 * torch.randn(b.shape, generator=gen))
     model.to(getattr(torch, fx.dtype)).save_pretrained(str(folder), save_original_format=original)
+    if fx.generation is not None:
+        path = folder / "generation_config.json"
+        saved = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        path.write_text(json.dumps({**saved, **fx.generation}, indent=2) + "\n", encoding="utf-8")
     (folder / ".complete").write_text("")
 
 

@@ -635,3 +635,35 @@ impl TextModel for Gemma4Assistant {
         Ok(())
     }
 }
+
+/// `Gemma4UnifiedModel(Gemma4Model)`: `Gemma4UnifiedForConditionalGeneration`'s text half,
+/// with the tokens generation suppresses (`generation_config.json`'s `suppress_tokens`).
+pub(crate) struct Gemma4Unified;
+
+impl TextModel for Gemma4Unified {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Gemma4)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Gemma4.set_gguf_parameters(cx, kv)?;
+        let path = cx.dir.file("generation_config.json");
+        if !path.is_file() {
+            return Ok(());
+        }
+        let config = crate::read_json(&path)?;
+        let Some(tokens) = config.get("suppress_tokens").filter(|v| !v.is_null()) else {
+            return Ok(());
+        };
+        let tokens = tokens
+            .as_array()
+            .and_then(|a| {
+                a.iter()
+                    .map(|t| t.as_i64().and_then(|t| i32::try_from(t).ok()))
+                    .collect::<Option<Vec<i32>>>()
+            })
+            .ok_or_else(|| Error::field(&path, "suppress_tokens", "not a list of token ids"))?;
+        kv.i32s("tokenizer.ggml.suppress_tokens", tokens);
+        Ok(())
+    }
+}

@@ -237,6 +237,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &gemma::Gemma4,
     ),
     (
+        "Gemma4UnifiedForConditionalGeneration",
+        &tables::GEMMA4,
+        &gemma::Gemma4Unified,
+    ),
+    (
         "Gemma4AssistantForCausalLM",
         &tables::GEMMA4_ASSISTANT,
         &gemma::Gemma4Assistant,
