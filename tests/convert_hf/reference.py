@@ -717,6 +717,20 @@ FIXTURES += [
         name="Qwen2.5-Omni-Tiny-3B", seed=7159, dtype="bfloat16", tf5="qwen25_omni", bpe="qwen2",
         architectures="Qwen2_5OmniModel",
     ),
+    # Janus-Pro: Llama's text half beside a vision encoder, an image tokenizer and a
+    # generation head
+    Fixture(
+        name="Janus-Pro-Tiny-1B", seed=7160, dtype="bfloat16", tf5="saved", bpe="deepseek-llm",
+        model_class="JanusForConditionalGeneration",
+        extra=dict(config_class="JanusConfig", head_dim=16,
+                   vision=dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                               image_size=32, patch_size=16, projection_dim=64, depth=1,
+                               num_image_tokens=4),
+                   towers=dict(vq_config=dict(embed_dim=8, num_embeddings=32, latent_channels=32,
+                                              base_channels=32, channel_multiplier=[1, 1],
+                                              num_res_blocks=1, num_patches=2,
+                                              projection_dim=64, image_token_embed_dim=64))),
+    ),
     # poolside's Laguna (transformers 5 only): heads per layer, a gate on the attention's
     # output, sigmoid-routed experts with the routing's bias and a shared expert after a dense
     # first layer, partial rotation on full-attention layers; its vocabulary's turn end

@@ -480,3 +480,28 @@ impl TextModel for Llama4 {
         base::gpt2(cx, kv)
     }
 }
+
+/// `JanusProModel(LlamaModel)`: `JanusForConditionalGeneration`'s text half (Janus-Pro), its
+/// vision encoder, aligners, image tokenizer and generation head left out.
+pub(crate) struct JanusPro;
+
+impl TextModel for JanusPro {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Llama)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        const SKIPPED: [&str; 6] = [
+            "model.vision_model.",
+            "model.aligner.",
+            "model.vqmodel.",
+            "model.generation_embeddings.",
+            "model.generation_aligner.",
+            "model.generation_head.",
+        ];
+        if SKIPPED.iter().any(|p| name.starts_with(p)) {
+            return None;
+        }
+        Llama.filter_tensors(cx, name)
+    }
+}

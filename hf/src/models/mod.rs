@@ -126,6 +126,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &llama::Llama,
     ),
     (
+        "JanusForConditionalGeneration",
+        &tables::LLAMA,
+        &llama::JanusPro,
+    ),
+    (
         "VoxtralForConditionalGeneration",
         &tables::LLAMA,
         &llama::Llama,
