@@ -213,6 +213,16 @@ FIXTURES += [
         name="Qwen3-Tiny", seed=808, arch="qwen3", dtype="bfloat16", kv_heads=2, head_dim=32,
         spm=dict(model_type="unigram", vocab_size=320), tie=True,
     ),
+    # remote-code vision-language classes whose text half is Qwen 2's or Qwen 3's: dots.ocr
+    # (its text settings at the top level) and Step3-VL (under text_config)
+    Fixture(
+        name="dots.ocr-tiny", seed=7161, arch="qwen2", dtype="bfloat16", kv_heads=2, tie=True,
+        bpe="qwen2", post_save="dots_ocr",
+    ),
+    Fixture(
+        name="Step3-VL-Tiny-10B", seed=7162, arch="qwen3", dtype="bfloat16", kv_heads=2,
+        head_dim=16, bpe="qwen2", post_save="step_vl",
+    ),
     # Gemma 2 and 3: norms stored as weight - 1; Gemma 3 cuts embeddings past the vocabulary
     Fixture(
         name="gemma-2-tiny-it", seed=909, arch="gemma2", dtype="bfloat16", kv_heads=2, head_dim=16,
@@ -2279,6 +2289,24 @@ def as_multimodal(folder: Path, class_name: str, model_type: str, towers: dict) 
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def with_towers(folder: Path, class_name: str, model_type: str, vision: dict, towers: dict) -> None:
+    """A text model's folder rewritten as a remote-code vision-language class saves it, its
+    text settings left at the top level: the class, its model type, a vision config and the
+    towers' tensors (`towers`: name to shape, zeros)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config.update(architectures=[class_name], model_type=model_type, vision_config=vision)
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    weights = folder / "model.safetensors"
+    tensors = load_file(str(weights))
+    dtype = next(iter(tensors.values())).dtype
+    tensors.update({name: torch.zeros(shape, dtype=dtype) for name, shape in towers.items()})
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 def as_quantized(folder: Path, scheme: str) -> None:
     """A saved folder rewritten as the quantizers publish it: every linear weight of the
     decoder's layers (not the routers, embeddings or output) stored quantized beside its
@@ -2696,6 +2724,17 @@ POST_SAVE = {
     "gptq-8-v2": lambda folder: as_quantized(folder, "gptq-8-v2"),
     "ct-w4a16": lambda folder: as_quantized(folder, "ct-w4a16"),
     "ct-w4a16-asym": lambda folder: as_quantized(folder, "ct-w4a16-asym"),
+    "dots_ocr": lambda folder: with_towers(
+        folder, "DotsOCRForCausalLM", "dots_ocr",
+        {"embed_dim": 32, "num_hidden_layers": 1, "num_attention_heads": 2},
+        {"vision_tower.patch_embed.patchifier.proj.weight": [32, 3, 14, 14],
+         "vision_tower.blocks.0.attn.qkv.weight": [96, 32],
+         "vision_tower.merger.mlp.0.weight": [64, 128]}),
+    "step_vl": lambda folder: as_multimodal(
+        folder, "StepVLForConditionalGeneration", "step_vl",
+        {"vision_model.embeddings.patch_embedding.weight": [32, 3, 14, 14],
+         "vision_model.transformer.layers.0.self_attn.q_proj.weight": [32, 32],
+         "vit_large_projector.weight": [64, 128]}),
     "gemma3n_conditional": lambda folder: as_multimodal(
         folder, "Gemma3nForConditionalGeneration", "gemma3n",
         {"model.vision_tower.timm_model.conv_stem.conv.weight": [8, 3, 3, 3],

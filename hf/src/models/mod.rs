@@ -110,6 +110,12 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::QWEN2,
         &qwen::Qwen2,
     ),
+    ("DotsOCRForCausalLM", &tables::QWEN2, &qwen::Qwen2),
+    (
+        "StepVLForConditionalGeneration",
+        &tables::QWEN3,
+        &qwen::Qwen3,
+    ),
     (
         "MiniCPMV4_6ForConditionalGeneration",
         &tables::QWEN35,
