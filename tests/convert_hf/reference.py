@@ -223,6 +223,12 @@ FIXTURES += [
         name="Step3-VL-Tiny-10B", seed=7162, arch="qwen3", dtype="bfloat16", kv_heads=2,
         head_dim=16, bpe="qwen2", post_save="step_vl",
     ),
+    # Sarashina2.2-Vision (remote code): Llama's text half under `llm.`, a vision norm that is
+    # not the text's
+    Fixture(
+        name="sarashina2.2-vision-tiny", seed=7163, dtype="bfloat16", kv_heads=2,
+        bpe="llama-bpe", post_save="sarashina2_vision",
+    ),
     # Gemma 2 and 3: norms stored as weight - 1; Gemma 3 cuts embeddings past the vocabulary
     Fixture(
         name="gemma-2-tiny-it", seed=909, arch="gemma2", dtype="bfloat16", kv_heads=2, head_dim=16,
@@ -2266,10 +2272,11 @@ def tf5_tokenizer(folder: Path, fx: Fixture, gemma: bool, keep_model: bool = Fal
     return tok
 
 
-def as_multimodal(folder: Path, class_name: str, model_type: str, towers: dict) -> None:
+def as_multimodal(folder: Path, class_name: str, model_type: str, towers: dict,
+                  prefix: str = "") -> None:
     """A text model's folder rewritten as its multimodal class saves it: the text settings
     under `text_config`, empty vision and audio configs, and the towers' tensors (`towers`:
-    name to shape, zeros) beside the language model's."""
+    name to shape, zeros) beside the language model's, whose names take `prefix`."""
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -2283,7 +2290,7 @@ def as_multimodal(folder: Path, class_name: str, model_type: str, towers: dict) 
               "transformers_version": text.get("transformers_version")}
     path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     weights = folder / "model.safetensors"
-    tensors = load_file(str(weights))
+    tensors = {prefix + name: t for name, t in load_file(str(weights)).items()}
     dtype = next(iter(tensors.values())).dtype
     tensors.update({name: torch.zeros(shape, dtype=dtype) for name, shape in towers.items()})
     save_file(tensors, str(weights), metadata={"format": "pt"})
@@ -2735,6 +2742,11 @@ POST_SAVE = {
         {"vision_model.embeddings.patch_embedding.weight": [32, 3, 14, 14],
          "vision_model.transformer.layers.0.self_attn.q_proj.weight": [32, 32],
          "vit_large_projector.weight": [64, 128]}),
+    "sarashina2_vision": lambda folder: as_multimodal(
+        folder, "Sarashina2VisionForCausalLM", "sarashina2_vision",
+        {"visual.patch_embed.proj.weight": [32, 3, 2, 14, 14],
+         "visual.blocks.0.attn.qkv.weight": [96, 32],
+         "norm.weight": [32]}, prefix="llm."),
     "gemma3n_conditional": lambda folder: as_multimodal(
         folder, "Gemma3nForConditionalGeneration", "gemma3n",
         {"model.vision_tower.timm_model.conv_stem.conv.weight": [8, 3, 3, 3],

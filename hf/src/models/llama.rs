@@ -505,3 +505,23 @@ impl TextModel for JanusPro {
         Llama.filter_tensors(cx, name)
     }
 }
+
+/// `Sarashina2VLTextModel(LlamaModel)`: `Sarashina2VisionForCausalLM`'s text half, stored under
+/// `llm.`; a top-level `norm.` is the vision side's.
+pub(crate) struct Sarashina2Vl;
+
+impl TextModel for Sarashina2Vl {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Llama)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        if let Some(rest) = name.strip_prefix("llm.") {
+            return Llama.filter_tensors(cx, rest);
+        }
+        if name.starts_with("norm.") {
+            return None;
+        }
+        Llama.filter_tensors(cx, name)
+    }
+}

@@ -137,6 +137,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &llama::JanusPro,
     ),
     (
+        "Sarashina2VisionForCausalLM",
+        &tables::LLAMA,
+        &llama::Sarashina2Vl,
+    ),
+    (
         "VoxtralForConditionalGeneration",
         &tables::LLAMA,
         &llama::Llama,
