@@ -223,6 +223,11 @@ FIXTURES += [
         name="Step3-VL-Tiny-10B", seed=7162, arch="qwen3", dtype="bfloat16", kv_heads=2,
         head_dim=16, bpe="qwen2", post_save="step_vl",
     ),
+    # Phi-4's vision-reasoning class (remote code): Phi-3's text half beside a SigLIP tower
+    Fixture(
+        name="Phi-4-Tiny-reasoning-vision", seed=7164, arch="phi3", dtype="bfloat16", kv_heads=4,
+        spm=dict(model_type="bpe", vocab_size=320), post_save="phi4_vision",
+    ),
     # Sarashina2.2-Vision (remote code): Llama's text half under `llm.`, a vision norm that is
     # not the text's
     Fixture(
@@ -2742,6 +2747,13 @@ POST_SAVE = {
         {"vision_model.embeddings.patch_embedding.weight": [32, 3, 14, 14],
          "vision_model.transformer.layers.0.self_attn.q_proj.weight": [32, 32],
          "vit_large_projector.weight": [64, 128]}),
+    "phi4_vision": lambda folder: with_towers(
+        folder, "Phi4ForCausalLMV", "phi4-siglip",
+        {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2},
+        {"model.vision_tower.vision_tower.vision_model.embeddings.position_embedding.weight":
+         [16, 32],
+         "model.vision_tower.vision_tower.vision_model.encoder.layers.0.mlp.fc1.weight": [64, 32],
+         "model.mm_projector.0.weight": [64, 32]}),
     "sarashina2_vision": lambda folder: as_multimodal(
         folder, "Sarashina2VisionForCausalLM", "sarashina2_vision",
         {"visual.patch_embed.proj.weight": [32, 3, 2, 14, 14],

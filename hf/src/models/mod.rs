@@ -282,6 +282,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
     ("PhiForCausalLM", &tables::PHI2, &phi::Phi2),
     ("Phi3ForCausalLM", &tables::PHI3, &phi::Phi3),
+    ("Phi4ForCausalLMV", &tables::PHI3, &phi::Phi3),
     ("PhiMoEForCausalLM", &tables::PHIMOE, &phi::PhiMoe),
     ("GraniteForCausalLM", &tables::GRANITE, &granite::Granite),
     (
