@@ -505,3 +505,23 @@ fn an_nvfp4_checkpoint_writes_its_vocabulary_alone_as_the_reference_does() {
     convert(dir.path(), &options).expect("vocabulary written");
     assert!(out.exists());
 }
+
+#[test]
+fn mistral_4_under_a_mistral_3_class_is_refused_not_read_as_ministral() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let text = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
+    let text = text
+        .replace(r#""architectures": ["LlamaForCausalLM"], "#, "")
+        .replace(r#""model_type": "llama""#, r#""model_type": "mistral4""#);
+    let config = format!(
+        r#"{{"architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
+            "text_config": {text}}}"#
+    );
+    std::fs::write(dir.path().join("config.json"), config).unwrap();
+    let e = refused(dir.path());
+    assert!(
+        e.contains("Mistral 4") && e.contains("not converted yet"),
+        "{e}"
+    );
+}
