@@ -1256,6 +1256,14 @@ FIXTURES += [
                    norm_before_residual=True),
         raw_ints={"d2t": [5 * i + 1 - i for i in range(32)]},
     ),
+    # the same as the speculators library saves it (`Eagle3Speculator`)
+    Fixture(
+        name="EAGLE3-Llama-3.2-Tiny-speculators", seed=8588, dtype="bfloat16", raw="eagle3",
+        bpe="llama-bpe", architectures="Eagle3Speculator", post_save="speculators",
+        args=["--target-model-dir", "{work}/fixtures/Llama-3.2-Tiny-Instruct"],
+        extra=dict(EAGLE3_DRAFT, draft_vocab_size=40),
+        raw_ints={"d2t": [6 * i + 2 - i for i in range(40)]},
+    ),
     # DFlash draft for Qwen3-Tiny (its tokenizer, trained alike, is the target's size)
     Fixture(
         name="Qwen3-Tiny-DFlash-b16", seed=8787, dtype="bfloat16", raw="dflash",
@@ -1562,6 +1570,10 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
             n_vocab = TOKENIZER_REWRITES[fx.tokenizer_rewrite](folder, fx)
             special_ids = {}
         build_raw(fx, folder, n_vocab, special_ids)
+        if fx.post_save is not None:
+            (folder / ".complete").unlink()
+            POST_SAVE[fx.post_save](folder)
+            (folder / ".complete").write_text("")
         return
 
     common = dict(
@@ -2319,6 +2331,24 @@ def with_towers(folder: Path, class_name: str, model_type: str, vision: dict, to
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def as_speculators(folder: Path) -> None:
+    """An EAGLE-3 draft as the speculators library saves it: its layer named `layers.0.`, the
+    decoder layer's settings under `transformer_layer_config`."""
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    layer_keys = ("model_type", "hidden_size", "intermediate_size", "num_attention_heads",
+                  "num_key_value_heads", "num_hidden_layers", "max_position_embeddings",
+                  "rms_norm_eps", "rope_theta", "hidden_act")
+    config["transformer_layer_config"] = {k: config.pop(k) for k in layer_keys if k in config}
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    weights = folder / "model.safetensors"
+    tensors = {n.replace("midlayer.", "layers.0.", 1): t
+               for n, t in load_file(str(weights)).items()}
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 def as_quantized(folder: Path, scheme: str) -> None:
     """A saved folder rewritten as the quantizers publish it: every linear weight of the
     decoder's layers (not the routers, embeddings or output) stored quantized beside its
@@ -2747,6 +2777,7 @@ POST_SAVE = {
         {"vision_model.embeddings.patch_embedding.weight": [32, 3, 14, 14],
          "vision_model.transformer.layers.0.self_attn.q_proj.weight": [32, 32],
          "vit_large_projector.weight": [64, 128]}),
+    "speculators": as_speculators,
     "phi4_vision": lambda folder: with_towers(
         folder, "Phi4ForCausalLMV", "phi4-siglip",
         {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2},

@@ -15,7 +15,12 @@ pub(crate) struct Llama;
 
 impl TextModel for Llama {
     /// SmolVLM2's text model has no `num_attention_heads`: 32.
+    /// SmolVLM2's missing head count; a speculators draft's (`Eagle3Speculator`) layer
+    /// config lifted to the top, as `index_tensors` lifts it.
     fn init_hparams(&self, class: &str, hp: &mut Hparams) {
+        if let Some(Value::Object(layer)) = hp.map.get("transformer_layer_config").cloned() {
+            hp.map.extend(layer);
+        }
         if class == "VLlama3ForCausalLM" && !hp.map.contains_key("num_attention_heads") {
             hp.map.insert("num_attention_heads".into(), 32.into());
         }

@@ -433,6 +433,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("DSparkSpeculator", &tables::DFLASH, &qwen::DSpark),
     ("LingDSparkModel", &tables::DFLASH, &qwen::DSpark),
     ("Eagle3LlamaForCausalLM", &tables::LLAMA, &llama::Llama),
+    ("Eagle3Speculator", &tables::LLAMA, &llama::Llama),
     (
         "InternLM2ForCausalLM",
         &tables::INTERNLM2,
