@@ -1308,6 +1308,20 @@ pub(crate) fn partial_rotary(cx: &Ctx) -> Result<f64> {
         .ok_or_else(|| Error::field(&cx.hp().path, "partial_rotary_factor", "missing"))
 }
 
+/// A prediction layer's own tensors as Qwen3-Next's and EXAONE's checkpoints store them
+/// (`mtp.{part}`), the block part each is written as (`model.layers.{n}.{part}`), and its GGUF
+/// tensor.
+pub(crate) const MTP_SHARED: [(&str, &str, Tensor); 4] = [
+    ("mtp.fc", "eh_proj", Tensor::NEXTN_EH_PROJ),
+    ("mtp.pre_fc_norm_embedding", "enorm", Tensor::NEXTN_ENORM),
+    ("mtp.pre_fc_norm_hidden", "hnorm", Tensor::NEXTN_HNORM),
+    (
+        "mtp.norm",
+        "shared_head.norm",
+        Tensor::NEXTN_SHARED_HEAD_NORM,
+    ),
+];
+
 /// Whether `name` is in a block past `num_hidden_layers` (`model.layers.{n}.`, a prediction
 /// layer stored after the trunk).
 pub(crate) fn past_trunk(hp: &Hparams, name: &str) -> bool {

@@ -4,7 +4,6 @@ use super::base::{self, Ctx, Experts, Rearrange, TextModel, Yields};
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::tables::Tensor;
 use serde_json::Value;
 
 /// `ExaoneModel`: `ExaoneForCausalLM` (EXAONE 3).
@@ -99,14 +98,6 @@ impl TextModel for Exaone4 {
 /// past `num_hidden_layers`.
 pub(crate) struct ExaoneMoe;
 
-/// The prediction layers' own tensors, each written to every prediction block.
-const MTP_SHARED: [(&str, &str); 4] = [
-    ("mtp.fc", "eh_proj"),
-    ("mtp.pre_fc_norm_embedding", "enorm"),
-    ("mtp.pre_fc_norm_hidden", "hnorm"),
-    ("mtp.norm", "shared_head.norm"),
-];
-
 impl TextModel for ExaoneMoe {
     fn parent(&self) -> Option<&'static dyn TextModel> {
         Some(&Exaone4)
@@ -161,7 +152,7 @@ impl TextModel for ExaoneMoe {
             Some(dot) => name.split_at(dot),
             None => (name, ""),
         };
-        let Some((_, part)) = MTP_SHARED.iter().find(|(s, _)| *s == stem) else {
+        let Some((_, part, _)) = base::MTP_SHARED.iter().find(|(s, _, _)| *s == stem) else {
             return Err(Error::reference(format!("KeyError: '{stem}'")));
         };
         let blocks = layers..layers + base::nextn_layers(hp)?;
@@ -248,12 +239,8 @@ impl TextModel for Exaone45 {
         // `Path(name).stem` and `.suffix`: around the last dot
         let dot = name.rfind('.').unwrap_or(name.len());
         let (stem, suffix) = name.split_at(dot);
-        let tensor = match stem {
-            "mtp.fc" => Tensor::NEXTN_EH_PROJ,
-            "mtp.pre_fc_norm_embedding" => Tensor::NEXTN_ENORM,
-            "mtp.pre_fc_norm_hidden" => Tensor::NEXTN_HNORM,
-            "mtp.norm" => Tensor::NEXTN_SHARED_HEAD_NORM,
-            _ => return Ok(Vec::new()),
+        let Some(&(_, _, tensor)) = base::MTP_SHARED.iter().find(|(s, _, _)| *s == stem) else {
+            return Ok(Vec::new());
         };
         let change = Rearrange {
             named: true,

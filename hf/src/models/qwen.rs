@@ -658,12 +658,9 @@ fn mtp_filter(cx: &Ctx, name: &str) -> Option<String> {
             Some(format!("model.layers.{}.{rest}", layers + i))
         }
         [_, part, suffix] => {
-            let to = match part {
-                "fc" => "eh_proj",
-                "pre_fc_norm_embedding" => "enorm",
-                "pre_fc_norm_hidden" => "hnorm",
-                "norm" => "shared_head.norm",
-                _ => return Some(name),
+            let stem = format!("mtp.{part}");
+            let Some((_, to, _)) = base::MTP_SHARED.iter().find(|(s, _, _)| *s == stem) else {
+                return Some(name);
             };
             Some(format!("model.layers.{layers}.{to}.{suffix}"))
         }
