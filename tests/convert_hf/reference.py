@@ -534,6 +534,20 @@ FIXTURES += [
                    mlp_layer_types=["dense", "sparse"]),
         saved_extra=dict(num_nextn_predict_layers=1),
     ),
+    # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
+    # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
+    # owned by some layers and shared by the rest, fused packed experts after a dense layer
+    Fixture(
+        name="Hy4-Tiny-preview", seed=7166, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        post_save="hy4-hub",
+        extra=dict(config_class="HYV4Config", num_hidden_layers=3, num_key_value_heads=2,
+                   head_dim=16, n_routed_experts=4, num_experts_per_tok=2,
+                   moe_intermediate_size=32, n_shared_experts=1, routed_scaling_factor=2.5,
+                   q_lora_rank=48, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8,
+                   v_head_dim=16, mlp_layer_types=["dense", "sparse", "sparse"],
+                   layer_types=["indexed_attention"] * 3, index_topk=8, index_head_dim=16,
+                   index_n_heads=2, indexer_types=["full", "shared", "full"], hc_mult=2),
+    ),
     # Qwen3-Next (both transformers): Gated DeltaNet linear attention in one layer of two (q,
     # k, v and z fused a key head, twice the value heads), gated full attention, experts with
     # a shared one in every layer, zero-centred norms, a prediction layer as published (its
@@ -686,6 +700,19 @@ FIXTURES += [
                    vision=dict(model_type="pixtral", hidden_size=32, intermediate_size=64,
                                num_hidden_layers=1, num_attention_heads=2, head_dim=16,
                                image_size=28, patch_size=14)),
+    ),
+    # Llama 4 as the Hub publishes it: the vision-language class, whose text half is Llama 4's
+    # interleaved experts (its vision tower and projector are the projector's)
+    Fixture(
+        name="Llama-4-Tiny-Scout-16E-Instruct", seed=7165, dtype="bfloat16", tf5="saved",
+        bpe="llama-bpe", model_class="Llama4ForConditionalGeneration",
+        extra=dict(config_class="Llama4Config", head_dim=16, num_local_experts=4,
+                   num_experts_per_tok=1, intermediate_size=32, intermediate_size_mlp=96,
+                   interleave_moe_layer_step=2, use_qk_norm=True,
+                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                               num_attention_heads=2, image_size=28, patch_size=14,
+                               vision_output_dim=64, projector_input_dim=64,
+                               projector_output_dim=64)),
     ),
     Fixture(
         name="Qwen2-Audio-Tiny-Instruct", seed=7154, dtype="bfloat16", tf5="saved", bpe="qwen2",
@@ -2702,6 +2729,39 @@ def as_hub_vl_experts(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def as_hy4_hub(folder: Path) -> None:
+    """Hy4 under its published names. transformers 5 reads them through regular-expression
+    renames it cannot invert: it saves the hyper-connections' `hc_pre` in the wrong place
+    (`hc_pre.hc_attn_layer.hc_fn` for `hc_attn_layer.hc_pre.hc_fn`, `hc_pre.hc_head` for
+    `hc_head`) and every `gate_proj` as the attention's `linear_gate`. A prediction layer
+    (`model.mtp_layers.0.`, which transformers does not keep) is added as published, and the
+    config's kv heads set below the heads, as Hy4-preview's are (8 for 32)."""
+    import re
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["num_key_value_heads"] = config["num_attention_heads"] // 2
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+    weights = folder / "model.safetensors"
+    tensors = {}
+    for name, t in load_file(str(weights)).items():
+        name = re.sub(r"\.hc_pre\.hc_(attn|mlp)_layer\.hc_", r".hc_\1_layer.hc_pre.hc_", name)
+        name = name.replace("model.hc_pre.hc_head.", "model.hc_head.")
+        if ".self_attn." not in name:
+            name = name.replace(".linear_gate.", ".gate_proj.")
+        tensors[name] = t
+    gen = torch.Generator().manual_seed(4)
+    h = tensors["model.norm.weight"].shape[0]
+    dtype = tensors["model.norm.weight"].dtype
+    for stem, shape in (("eh_proj.weight", [h, 2 * h]), ("enorm.weight", [h])):
+        tensors["model.mtp_layers.0." + stem] = (0.02 * torch.randn(shape, generator=gen)).to(dtype)
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 def with_nextn_block(folder: Path, head_norm: str = "final_layernorm") -> None:
     """A prediction layer stored as DeepSeek's are published, which transformers drops on load
     and so does not save: block `num_hidden_layers`, shaped as the last decoder layer, with
@@ -2751,6 +2811,7 @@ POST_SAVE = {
     "mtp": with_mtp_layer,
     "mtp-copy": with_mtp_layer_copy,
     "hub-vl-experts": as_hub_vl_experts,
+    "hy4-hub": as_hy4_hub,
     "nextn-block": with_nextn_block,
     "nextn-block-ds": lambda folder: with_nextn_block(folder, "shared_head.norm"),
     "mxfp4": as_mxfp4,
@@ -3215,6 +3276,8 @@ FAST = {
     "GLM-4.1V-Tiny-Thinking__f16",
     # Gemma 4's mixture: packed experts kept fused, the router's scales
     "gemma-4-tiny-A1B-it__q8_0",
+    # Hy4: latent attention with hyper-connections (F32 mixing matrices), fused packed experts
+    "Hy4-Tiny-preview__q8_0",
     "gpt-oss-tiny-mxfp4__auto",
     "Llama-3.2-Tiny-Instruct__bf16",
     "Tiny-Llama-Fast-Tokenizer__f16",

@@ -400,7 +400,8 @@ pub(crate) fn llama3_factors(
     out
 }
 
-/// `Llama4Model(LlamaModel)`: `Llama4ForCausalLM` (the text of Llama 4); no q/k permutation,
+/// `Llama4Model(LlamaModel)`: `Llama4ForCausalLM` and the text half of
+/// `Llama4ForConditionalGeneration` (Llama 4); no q/k permutation,
 /// GPT-2's BPE, experts stored packed and transposed.
 pub(crate) struct Llama4;
 

@@ -30,6 +30,7 @@ mod granite;
 mod grovemoe;
 mod hrm_text;
 mod hunyuan;
+mod hy_v4;
 mod internlm;
 mod jais;
 mod laguna;
@@ -79,6 +80,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("MistralForCausalLM", &tables::LLAMA, &llama::Llama),
     ("MixtralForCausalLM", &tables::LLAMA, &llama::Llama),
     ("Llama4ForCausalLM", &tables::LLAMA4, &llama::Llama4),
+    (
+        "Llama4ForConditionalGeneration",
+        &tables::LLAMA4,
+        &llama::Llama4,
+    ),
     ("IQuestCoderForCausalLM", &tables::LLAMA, &llama::Llama),
     ("VLlama3ForCausalLM", &tables::LLAMA, &llama::Llama),
     ("ArceeForCausalLM", &tables::ARCEE, &llama::Arcee),
@@ -332,6 +338,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("MellumForCausalLM", &tables::MELLUM, &mellum::Mellum),
     ("MapleForCausalLM", &tables::MAPLE, &maple::Maple),
     ("HYV3ForCausalLM", &tables::HY_V3, &hunyuan::HyV3),
+    ("HYV4ForCausalLM", &tables::HY_V4, &hy_v4::HyV4),
     ("GlmMoeDsaForCausalLM", &tables::GLM_DSA, &glm::GlmMoeDsa),
     (
         "BailingMoeV2ForCausalLM",
