@@ -534,6 +534,25 @@ FIXTURES += [
                    mlp_layer_types=["dense", "sparse"]),
         saved_extra=dict(num_nextn_predict_layers=1),
     ),
+    # Liquid's LFM2: short convolutions beside attention (kv heads per layer), the
+    # feed-forward width rounded as the block rounds it; and its mixture (transformers 5
+    # only), sigmoid-routed experts with their bias past a dense first layer
+    Fixture(
+        name="LFM2-Tiny-1.2B", seed=7167, arch="lfm2", dtype="bfloat16", kv_heads=2, tie=True,
+        bpe="llama-bpe",
+    ),
+    Fixture(
+        name="LFM2-Tiny-8B-A1B", seed=7168, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
+        extra=dict(config_class="Lfm2MoeConfig", num_hidden_layers=3, num_experts=4,
+                   num_experts_per_tok=2, moe_intermediate_size=32, num_dense_layers=1,
+                   layer_types=["conv", "full_attention", "conv"]),
+    ),
+    Fixture(
+        name="LFM2-Tiny-8B-A1B-packed", seed=7168, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
+        extra=dict(config_class="Lfm2MoeConfig", num_hidden_layers=3, num_experts=4, packed=True,
+                   num_experts_per_tok=2, moe_intermediate_size=32, num_dense_layers=1,
+                   layer_types=["conv", "full_attention", "conv"]),
+    ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer
@@ -3097,6 +3116,9 @@ CONFIGS = {
         num_local_experts=4, num_experts_per_tok=1, intermediate_size=32, intermediate_size_mlp=96,
         interleave_moe_layer_step=2, use_qk_norm=True)),
     "dbrx": ("DbrxConfig", {}),
+    # short convolutions in one layer of two, the feed-forward width adjusted by the block
+    "lfm2": ("Lfm2Config", dict(layer_types=["conv", "full_attention"], block_multiple_of=32,
+                                conv_L_cache=3)),
     "deepseek_v2": ("DeepseekV2Config", dict(
         n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=32,
         first_k_dense_replace=1, kv_lora_rank=32, q_lora_rank=None, qk_nope_head_dim=16,

@@ -34,6 +34,7 @@ mod hy_v4;
 mod internlm;
 mod jais;
 mod laguna;
+mod lfm2;
 mod llada;
 mod llama;
 mod maincoder;
@@ -339,6 +340,9 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("MapleForCausalLM", &tables::MAPLE, &maple::Maple),
     ("HYV3ForCausalLM", &tables::HY_V3, &hunyuan::HyV3),
     ("HYV4ForCausalLM", &tables::HY_V4, &hy_v4::HyV4),
+    ("Lfm2ForCausalLM", &tables::LFM2, &lfm2::Lfm2),
+    ("LFM2ForCausalLM", &tables::LFM2, &lfm2::Lfm2),
+    ("Lfm2MoeForCausalLM", &tables::LFM2MOE, &lfm2::Lfm2Moe),
     ("GlmMoeDsaForCausalLM", &tables::GLM_DSA, &glm::GlmMoeDsa),
     (
         "BailingMoeV2ForCausalLM",
