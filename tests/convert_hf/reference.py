@@ -553,6 +553,10 @@ FIXTURES += [
                    num_experts_per_tok=2, moe_intermediate_size=32, num_dense_layers=1,
                    layer_types=["conv", "full_attention", "conv"]),
     ),
+    # AI21's Jamba: Mamba layers (A from A_log, squeezed convolutions) beside attention and
+    # experts, no RoPE; SentencePiece
+    Fixture(name="Jamba-Tiny-v0.1", seed=7169, arch="jamba", dtype="bfloat16", kv_heads=2,
+            spm=dict(vocab_size=320)),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer
@@ -3116,6 +3120,11 @@ CONFIGS = {
         num_local_experts=4, num_experts_per_tok=1, intermediate_size=32, intermediate_size_mlp=96,
         interleave_moe_layer_step=2, use_qk_norm=True)),
     "dbrx": ("DbrxConfig", {}),
+    # Mamba layers with attention in one of two and experts in the others
+    "jamba": ("JambaConfig", dict(num_hidden_layers=4, attn_layer_period=2, attn_layer_offset=1,
+                                  expert_layer_period=2, expert_layer_offset=1, num_experts=4,
+                                  num_experts_per_tok=2, mamba_d_state=8, mamba_dt_rank=4,
+                                  use_mamba_kernels=False)),
     # short convolutions in one layer of two, the feed-forward width adjusted by the block
     "lfm2": ("Lfm2Config", dict(layer_types=["conv", "full_attention"], block_multiple_of=32,
                                 conv_L_cache=3)),

@@ -33,6 +33,7 @@ mod hunyuan;
 mod hy_v4;
 mod internlm;
 mod jais;
+mod jamba;
 mod laguna;
 mod lfm2;
 mod llada;
@@ -343,6 +344,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Lfm2ForCausalLM", &tables::LFM2, &lfm2::Lfm2),
     ("LFM2ForCausalLM", &tables::LFM2, &lfm2::Lfm2),
     ("Lfm2MoeForCausalLM", &tables::LFM2MOE, &lfm2::Lfm2Moe),
+    ("JambaForCausalLM", &tables::JAMBA, &jamba::Jamba),
     ("GlmMoeDsaForCausalLM", &tables::GLM_DSA, &glm::GlmMoeDsa),
     (
         "BailingMoeV2ForCausalLM",
