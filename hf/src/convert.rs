@@ -797,6 +797,9 @@ fn modify_tensors(
             if change.squeeze {
                 shape.retain(|&n| n != 1);
             }
+            if change.drop_if_embeddings && repeats_embeddings(cx, ckpt, &yielded, e, &shape) {
+                continue;
+            }
             if change.drop_if_zero {
                 if dequant::values(ckpt, e).iter().all(|&x| x == 0.0) {
                     continue;
@@ -823,6 +826,33 @@ fn modify_tensors(
         )));
     }
     Ok(yielded)
+}
+
+/// Whether checkpoint tensor `e` (planned as `shape`) equals the token embeddings yielded
+/// before it, unchanged, in shape and value (`torch.equal`: a NaN equals nothing).
+fn repeats_embeddings(
+    cx: &Ctx,
+    ckpt: &Checkpoint,
+    yielded: &[Yielded],
+    e: &Entry,
+    shape: &[u64],
+) -> bool {
+    let map = NameMap::new(cx.arch, cx.block_count);
+    let embd = names::format_name(tables::Tensor::TOKEN_EMBD, None, ".weight");
+    let found = yielded
+        .iter()
+        .find(|(name, ..)| map.map_tensor_name(name).is_ok_and(|n| n == embd));
+    let Some((_, _, Src::Entry { index, change }, _, embd_shape)) = found else {
+        return false;
+    };
+    if *change != Rearrange::default() || embd_shape.as_slice() != shape {
+        return false;
+    }
+    let (a, b) = (
+        dequant::values(ckpt, &ckpt.entries[*index]),
+        dequant::values(ckpt, e),
+    );
+    a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| x == y)
 }
 
 /// An integer tensor planned as I64 (after every other), its values read as the reference

@@ -557,6 +557,27 @@ FIXTURES += [
     # experts, no RoPE; SentencePiece
     Fixture(name="Jamba-Tiny-v0.1", seed=7169, arch="jamba", dtype="bfloat16", kv_heads=2,
             spm=dict(vocab_size=320)),
+    # state-space models: Mamba (GPT-NeoX's BPE, its vocabulary padded to a multiple of 8,
+    # the output left out where it repeats the embeddings, as the original checkpoints store
+    # it), Falcon-Mamba (the time step, B and C normed) and Mamba-2 (groups, heads; A and D
+    # given an axis, the gated norm cut per group; SentencePiece padded to a multiple of 16)
+    Fixture(
+        name="mamba-tiny-130m-hf", seed=7170, arch="mamba", dtype="float32", tie=True,
+        bpe="gpt-neox", custom=True, post_save="lm-head-copy",
+        extra=dict(hidden_size=64, state_size=8, num_hidden_layers=2, expand=2, conv_kernel=4),
+    ),
+    Fixture(
+        name="falcon-mamba-tiny-7b", seed=7171, arch="falcon_mamba", dtype="bfloat16",
+        bpe="gpt-2", custom=True,
+        extra=dict(hidden_size=64, state_size=8, num_hidden_layers=2, expand=2, conv_kernel=4,
+                   mixer_rms_eps=1e-6),
+    ),
+    Fixture(
+        name="Mamba-Tiny-Codestral", seed=7172, arch="mamba2", dtype="bfloat16",
+        spm=dict(vocab_size=320), custom=True,
+        extra=dict(hidden_size=64, state_size=16, num_hidden_layers=2, expand=2, conv_kernel=4,
+                   num_heads=8, head_dim=16, n_groups=2),
+    ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer
@@ -2785,6 +2806,18 @@ def as_hy4_hub(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def with_lm_head_copy(folder: Path) -> None:
+    """The output stored beside the embeddings it repeats, as the original Mamba checkpoints
+    store it (transformers leaves a tied output out)."""
+    from safetensors.torch import load_file, save_file
+
+    weights = folder / "model.safetensors"
+    tensors = load_file(str(weights))
+    embd = next(n for n in tensors if "embedding" in n or "embed_tokens" in n)
+    tensors["lm_head.weight"] = tensors[embd].clone()
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 def with_nextn_block(folder: Path, head_norm: str = "final_layernorm") -> None:
     """A prediction layer stored as DeepSeek's are published, which transformers drops on load
     and so does not save: block `num_hidden_layers`, shaped as the last decoder layer, with
@@ -2835,6 +2868,7 @@ POST_SAVE = {
     "mtp-copy": with_mtp_layer_copy,
     "hub-vl-experts": as_hub_vl_experts,
     "hy4-hub": as_hy4_hub,
+    "lm-head-copy": with_lm_head_copy,
     "nextn-block": with_nextn_block,
     "nextn-block-ds": lambda folder: with_nextn_block(folder, "shared_head.norm"),
     "mxfp4": as_mxfp4,
@@ -3120,6 +3154,9 @@ CONFIGS = {
         num_local_experts=4, num_experts_per_tok=1, intermediate_size=32, intermediate_size_mlp=96,
         interleave_moe_layer_step=2, use_qk_norm=True)),
     "dbrx": ("DbrxConfig", {}),
+    "mamba": ("MambaConfig", {}),
+    "falcon_mamba": ("FalconMambaConfig", {}),
+    "mamba2": ("Mamba2Config", {}),
     # Mamba layers with attention in one of two and experts in the others
     "jamba": ("JambaConfig", dict(num_hidden_layers=4, attn_layer_period=2, attn_layer_offset=1,
                                   expert_layer_period=2, expert_layer_offset=1, num_experts=4,
@@ -3309,6 +3346,12 @@ FAST = {
     "gemma-4-tiny-A1B-it__q8_0",
     # Hy4: latent attention with hyper-connections (F32 mixing matrices), fused packed experts
     "Hy4-Tiny-preview__q8_0",
+    # state-space layers: Mamba's output left out where it repeats the embeddings, Mamba-2's
+    # groups, Jamba's beside attention and experts, LFM2's short convolutions and experts
+    "mamba-tiny-130m-hf__f16",
+    "Mamba-Tiny-Codestral__auto",
+    "Jamba-Tiny-v0.1__q8_0",
+    "LFM2-Tiny-8B-A1B__q8_0",
     "gpt-oss-tiny-mxfp4__auto",
     "Llama-3.2-Tiny-Instruct__bf16",
     "Tiny-Llama-Fast-Tokenizer__f16",

@@ -76,6 +76,13 @@ pub(crate) fn global_tensor(cx: &Ctx, name: &str) -> Option<crate::tables::Tenso
         .map(|(t, _)| t)
 }
 
+/// The tensor a block's checkpoint name maps to and its GGUF name (`map_tensor_name`'s
+/// answer, for the classes that match it in `modify_tensors`).
+pub(crate) fn block_tensor(cx: &Ctx, name: &str) -> Option<(crate::tables::Tensor, String)> {
+    let bid = block_of(name)?;
+    crate::names::NameMap::new(cx.arch, bid + 1).get(name, &[".weight", ".bias"])
+}
+
 /// A draft-to-target map (`d2t`, each entry a target id less its index) as absolute target
 /// ids, each inside a vocabulary of `n_vocab` and none twice; `who` begins the reference's
 /// messages otherwise.
@@ -138,6 +145,9 @@ pub(crate) struct Rearrange {
     pub neg_exp: bool,
     /// Every axis of length 1 dropped (`squeeze()`: a convolution's `[channels, 1, kernel]`).
     pub squeeze: bool,
+    /// Dropped when it equals (`torch.equal`: shape and values) the token embeddings yielded
+    /// before it (Mamba's output where it repeats them).
+    pub drop_if_embeddings: bool,
 }
 
 /// Output element `(a, b, c)` is stored element `offset + a·s0 + b·s1 + c·s2` of the

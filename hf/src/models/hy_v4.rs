@@ -110,7 +110,10 @@ fn edited(hp: &Hparams) -> Result<Hparams> {
     let derived = match hp.map.get("mlp_layer_types") {
         None | Some(Value::Null) => None,
         Some(Value::Array(types)) => {
-            let lead = types.iter().take_while(|t| t.as_str() == Some("dense")).count();
+            let lead = types
+                .iter()
+                .take_while(|t| t.as_str() == Some("dense"))
+                .count();
             if types[lead..].iter().any(|t| t.as_str() == Some("dense")) {
                 return Err(Error::reference(
                     "HY_V4 converter expects a contiguous leading dense block",
@@ -184,7 +187,10 @@ impl TextModel for HyV4 {
             Some(_) => hp.float(&["swiglu_limit"])?,
         };
         if limit > 0.0 {
-            kv.f32s(&k("swiglu_clamp_exp"), vec![limit as f32; cx.block_count as usize]);
+            kv.f32s(
+                &k("swiglu_clamp_exp"),
+                vec![limit as f32; cx.block_count as usize],
+            );
         }
         kv.u32(&k("hyper_connection.count"), hp.int(&["hc_mult"])? as u32);
         kv.f32(&k("hyper_connection.epsilon"), hp.float(&["hc_eps"])?);
@@ -219,8 +225,14 @@ impl TextModel for HyV4 {
             }
             let half = |h| View::middle_half(n, ff, hidden, h).alone();
             return Ok(vec![
-                (names::format_name(Tensor::FFN_GATE_EXP, bid, ".weight"), half(0)),
-                (names::format_name(Tensor::FFN_UP_EXP, bid, ".weight"), half(1)),
+                (
+                    names::format_name(Tensor::FFN_GATE_EXP, bid, ".weight"),
+                    half(0),
+                ),
+                (
+                    names::format_name(Tensor::FFN_UP_EXP, bid, ".weight"),
+                    half(1),
+                ),
             ]);
         }
         let hc = |n: &str| {
@@ -259,9 +271,13 @@ impl TextModel for HyV4 {
         _n_dims: usize,
     ) -> Option<Force> {
         let f32 = Some(Force::Type(GgmlType::F32));
-        if ["hc_attn_fn.weight", "hc_ffn_fn.weight", "output_hc_fn.weight"]
-            .iter()
-            .any(|s| new_name.ends_with(s))
+        if [
+            "hc_attn_fn.weight",
+            "hc_ffn_fn.weight",
+            "output_hc_fn.weight",
+        ]
+        .iter()
+        .any(|s| new_name.ends_with(s))
         {
             return f32;
         }
@@ -272,7 +288,11 @@ impl TextModel for HyV4 {
         if k_norm_bias {
             return f32;
         }
-        let lm_head = cx.hp().map.get("enable_lm_head_fp32").is_some_and(crate::vocab::truthy);
+        let lm_head = cx
+            .hp()
+            .map
+            .get("enable_lm_head_fp32")
+            .is_some_and(crate::vocab::truthy);
         if new_name == "output.weight" && lm_head {
             return f32;
         }
@@ -294,7 +314,11 @@ fn check_indexers(hp: &Hparams, names: &[String]) -> Result<()> {
             .filter(|rest| rest.starts_with("self_attn.indexer."))
             .collect();
         if *expect {
-            let missing: Vec<&str> = INDEXER.iter().copied().filter(|s| !seen.contains(s)).collect();
+            let missing: Vec<&str> = INDEXER
+                .iter()
+                .copied()
+                .filter(|s| !seen.contains(s))
+                .collect();
             if !missing.is_empty() || seen.len() != INDEXER.len() {
                 return Err(Error::reference(format!(
                     "HY_V4 layer {il} is indexer_types 'full' but is missing indexer tensors: \

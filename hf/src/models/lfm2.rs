@@ -17,7 +17,13 @@ fn kv_heads_per_layer(hp: &Hparams, attends: fn(&str) -> bool) -> Result<Hparams
     let n = hp.int(&["num_key_value_heads"])?;
     let types = match hp.map.get("layer_types") {
         Some(Value::Array(t)) => t.clone(),
-        _ => return Err(Error::field(&hp.path, "layer_types", "missing or not a list")),
+        _ => {
+            return Err(Error::field(
+                &hp.path,
+                "layer_types",
+                "missing or not a list",
+            ))
+        }
     };
     let heads: Vec<Value> = types
         .iter()
@@ -28,9 +34,14 @@ fn kv_heads_per_layer(hp: &Hparams, attends: fn(&str) -> bool) -> Result<Hparams
         })
         .collect();
     if heads.iter().any(Value::is_null) {
-        return Err(Error::field(&hp.path, "layer_types", "not a list of strings"));
+        return Err(Error::field(
+            &hp.path,
+            "layer_types",
+            "not a list of strings",
+        ));
     }
-    hp.map.insert("num_key_value_heads".into(), Value::Array(heads));
+    hp.map
+        .insert("num_key_value_heads".into(), Value::Array(heads));
     Ok(hp)
 }
 
@@ -52,12 +63,14 @@ fn is_audio_tensor(name: &str) -> bool {
 /// scaled and rounded up to `block_multiple_of` where `block_auto_adjust_ff_dim` asks.
 fn feed_forward_length(hp: &Hparams) -> Result<u64> {
     let mut ff = hp.int(&["block_ff_dim", "intermediate_size"])?;
-    let auto = hp.map.get("block_auto_adjust_ff_dim").ok_or_else(|| {
-        Error::field(&hp.path, "block_auto_adjust_ff_dim", "missing")
-    })?;
-    let multiplier = hp.map.get("block_ffn_dim_multiplier").ok_or_else(|| {
-        Error::field(&hp.path, "block_ffn_dim_multiplier", "missing")
-    })?;
+    let auto = hp
+        .map
+        .get("block_auto_adjust_ff_dim")
+        .ok_or_else(|| Error::field(&hp.path, "block_auto_adjust_ff_dim", "missing"))?;
+    let multiplier = hp
+        .map
+        .get("block_ffn_dim_multiplier")
+        .ok_or_else(|| Error::field(&hp.path, "block_ffn_dim_multiplier", "missing"))?;
     let multiple = hp.int(&["block_multiple_of"])?;
     if crate::vocab::truthy(auto) {
         ff = (2 * ff) / 3;

@@ -39,6 +39,7 @@ mod lfm2;
 mod llada;
 mod llama;
 mod maincoder;
+mod mamba;
 mod maple;
 mod mellum;
 mod minicpm;
@@ -345,6 +346,10 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("LFM2ForCausalLM", &tables::LFM2, &lfm2::Lfm2),
     ("Lfm2MoeForCausalLM", &tables::LFM2MOE, &lfm2::Lfm2Moe),
     ("JambaForCausalLM", &tables::JAMBA, &jamba::Jamba),
+    ("MambaForCausalLM", &tables::MAMBA, &mamba::Mamba),
+    ("MambaLMHeadModel", &tables::MAMBA, &mamba::Mamba),
+    ("FalconMambaForCausalLM", &tables::MAMBA, &mamba::Mamba),
+    ("Mamba2ForCausalLM", &tables::MAMBA2, &mamba::Mamba2),
     ("GlmMoeDsaForCausalLM", &tables::GLM_DSA, &glm::GlmMoeDsa),
     (
         "BailingMoeV2ForCausalLM",
