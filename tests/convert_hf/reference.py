@@ -578,6 +578,37 @@ FIXTURES += [
         extra=dict(hidden_size=64, state_size=16, num_hidden_layers=2, expand=2, conv_kernel=4,
                    num_heads=8, head_dim=16, n_groups=2),
     ),
+    # Granite 4: Mamba-2 layers beside attention layers (q and k permuted), fused experts with
+    # a shared expert, no RoPE; Granite 4 dense without Mamba layers, written as Granite; and
+    # Bamba (attention layers by index, partial RoPE)
+    Fixture(
+        name="granite-4.0-tiny-h-preview", seed=7173, arch="granitemoehybrid", dtype="bfloat16",
+        bpe="gpt-2", custom=True,
+        extra=dict(hidden_size=64, intermediate_size=32, shared_intermediate_size=96,
+                   num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                   layer_types=["mamba", "attention", "mamba"], num_local_experts=4,
+                   num_experts_per_tok=2, mamba_n_heads=8, mamba_d_head=16, mamba_n_groups=2,
+                   mamba_d_state=16, mamba_expand=2, mamba_chunk_size=16,
+                   max_position_embeddings=256, position_embedding_type="nope"),
+    ),
+    Fixture(
+        name="granite-4.0-tiny-micro", seed=7174, arch="granitemoehybrid", dtype="bfloat16",
+        bpe="gpt-2", custom=True,
+        extra=dict(hidden_size=64, intermediate_size=32, shared_intermediate_size=96,
+                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                   layer_types=["attention", "attention"], num_local_experts=0,
+                   num_experts_per_tok=0, max_position_embeddings=256,
+                   position_embedding_type="rope"),
+    ),
+    Fixture(
+        name="Bamba-Tiny-9B", seed=7175, arch="bamba", dtype="bfloat16", bpe="llama-bpe",
+        custom=True,
+        extra=dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                   num_attention_heads=4, num_key_value_heads=2, attn_layer_indices=[1],
+                   attn_rotary_emb=8, mamba_n_heads=8, mamba_d_head=16, mamba_n_groups=2,
+                   mamba_d_state=16, mamba_expand=2, mamba_chunk_size=16,
+                   max_position_embeddings=256),
+    ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer
@@ -3155,6 +3186,8 @@ CONFIGS = {
         interleave_moe_layer_step=2, use_qk_norm=True)),
     "dbrx": ("DbrxConfig", {}),
     "mamba": ("MambaConfig", {}),
+    "granitemoehybrid": ("GraniteMoeHybridConfig", {}),
+    "bamba": ("BambaConfig", {}),
     "falcon_mamba": ("FalconMambaConfig", {}),
     "mamba2": ("Mamba2Config", {}),
     # Mamba layers with attention in one of two and experts in the others
@@ -3352,6 +3385,7 @@ FAST = {
     "Mamba-Tiny-Codestral__auto",
     "Jamba-Tiny-v0.1__q8_0",
     "LFM2-Tiny-8B-A1B__q8_0",
+    "granite-4.0-tiny-h-preview__q8_0",
     "gpt-oss-tiny-mxfp4__auto",
     "Llama-3.2-Tiny-Instruct__bf16",
     "Tiny-Llama-Fast-Tokenizer__f16",

@@ -2,10 +2,13 @@
 
 use super::base::{self, Ctx, Experts, Rearrange, TextModel, View, Yields};
 use super::llama::Llama;
+use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::names::format_name;
 use crate::tables::Tensor;
+use crate::tables::{self, ArchTable};
+use serde_json::Value;
 
 /// `GraniteModel(LlamaModel)`.
 pub(crate) struct Granite;
@@ -241,5 +244,201 @@ impl TextModel for GraniteMoeSwa {
     /// None stored one by one (Mixtral's, which Llama has, are not Granite's).
     fn experts(&self) -> Option<Experts> {
         None
+    }
+}
+
+/// `GraniteHybridModel(Mamba2Model, GraniteMoeModel)`: `GraniteMoeHybridForCausalLM` (Granite
+/// 4) and `BambaForCausalLM`. Mamba-2 layers beside Granite's attention layers (q and k
+/// permuted), with or without experts; its config read as written, the Mamba keys also found
+/// under a `mamba_` prefix. Without any Mamba layer it is written as Granite (MoE).
+pub(crate) struct GraniteHybrid;
+
+/// `find_hparam(keys)` with the `mamba_`-prefixed keys tried after the plain ones.
+fn prefixed<'a>(hp: &'a Hparams, keys: &[&str]) -> Option<(String, &'a Value)> {
+    let all = keys
+        .iter()
+        .map(|k| (*k).to_owned())
+        .chain(keys.iter().map(|k| format!("mamba_{k}")));
+    all.into_iter()
+        .find_map(|k| hp.map.get(&k).map(|v| (k.clone(), v)))
+}
+
+/// [`prefixed`]'s value as a count; the reference's error where none is present.
+fn prefixed_int(hp: &Hparams, keys: &[&str]) -> Result<u64> {
+    match prefixed(hp, keys) {
+        Some((k, v)) => Ok(u64::from(base::u32_of(hp, &k, v)?)),
+        None => Err(Error::field(&hp.path, keys[0], "missing")),
+    }
+}
+
+/// `get_attn_layers`: `layer_types`' "attention" entries, else `attn_layer_indices`, else
+/// every `attn_layer_period`-th layer from `attn_layer_offset`.
+fn attn_layers(hp: &Hparams, blocks: u64) -> Result<Vec<u64>> {
+    if let Some(Value::Array(types)) = hp
+        .map
+        .get("layer_types")
+        .filter(|v| crate::vocab::truthy(v))
+    {
+        return Ok((0..)
+            .zip(types)
+            .filter(|(_, t)| t.as_str() == Some("attention"))
+            .map(|(i, _)| i)
+            .collect());
+    }
+    if let Some(Value::Array(ids)) = hp
+        .map
+        .get("attn_layer_indices")
+        .filter(|v| crate::vocab::truthy(v))
+    {
+        return ids
+            .iter()
+            .map(|v| {
+                v.as_u64().ok_or_else(|| {
+                    Error::field(&hp.path, "attn_layer_indices", "not layer numbers")
+                })
+            })
+            .collect();
+    }
+    let period = hp
+        .opt_int(&["attn_layer_period"])?
+        .filter(|&p| p != 0)
+        .ok_or_else(|| {
+            Error::reference("AssertionError: Didn't find attn_layer_indices or attn_layer_period")
+        })?;
+    let offset = hp.opt_int(&["attn_layer_offset"])?.ok_or_else(|| {
+        Error::reference("AssertionError: No attention layer offset set with attn_layer_period")
+    })?;
+    Ok((0..blocks).filter(|i| i % period == offset).collect())
+}
+
+/// `__init__`'s Mamba widths: the inner width (`expand` × the model's) and the groups.
+fn hybrid_widths(hp: &Hparams) -> Result<(u64, u64)> {
+    let d_model = prefixed_int(hp, &["mamba_head_dim", "hidden_size", "d_model"])?;
+    let groups = prefixed_int(hp, &["n_groups", "num_groups"])?;
+    let d_inner = prefixed_int(hp, &["expand", "num_heads"])? * d_model;
+    Ok((d_inner, groups))
+}
+
+impl GraniteHybrid {
+    fn ssm_layers(hp: &Hparams, blocks: u64) -> Result<Vec<u64>> {
+        let attn = attn_layers(hp, blocks)?;
+        Ok((0..blocks).filter(|i| !attn.contains(i)).collect())
+    }
+}
+
+impl TextModel for GraniteHybrid {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&GraniteMoe)
+    }
+
+    /// Granite (MoE) where no layer is a Mamba layer.
+    fn arch(&self, hp: &Hparams, line: &'static ArchTable) -> &'static ArchTable {
+        let blocks = hp.int(&["num_hidden_layers"]).unwrap_or(0);
+        match GraniteHybrid::ssm_layers(hp, blocks) {
+            Ok(ssm) if ssm.is_empty() => {
+                let experts = prefixed(hp, &["num_experts_per_tok", "num_experts_per_token"])
+                    .is_some_and(|(_, v)| crate::vocab::truthy(v));
+                match experts {
+                    true => &tables::GRANITE_MOE,
+                    false => &tables::GRANITE,
+                }
+            }
+            _ => line,
+        }
+    }
+
+    /// Mamba-2's renames, then Granite's filter.
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        GraniteMoe.filter_tensors(cx, &super::mamba::mamba2_name(name))
+    }
+
+    /// Mamba-2's, its vocabulary padded to a multiple of 8 (of 1 without Mamba layers).
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let ssm = GraniteHybrid::ssm_layers(cx.hp(), cx.block_count)?;
+        let mut hp = cx.hp().clone();
+        let multiple = if ssm.is_empty() { 1 } else { 8 };
+        hp.map
+            .insert("pad_vocab_size_multiple".into(), multiple.into());
+        super::mamba::padded_vocab(&cx.with_hparams(&hp), kv, 16, false)
+    }
+
+    /// Granite MoE's keys, then the Mamba layers', kv heads only in the attention layers, and
+    /// RoPE only for Bamba (or without Mamba layers; else an arbitrary context length).
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        GraniteMoe.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let (d_inner, groups) = hybrid_widths(hp)?;
+        let attn = attn_layers(hp, cx.block_count)?;
+        let ssm = GraniteHybrid::ssm_layers(hp, cx.block_count)?;
+        kv.u32(
+            &k("ssm.conv_kernel"),
+            prefixed_int(hp, &["conv_kernel", "d_conv"])? as u32,
+        );
+        let state = ["state_size", "d_state", "state_dim", "ssm_state_size"];
+        kv.u32(&k("ssm.state_size"), prefixed_int(hp, &state)? as u32);
+        kv.u32(&k("ssm.group_count"), groups as u32);
+        kv.u32(&k("ssm.inner_size"), d_inner as u32);
+        kv.u32(
+            &k("ssm.time_step_rank"),
+            prefixed_int(hp, &["n_heads", "num_heads"])? as u32,
+        );
+        let n_kv = prefixed_int(hp, &["num_key_value_heads", "n_head_kv"])?;
+        let heads: Vec<i32> = (0..cx.block_count)
+            .map(|i| if attn.contains(&i) { n_kv as i32 } else { 0 })
+            .collect();
+        if let Some(dim) = hp.opt_int(&["attn_rotary_emb"])?.filter(|&d| d != 0) {
+            kv.u32(&k("rope.dimension_count"), dim as u32);
+        }
+        kv.i32s(&k("attention.head_count_kv"), heads);
+        let bamba = hp
+            .map
+            .get("architectures")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|c| c.as_str() == Some("BambaForCausalLM")));
+        let rope = bamba || ssm.is_empty();
+        kv.bool(&k("rope.scaling.finetuned"), rope);
+        if !rope {
+            kv.u32(&k("context_length"), 1 << 20);
+        }
+        let d_head = match prefixed(hp, &["d_head"]) {
+            None | Some((_, Value::Null)) => 64,
+            Some((key, v)) => Some(u64::from(base::u32_of(hp, &key, v)?))
+                .filter(|&d| d != 0)
+                .unwrap_or(64),
+        };
+        if !matches!(hp.map.get("hidden_act"), None | Some(Value::Null))
+            && hp.map.get("hidden_act").and_then(Value::as_str) != Some("silu")
+        {
+            return Err(Error::reference(
+                "AssertionError: Only SILU activation supported",
+            ));
+        }
+        if d_inner % d_head != 0 {
+            return Err(Error::reference(format!(
+                "AssertionError: SSM inner size {d_inner} not a multiple of head dim {d_head}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The fused experts and shared expert as Granite MoE's; a Mamba layer's tensors as
+    /// Mamba-2's, an attention layer's as Granite MoE's, the rest unchanged.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        if name.ends_with("block_sparse_moe.input_linear.weight") || name.contains("shared_mlp") {
+            return GraniteMoe.modify_tensors(cx, name, shape);
+        }
+        let Some(bid) = base::block_of(name) else {
+            return base::yield_as(name, Rearrange::default());
+        };
+        let hp = cx.hp();
+        if GraniteHybrid::ssm_layers(hp, cx.block_count)?.contains(&bid) {
+            let (d_inner, groups) = hybrid_widths(hp)?;
+            return super::mamba::mamba2_tensor(cx, name, shape, d_inner, groups);
+        }
+        if attn_layers(hp, cx.block_count)?.contains(&bid) {
+            return GraniteMoe.modify_tensors(cx, name, shape);
+        }
+        base::yield_as(name, Rearrange::default())
     }
 }

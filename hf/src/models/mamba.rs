@@ -31,7 +31,7 @@ fn eps_or(hp: &Hparams, default: f64) -> Result<f64> {
 /// (`default` where the config has none), and the vocabulary its tokenizer files give: GPT-2's
 /// BPE or SentencePiece, in the order `bpe_first` says. Without either the reference reads
 /// its built-in GPT-NeoX vocabulary, which ggufrw does not carry: refused.
-fn padded_vocab(cx: &Ctx, kv: &mut Kv, default: u64, bpe_first: bool) -> Result<()> {
+pub(crate) fn padded_vocab(cx: &Ctx, kv: &mut Kv, default: u64, bpe_first: bool) -> Result<()> {
     let hp = cx.hp();
     let size = hp.int(&["vocab_size"])?;
     let multiple = match hp.map.get("pad_vocab_size_multiple") {
@@ -179,52 +179,69 @@ impl TextModel for Mamba2 {
     /// Mamba-Codestral's `model.backbone`/`model.lm_head` without `model.`, and `dt_bias` as
     /// the time step's bias.
     fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
-        let mut name = name.to_owned();
-        if name.starts_with("model.backbone") || name.starts_with("model.lm_head") {
-            name = name["model.".len()..].to_owned();
-        }
-        if let Some(stem) = name.strip_suffix(".dt_bias") {
-            name = format!("{stem}.dt_proj.bias");
-        }
-        base::filter_tensors(&name)
+        base::filter_tensors(&mamba2_name(name))
     }
 
-    /// The convolutions squeezed, `A` (from `A_log`) and `D` given a trailing axis, the gated
-    /// norm cut into `n_groups` rows.
     fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
-        let mapped = base::block_tensor(cx, name);
-        let is = |t: Tensor, suffix: &str| {
-            mapped
-                .as_ref()
-                .is_some_and(|(m, n)| *m == t && n.ends_with(suffix) && !n.ends_with(".bias"))
-        };
-        if is(Tensor::SSM_NORM, ".weight") {
-            let (_, d_inner, groups) = mamba2_widths(cx.hp())?;
-            let n: u64 = shape.iter().product();
-            if groups == 0 || n != d_inner || d_inner % groups != 0 {
-                return Err(Error::reference(format!(
-                    "{name}: shape {shape:?} cannot be reshaped to ({groups}, {d_inner} // {groups})"
-                )));
-            }
-            let per = d_inner / groups;
-            let rows = View {
-                offset: 0,
-                axes: [(1, 0), (groups, per), (per, 1)],
-                three: false,
-            };
-            return base::yield_as(name, rows.alone());
-        }
-        let a_or_d = mapped.as_ref().is_some_and(|(t, n)| {
-            matches!(t, Tensor::SSM_A | Tensor::SSM_D)
-                && !n.ends_with(".weight")
-                && !n.ends_with(".bias")
-        });
-        let change = Rearrange {
-            squeeze: is(Tensor::SSM_CONV1D, ".weight"),
-            unsqueeze: a_or_d,
-            neg_exp: name.ends_with(".A_log"),
-            ..Rearrange::default()
-        };
-        base::yield_as(name, change)
+        let (_, d_inner, groups) = mamba2_widths(cx.hp())?;
+        mamba2_tensor(cx, name, shape, d_inner, groups)
     }
+}
+
+/// `Mamba2Model.filter_tensors`' renames: Mamba-Codestral's `model.backbone`/`model.lm_head`
+/// without `model.`, and `dt_bias` as the time step's bias.
+pub(crate) fn mamba2_name(name: &str) -> String {
+    let mut name = name.to_owned();
+    if name.starts_with("model.backbone") || name.starts_with("model.lm_head") {
+        name = name["model.".len()..].to_owned();
+    }
+    if let Some(stem) = name.strip_suffix(".dt_bias") {
+        name = format!("{stem}.dt_proj.bias");
+    }
+    name
+}
+
+/// `Mamba2Model.modify_tensors` with the model's inner width and groups: the convolutions
+/// squeezed, `A` (from `A_log`) and `D` given a trailing axis, the gated norm cut into
+/// `groups` rows.
+pub(crate) fn mamba2_tensor(
+    cx: &Ctx,
+    name: &str,
+    shape: &[u64],
+    d_inner: u64,
+    groups: u64,
+) -> Yields {
+    let mapped = base::block_tensor(cx, name);
+    let is = |t: Tensor, suffix: &str| {
+        mapped
+            .as_ref()
+            .is_some_and(|(m, n)| *m == t && n.ends_with(suffix))
+    };
+    if is(Tensor::SSM_NORM, ".weight") {
+        let n: u64 = shape.iter().product();
+        if groups == 0 || n != d_inner || d_inner % groups != 0 {
+            return Err(Error::reference(format!(
+                "{name}: shape {shape:?} cannot be reshaped to ({groups}, {d_inner} // {groups})"
+            )));
+        }
+        let per = d_inner / groups;
+        let rows = View {
+            offset: 0,
+            axes: [(1, 0), (groups, per), (per, 1)],
+            three: false,
+        };
+        return base::yield_as(name, rows.alone());
+    }
+    let a_or_d = mapped.as_ref().is_some_and(|(t, n)| {
+        matches!(t, Tensor::SSM_A | Tensor::SSM_D)
+            && !n.ends_with(".weight")
+            && !n.ends_with(".bias")
+    });
+    let change = Rearrange {
+        squeeze: is(Tensor::SSM_CONV1D, ".weight"),
+        unsqueeze: a_or_d,
+        neg_exp: name.ends_with(".A_log"),
+        ..Rearrange::default()
+    };
+    base::yield_as(name, change)
 }

@@ -350,6 +350,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("MambaLMHeadModel", &tables::MAMBA, &mamba::Mamba),
     ("FalconMambaForCausalLM", &tables::MAMBA, &mamba::Mamba),
     ("Mamba2ForCausalLM", &tables::MAMBA2, &mamba::Mamba2),
+    (
+        "GraniteMoeHybridForCausalLM",
+        &tables::GRANITE_HYBRID,
+        &granite::GraniteHybrid,
+    ),
+    (
+        "BambaForCausalLM",
+        &tables::GRANITE_HYBRID,
+        &granite::GraniteHybrid,
+    ),
     ("GlmMoeDsaForCausalLM", &tables::GLM_DSA, &glm::GlmMoeDsa),
     (
         "BailingMoeV2ForCausalLM",
