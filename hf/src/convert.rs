@@ -1341,6 +1341,7 @@ impl Segment<'_> {
             && self.ty == GgmlType::F16
             && self.change.add == 0.0
             && self.change.scale.is_none()
+            && self.change.row_scales.is_none()
             && !self.change.neg_exp
             && self.change.cols == Order::Stored
             && self.change.negate_upper_half == 0
@@ -1348,6 +1349,7 @@ impl Segment<'_> {
         let w = self.dtype.size() as u64;
         let mut f32s: Vec<f32> = Vec::new();
         let mut raw16: Vec<u8> = Vec::new();
+        let first_row = rows.start;
         for r in rows {
             if let Some(v) = self.change.view {
                 let mut row = Vec::with_capacity((v.axes[2].0 * w) as usize);
@@ -1408,8 +1410,22 @@ impl Segment<'_> {
         if keep16 {
             return Ok(raw16);
         }
+        let f16_math = self.dtype == Dtype::F16 && self.values.plain();
         if let Some(scale) = self.change.scale {
             f32s.iter_mut().for_each(|x| *x *= scale);
+        }
+        if let Some(parts) = self.change.row_scales {
+            if f16_math && self.change.scale.is_some() {
+                // two products on a float16 tensor: each is rounded
+                round_to_f16(&mut f32s);
+            }
+            let n = self.out_row_len().max(1) as usize;
+            for (i, row) in f32s.chunks_mut(n).enumerate() {
+                let r = first_row + i as u64;
+                if let Some(&(_, factor)) = parts.iter().find(|(end, _)| r < *end) {
+                    row.iter_mut().for_each(|x| *x *= factor);
+                }
+            }
         }
         if self.change.neg_exp {
             f32s.iter_mut()
@@ -1418,9 +1434,11 @@ impl Segment<'_> {
         if self.change.add != 0.0 {
             f32s.iter_mut().for_each(|x| *x += self.change.add);
         }
-        if self.dtype == Dtype::F16
-            && self.values.plain()
-            && (self.change.add != 0.0 || self.change.scale.is_some() || self.change.neg_exp)
+        if f16_math
+            && (self.change.add != 0.0
+                || self.change.scale.is_some()
+                || self.change.row_scales.is_some()
+                || self.change.neg_exp)
         {
             // torch's arithmetic on a float16 tensor gives float16: the result is rounded.
             round_to_f16(&mut f32s);

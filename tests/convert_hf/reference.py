@@ -609,6 +609,20 @@ FIXTURES += [
                    mamba_d_state=16, mamba_expand=2, mamba_chunk_size=16,
                    max_position_embeddings=256),
     ),
+    # TII's Falcon-H1: Mamba-2 beside attention in every layer, every multiplier folded into
+    # its weights (in_proj's five parts each their own), GPT-2's BPE
+    Fixture(
+        name="Falcon-H1-Tiny-0.5B-Instruct", seed=7176, arch="falcon_h1", dtype="bfloat16",
+        bpe="gpt-2", custom=True,
+        extra=dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                   max_position_embeddings=256, mamba_d_ssm=128, mamba_n_heads=8,
+                   mamba_d_head=16, mamba_n_groups=2, mamba_d_state=16, mamba_chunk_size=16,
+                   lm_head_multiplier=0.3, embedding_multiplier=5.5, mlp_multipliers=[0.7, 1.3],
+                   attention_out_multiplier=0.9, attention_in_multiplier=1.1,
+                   key_multiplier=0.6, ssm_multipliers=[0.35, 0.25, 0.5, 0.75, 1.5],
+                   ssm_in_multiplier=1.25, ssm_out_multiplier=0.45),
+    ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer
@@ -3188,6 +3202,7 @@ CONFIGS = {
     "mamba": ("MambaConfig", {}),
     "granitemoehybrid": ("GraniteMoeHybridConfig", {}),
     "bamba": ("BambaConfig", {}),
+    "falcon_h1": ("FalconH1Config", {}),
     "falcon_mamba": ("FalconMambaConfig", {}),
     "mamba2": ("Mamba2Config", {}),
     # Mamba layers with attention in one of two and experts in the others

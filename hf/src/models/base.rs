@@ -145,6 +145,10 @@ pub(crate) struct Rearrange {
     pub neg_exp: bool,
     /// Every axis of length 1 dropped (`squeeze()`: a convolution's `[channels, 1, kernel]`).
     pub squeeze: bool,
+    /// Each output row multiplied again, after `scale`, by the factor of the first part whose
+    /// end row lies past it (Falcon-H1's `in_proj`, whose parts have their own multipliers);
+    /// rows past the last end unchanged.
+    pub row_scales: Option<[(u64, f32); 5]>,
     /// Dropped when it equals (`torch.equal`: shape and values) the token embeddings yielded
     /// before it (Mamba's output where it repeats them).
     pub drop_if_embeddings: bool,

@@ -22,6 +22,7 @@ mod dots1;
 mod dream;
 mod ernie;
 mod exaone;
+mod falcon_h1;
 mod gemma;
 mod glm;
 mod gpt_oss;
@@ -359,6 +360,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         "BambaForCausalLM",
         &tables::GRANITE_HYBRID,
         &granite::GraniteHybrid,
+    ),
+    (
+        "FalconH1ForCausalLM",
+        &tables::FALCON_H1,
+        &falcon_h1::FalconH1,
     ),
     ("GlmMoeDsaForCausalLM", &tables::GLM_DSA, &glm::GlmMoeDsa),
     (
