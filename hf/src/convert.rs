@@ -130,7 +130,7 @@ type Yielded = (String, Option<u64>, Src, Dtype, Vec<u64>);
 enum Src {
     Entry {
         index: usize,
-        change: Rearrange,
+        change: Box<Rearrange>,
     },
     /// Tensors stored one after another: of one shape, stacked along a new first axis
     /// (experts), or joined along the first.
@@ -731,7 +731,7 @@ fn modify_tensors(
                 }
                 let src = Src::Entry {
                     index: *index,
-                    change,
+                    change: Box::new(change),
                 };
                 yielded.push((name, bid, src, e.read_dtype(), view.shape()));
                 continue;
@@ -810,7 +810,7 @@ fn modify_tensors(
             }
             let src = Src::Entry {
                 index: *index,
-                change,
+                change: Box::new(change),
             };
             yielded.push((name, bid, src, e.read_dtype(), shape));
         }
@@ -845,7 +845,7 @@ fn repeats_embeddings(
     let Some((_, _, Src::Entry { index, change }, _, embd_shape)) = found else {
         return false;
     };
-    if *change != Rearrange::default() || embd_shape.as_slice() != shape {
+    if **change != Rearrange::default() || embd_shape.as_slice() != shape {
         return false;
     }
     let (a, b) = (
@@ -1187,7 +1187,7 @@ fn data_source<'a>(
         ),
         Src::Entry { index, change } => {
             let e: &'a Entry = &ckpt.entries[*index];
-            rows_source(ckpt, vec![(e, *change)], p, big, threads)
+            rows_source(ckpt, vec![(e, **change)], p, big, threads)
         }
         Src::Mxfp4 {
             blocks,
