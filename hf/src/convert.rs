@@ -706,11 +706,11 @@ fn modify_tensors(
             let n = hp.int(ex.count_keys)? / per;
             let layer = pending.entry((at, bid)).or_default();
             layer.push((name.clone(), *index));
-            if (layer.len() as u64) < n * 3 {
+            if (layer.len() as u64) < n * ex.weights.len() as u64 {
                 continue;
             }
             let layer = pending.remove(&(at, bid)).unwrap_or_default();
-            for w in ex.weights {
+            for w in ex.weights.iter().copied() {
                 yielded.push(stack_experts(ckpt, ex, &layer, bid, n, w)?);
             }
             continue;

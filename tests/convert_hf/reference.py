@@ -623,6 +623,27 @@ FIXTURES += [
                    key_multiplier=0.6, ssm_multipliers=[0.35, 0.25, 0.5, 0.75, 1.5],
                    ssm_in_multiplier=1.25, ssm_out_multiplier=0.45),
     ),
+    # NVIDIA's Nemotron-H mixture (Nemotron 3 Nano; transformers 5 saves it): Mamba-2, attention
+    # (q and k permuted) and expert layers, the experts' up and down only (squared ReLU)
+    Fixture(
+        name="NVIDIA-Nemotron-3-Tiny-Nano-A1B", seed=7177, dtype="bfloat16", tf5="saved",
+        bpe="llama-bpe",
+        extra=dict(config_class="NemotronHConfig", head_dim=16,
+                   layers_block_type=["mamba", "moe", "attention", "moe"], mamba_num_heads=8,
+                   mamba_head_dim=16, n_groups=2, ssm_state_size=16, expand=2, chunk_size=16,
+                   n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                   moe_shared_expert_intermediate_size=48, n_shared_experts=1,
+                   routed_scaling_factor=2.5),
+    ),
+    # Nemotron-H as published (remote code): the layers by a pattern string, no experts
+    Fixture(
+        name="Nemotron-H-Tiny-8B-Base", seed=7178, dtype="bfloat16", tf5="saved",
+        bpe="llama-bpe", post_save="nemotron-h-pattern",
+        extra=dict(config_class="NemotronHConfig", head_dim=16,
+                   layers_block_type=["mamba", "mlp", "mamba", "attention", "mlp"],
+                   mamba_num_heads=8, mamba_head_dim=16, n_groups=2, ssm_state_size=16,
+                   expand=2, chunk_size=16),
+    ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer
@@ -2851,6 +2872,25 @@ def as_hy4_hub(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def as_nemotron_h_pattern(folder: Path) -> None:
+    """A dense Nemotron-H's config as its remote code writes it: the layers as a pattern
+    string (`M` Mamba-2, `*` attention, `-` feed-forward) and counted, none of the experts'
+    settings."""
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    letters = {"linear_attention": "M", "mamba": "M", "full_attention": "*", "attention": "*",
+               "mlp": "-"}
+    config["hybrid_override_pattern"] = "".join(
+        letters[t] for t in config.pop("layers_block_type"))
+    config["num_hidden_layers"] = len(config["hybrid_override_pattern"])
+    for key in ("num_experts_per_tok", "n_routed_experts", "n_shared_experts",
+                "moe_intermediate_size", "moe_shared_expert_intermediate_size", "moe_latent_size",
+                "moe_shared_expert_overlap", "routed_scaling_factor", "n_group", "topk_group",
+                "norm_topk_prob", "num_nextn_predict_layers", "mtp_layers_block_type"):
+        config.pop(key, None)
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
 def with_lm_head_copy(folder: Path) -> None:
     """The output stored beside the embeddings it repeats, as the original Mamba checkpoints
     store it (transformers leaves a tied output out)."""
@@ -2914,6 +2954,7 @@ POST_SAVE = {
     "hub-vl-experts": as_hub_vl_experts,
     "hy4-hub": as_hy4_hub,
     "lm-head-copy": with_lm_head_copy,
+    "nemotron-h-pattern": as_nemotron_h_pattern,
     "nextn-block": with_nextn_block,
     "nextn-block-ds": lambda folder: with_nextn_block(folder, "shared_head.norm"),
     "mxfp4": as_mxfp4,
@@ -3401,6 +3442,7 @@ FAST = {
     "Jamba-Tiny-v0.1__q8_0",
     "LFM2-Tiny-8B-A1B__q8_0",
     "granite-4.0-tiny-h-preview__q8_0",
+    "NVIDIA-Nemotron-3-Tiny-Nano-A1B__q8_0",
     "gpt-oss-tiny-mxfp4__auto",
     "Llama-3.2-Tiny-Instruct__bf16",
     "Tiny-Llama-Fast-Tokenizer__f16",

@@ -55,7 +55,7 @@ impl TextModel for Afmoe {
 
     fn experts(&self) -> Option<Experts> {
         Some(Experts {
-            weights: ["gate_proj", "up_proj", "down_proj"],
+            weights: &["gate_proj", "up_proj", "down_proj"],
             marker: "mlp.experts",
             packed: &[],
             ..super::qwen::qwen_experts()

@@ -528,7 +528,7 @@ pub(crate) struct Experts {
     /// The merged tensor's checkpoint name.
     pub merged: &'static str,
     /// The weights, in the order the merged tensors are written.
-    pub weights: [&'static str; 3],
+    pub weights: &'static [&'static str],
 }
 
 /// `tensor_force_quant`'s answer other than `False`.

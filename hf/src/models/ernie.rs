@@ -134,7 +134,7 @@ impl TextModel for Ernie45Moe {
             packed: &[],
             expert: "model.layers.{bid}.mlp.experts.{xid}.{w}.weight",
             merged: "model.layers.{bid}.mlp.experts.{w}.weight",
-            weights: ["gate_proj", "up_proj", "down_proj"],
+            weights: &["gate_proj", "up_proj", "down_proj"],
         })
     }
 }

@@ -254,7 +254,7 @@ impl TextModel for GraniteMoeSwa {
 pub(crate) struct GraniteHybrid;
 
 /// `find_hparam(keys)` with the `mamba_`-prefixed keys tried after the plain ones.
-fn prefixed<'a>(hp: &'a Hparams, keys: &[&str]) -> Option<(String, &'a Value)> {
+pub(crate) fn prefixed<'a>(hp: &'a Hparams, keys: &[&str]) -> Option<(String, &'a Value)> {
     let all = keys
         .iter()
         .map(|k| (*k).to_owned())
@@ -264,7 +264,7 @@ fn prefixed<'a>(hp: &'a Hparams, keys: &[&str]) -> Option<(String, &'a Value)> {
 }
 
 /// [`prefixed`]'s value as a count; the reference's error where none is present.
-fn prefixed_int(hp: &Hparams, keys: &[&str]) -> Result<u64> {
+pub(crate) fn prefixed_int(hp: &Hparams, keys: &[&str]) -> Result<u64> {
     match prefixed(hp, keys) {
         Some((k, v)) => Ok(u64::from(base::u32_of(hp, &k, v)?)),
         None => Err(Error::field(&hp.path, keys[0], "missing")),
@@ -319,11 +319,122 @@ fn hybrid_widths(hp: &Hparams) -> Result<(u64, u64)> {
     Ok((d_inner, groups))
 }
 
-impl GraniteHybrid {
-    fn ssm_layers(hp: &Hparams, blocks: u64) -> Result<Vec<u64>> {
+/// A hybrid's layers and Mamba widths, as `__init__` leaves them: which layers attend,
+/// which are Mamba layers, the inner width and the groups.
+pub(crate) struct Layout {
+    pub attn: Vec<u64>,
+    pub ssm: Vec<u64>,
+    pub d_inner: u64,
+    pub groups: u64,
+}
+
+impl Layout {
+    /// `GraniteHybridModel.__init__`'s: every layer that does not attend is a Mamba layer.
+    fn granite(hp: &Hparams, blocks: u64) -> Result<Layout> {
         let attn = attn_layers(hp, blocks)?;
-        Ok((0..blocks).filter(|i| !attn.contains(i)).collect())
+        let ssm = (0..blocks).filter(|i| !attn.contains(i)).collect();
+        let (d_inner, groups) = hybrid_widths(hp)?;
+        Ok(Layout {
+            attn,
+            ssm,
+            d_inner,
+            groups,
+        })
     }
+}
+
+/// `GraniteHybridModel.set_gguf_parameters` for `layout`: Granite MoE's keys, then the Mamba
+/// layers', kv heads only in the attention layers, and RoPE only for Bamba (or without Mamba
+/// layers; else an arbitrary context length).
+pub(crate) fn hybrid_keys(cx: &Ctx, kv: &mut Kv, layout: &Layout) -> Result<()> {
+    GraniteMoe.set_gguf_parameters(cx, kv)?;
+    let hp = cx.hp();
+    let k = |s: &str| cx.key(s);
+    kv.u32(
+        &k("ssm.conv_kernel"),
+        prefixed_int(hp, &["conv_kernel", "d_conv"])? as u32,
+    );
+    let state = ["state_size", "d_state", "state_dim", "ssm_state_size"];
+    kv.u32(&k("ssm.state_size"), prefixed_int(hp, &state)? as u32);
+    kv.u32(&k("ssm.group_count"), layout.groups as u32);
+    kv.u32(&k("ssm.inner_size"), layout.d_inner as u32);
+    kv.u32(
+        &k("ssm.time_step_rank"),
+        prefixed_int(hp, &["n_heads", "num_heads"])? as u32,
+    );
+    let n_kv = prefixed_int(hp, &["num_key_value_heads", "n_head_kv"])?;
+    let heads: Vec<i32> = (0..cx.block_count)
+        .map(|i| {
+            if layout.attn.contains(&i) {
+                n_kv as i32
+            } else {
+                0
+            }
+        })
+        .collect();
+    if let Some(dim) = hp.opt_int(&["attn_rotary_emb"])?.filter(|&d| d != 0) {
+        kv.u32(&k("rope.dimension_count"), dim as u32);
+    }
+    kv.i32s(&k("attention.head_count_kv"), heads);
+    let bamba = hp
+        .map
+        .get("architectures")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|c| c.as_str() == Some("BambaForCausalLM")));
+    let rope = bamba || layout.ssm.is_empty();
+    kv.bool(&k("rope.scaling.finetuned"), rope);
+    if !rope {
+        kv.u32(&k("context_length"), 1 << 20);
+    }
+    let d_head = match prefixed(hp, &["d_head"]) {
+        None | Some((_, Value::Null)) => 64,
+        Some((key, v)) => Some(u64::from(base::u32_of(hp, &key, v)?))
+            .filter(|&d| d != 0)
+            .unwrap_or(64),
+    };
+    if !matches!(hp.map.get("hidden_act"), None | Some(Value::Null))
+        && hp.map.get("hidden_act").and_then(Value::as_str) != Some("silu")
+    {
+        return Err(Error::reference(
+            "AssertionError: Only SILU activation supported",
+        ));
+    }
+    if layout.d_inner % d_head != 0 {
+        return Err(Error::reference(format!(
+            "AssertionError: SSM inner size {} not a multiple of head dim {d_head}",
+            layout.d_inner
+        )));
+    }
+    Ok(())
+}
+
+/// `GraniteHybridModel.modify_tensors` for `layout`: the fused experts and shared expert as
+/// Granite MoE's; a Mamba layer's tensors as Mamba-2's, an attention layer's as Granite
+/// MoE's, the rest unchanged.
+pub(crate) fn hybrid_tensor(cx: &Ctx, name: &str, shape: &[u64], layout: &Layout) -> Yields {
+    if name.ends_with("block_sparse_moe.input_linear.weight") || name.contains("shared_mlp") {
+        return GraniteMoe.modify_tensors(cx, name, shape);
+    }
+    let Some(bid) = base::block_of(name) else {
+        return base::yield_as(name, Rearrange::default());
+    };
+    if layout.ssm.contains(&bid) {
+        return super::mamba::mamba2_tensor(cx, name, shape, layout.d_inner, layout.groups);
+    }
+    if layout.attn.contains(&bid) {
+        return GraniteMoe.modify_tensors(cx, name, shape);
+    }
+    base::yield_as(name, Rearrange::default())
+}
+
+/// `GraniteHybridModel.set_vocab`: Mamba-2's, the vocabulary padded to a multiple of 8 (of 1
+/// without Mamba layers).
+pub(crate) fn hybrid_vocab(cx: &Ctx, kv: &mut Kv, layout: &Layout) -> Result<()> {
+    let mut hp = cx.hp().clone();
+    let multiple = if layout.ssm.is_empty() { 1 } else { 8 };
+    hp.map
+        .insert("pad_vocab_size_multiple".into(), multiple.into());
+    super::mamba::padded_vocab(&cx.with_hparams(&hp), kv, 16, false)
 }
 
 impl TextModel for GraniteHybrid {
@@ -334,8 +445,8 @@ impl TextModel for GraniteHybrid {
     /// Granite (MoE) where no layer is a Mamba layer.
     fn arch(&self, hp: &Hparams, line: &'static ArchTable) -> &'static ArchTable {
         let blocks = hp.int(&["num_hidden_layers"]).unwrap_or(0);
-        match GraniteHybrid::ssm_layers(hp, blocks) {
-            Ok(ssm) if ssm.is_empty() => {
+        match Layout::granite(hp, blocks) {
+            Ok(l) if l.ssm.is_empty() => {
                 let experts = prefixed(hp, &["num_experts_per_tok", "num_experts_per_token"])
                     .is_some_and(|(_, v)| crate::vocab::truthy(v));
                 match experts {
@@ -352,93 +463,15 @@ impl TextModel for GraniteHybrid {
         GraniteMoe.filter_tensors(cx, &super::mamba::mamba2_name(name))
     }
 
-    /// Mamba-2's, its vocabulary padded to a multiple of 8 (of 1 without Mamba layers).
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        let ssm = GraniteHybrid::ssm_layers(cx.hp(), cx.block_count)?;
-        let mut hp = cx.hp().clone();
-        let multiple = if ssm.is_empty() { 1 } else { 8 };
-        hp.map
-            .insert("pad_vocab_size_multiple".into(), multiple.into());
-        super::mamba::padded_vocab(&cx.with_hparams(&hp), kv, 16, false)
+        hybrid_vocab(cx, kv, &Layout::granite(cx.hp(), cx.block_count)?)
     }
 
-    /// Granite MoE's keys, then the Mamba layers', kv heads only in the attention layers, and
-    /// RoPE only for Bamba (or without Mamba layers; else an arbitrary context length).
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        GraniteMoe.set_gguf_parameters(cx, kv)?;
-        let hp = cx.hp();
-        let k = |s: &str| cx.key(s);
-        let (d_inner, groups) = hybrid_widths(hp)?;
-        let attn = attn_layers(hp, cx.block_count)?;
-        let ssm = GraniteHybrid::ssm_layers(hp, cx.block_count)?;
-        kv.u32(
-            &k("ssm.conv_kernel"),
-            prefixed_int(hp, &["conv_kernel", "d_conv"])? as u32,
-        );
-        let state = ["state_size", "d_state", "state_dim", "ssm_state_size"];
-        kv.u32(&k("ssm.state_size"), prefixed_int(hp, &state)? as u32);
-        kv.u32(&k("ssm.group_count"), groups as u32);
-        kv.u32(&k("ssm.inner_size"), d_inner as u32);
-        kv.u32(
-            &k("ssm.time_step_rank"),
-            prefixed_int(hp, &["n_heads", "num_heads"])? as u32,
-        );
-        let n_kv = prefixed_int(hp, &["num_key_value_heads", "n_head_kv"])?;
-        let heads: Vec<i32> = (0..cx.block_count)
-            .map(|i| if attn.contains(&i) { n_kv as i32 } else { 0 })
-            .collect();
-        if let Some(dim) = hp.opt_int(&["attn_rotary_emb"])?.filter(|&d| d != 0) {
-            kv.u32(&k("rope.dimension_count"), dim as u32);
-        }
-        kv.i32s(&k("attention.head_count_kv"), heads);
-        let bamba = hp
-            .map
-            .get("architectures")
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().any(|c| c.as_str() == Some("BambaForCausalLM")));
-        let rope = bamba || ssm.is_empty();
-        kv.bool(&k("rope.scaling.finetuned"), rope);
-        if !rope {
-            kv.u32(&k("context_length"), 1 << 20);
-        }
-        let d_head = match prefixed(hp, &["d_head"]) {
-            None | Some((_, Value::Null)) => 64,
-            Some((key, v)) => Some(u64::from(base::u32_of(hp, &key, v)?))
-                .filter(|&d| d != 0)
-                .unwrap_or(64),
-        };
-        if !matches!(hp.map.get("hidden_act"), None | Some(Value::Null))
-            && hp.map.get("hidden_act").and_then(Value::as_str) != Some("silu")
-        {
-            return Err(Error::reference(
-                "AssertionError: Only SILU activation supported",
-            ));
-        }
-        if d_inner % d_head != 0 {
-            return Err(Error::reference(format!(
-                "AssertionError: SSM inner size {d_inner} not a multiple of head dim {d_head}"
-            )));
-        }
-        Ok(())
+        hybrid_keys(cx, kv, &Layout::granite(cx.hp(), cx.block_count)?)
     }
 
-    /// The fused experts and shared expert as Granite MoE's; a Mamba layer's tensors as
-    /// Mamba-2's, an attention layer's as Granite MoE's, the rest unchanged.
     fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
-        if name.ends_with("block_sparse_moe.input_linear.weight") || name.contains("shared_mlp") {
-            return GraniteMoe.modify_tensors(cx, name, shape);
-        }
-        let Some(bid) = base::block_of(name) else {
-            return base::yield_as(name, Rearrange::default());
-        };
-        let hp = cx.hp();
-        if GraniteHybrid::ssm_layers(hp, cx.block_count)?.contains(&bid) {
-            let (d_inner, groups) = hybrid_widths(hp)?;
-            return super::mamba::mamba2_tensor(cx, name, shape, d_inner, groups);
-        }
-        if attn_layers(hp, cx.block_count)?.contains(&bid) {
-            return GraniteMoe.modify_tensors(cx, name, shape);
-        }
-        base::yield_as(name, Rearrange::default())
+        hybrid_tensor(cx, name, shape, &Layout::granite(cx.hp(), cx.block_count)?)
     }
 }

@@ -134,7 +134,7 @@ impl TextModel for Jamba {
             packed: &[],
             expert: "model.layers.{bid}.feed_forward.experts.{xid}.{w}.weight",
             merged: "model.layers.{bid}.mlp.experts.{w}.weight",
-            weights: ["down_proj", "gate_proj", "up_proj"],
+            weights: &["down_proj", "gate_proj", "up_proj"],
         })
     }
 }

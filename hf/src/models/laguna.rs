@@ -207,7 +207,7 @@ impl TextModel for Laguna {
             marker: "mlp.experts.",
             unless: "e_score_correction",
             packed: &[],
-            weights: ["gate_proj", "up_proj", "down_proj"],
+            weights: &["gate_proj", "up_proj", "down_proj"],
             ..super::qwen::qwen_experts()
         })
     }

@@ -169,7 +169,7 @@ impl TextModel for Lfm2Moe {
             packed: &[],
             expert: "model.layers.{bid}.feed_forward.experts.{xid}.{w}.weight",
             merged: "layers.{bid}.feed_forward.experts.{w}.weight",
-            weights: ["w1", "w2", "w3"],
+            weights: &["w1", "w2", "w3"],
         })
     }
 }

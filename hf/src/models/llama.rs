@@ -136,7 +136,7 @@ impl TextModel for Llama {
             packed: &[],
             expert: "model.layers.{bid}.block_sparse_moe.experts.{xid}.{w}.weight",
             merged: "layers.{bid}.feed_forward.experts.{w}.weight",
-            weights: ["w1", "w2", "w3"],
+            weights: &["w1", "w2", "w3"],
         })
     }
 

@@ -30,7 +30,7 @@ impl TextModel for MiniMaxM2 {
             packed: &[],
             expert: "model.layers.{bid}.block_sparse_moe.experts.{xid}.{w}.weight",
             merged: "model.layers.{bid}.block_sparse_moe.experts.{w}.weight",
-            weights: ["w1", "w2", "w3"],
+            weights: &["w1", "w2", "w3"],
         })
     }
 }

@@ -366,6 +366,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::FALCON_H1,
         &falcon_h1::FalconH1,
     ),
+    (
+        "NemotronHForCausalLM",
+        &tables::NEMOTRON_H,
+        &nemotron::NemotronH,
+    ),
     ("GlmMoeDsaForCausalLM", &tables::GLM_DSA, &glm::GlmMoeDsa),
     (
         "BailingMoeV2ForCausalLM",

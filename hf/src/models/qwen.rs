@@ -62,7 +62,7 @@ pub(crate) fn qwen_experts() -> Experts {
         ],
         expert: "model.layers.{bid}.mlp.experts.{xid}.{w}.weight",
         merged: "model.layers.{bid}.mlp.experts.{w}.weight",
-        weights: ["down_proj", "gate_proj", "up_proj"],
+        weights: &["down_proj", "gate_proj", "up_proj"],
     }
 }
 

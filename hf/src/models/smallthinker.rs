@@ -54,7 +54,7 @@ impl TextModel for SmallThinker {
             packed: &[],
             expert: "model.layers.{bid}.block_sparse_moe.experts.{xid}.{w}.weight",
             merged: "model.layers.{bid}.block_sparse_moe.experts.{w}.weight",
-            weights: ["down", "gate", "up"],
+            weights: &["down", "gate", "up"],
         })
     }
 }
