@@ -644,6 +644,25 @@ FIXTURES += [
                    mamba_num_heads=8, mamba_head_dim=16, n_groups=2, ssm_state_size=16,
                    expand=2, chunk_size=16),
     ),
+    # RoBERTa encoders: positions past the padding id (the first rows cut, the context
+    # shortened), GPT-2's BPE; a sentence-transformers model with mean pooling, and a
+    # classifier with its own labels
+    Fixture(
+        name="stsb-roberta-tiny", seed=7179, arch="roberta", dtype="float32", bpe="gpt-2",
+        custom=True, bare=True, pooling="mean",
+        extra=dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                   num_attention_heads=4, max_position_embeddings=258, pad_token_id=1,
+                   type_vocab_size=1),
+    ),
+    Fixture(
+        name="roberta-tiny-sentiment", seed=7180, arch="roberta", dtype="float32", bpe="gpt-2",
+        custom=True, model_class="RobertaForSequenceClassification",
+        extra=dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                   num_attention_heads=4, max_position_embeddings=258, pad_token_id=1,
+                   type_vocab_size=1,
+                   id2label={0: "negative", 1: "neutral", 2: "positive"},
+                   label2id={"negative": 0, "neutral": 1, "positive": 2}),
+    ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer
@@ -1724,8 +1743,8 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
         common["head_dim"] = fx.head_dim
     if fx.custom:
         cfg = getattr(transformers, CONFIGS[fx.arch][0])(
-            vocab_size=n_vocab + fx.extra_vocab, tie_word_embeddings=fx.tie, **special_ids,
-            **fx.extra)
+            vocab_size=n_vocab + fx.extra_vocab, tie_word_embeddings=fx.tie,
+            **{**special_ids, **fx.extra})
     elif fx.arch == "llama":
         cfg = LlamaConfig(rope_scaling=fx.rope_scaling, **common)
     else:
@@ -3240,6 +3259,9 @@ CONFIGS = {
         num_local_experts=4, num_experts_per_tok=1, intermediate_size=32, intermediate_size_mlp=96,
         interleave_moe_layer_step=2, use_qk_norm=True)),
     "dbrx": ("DbrxConfig", {}),
+    "roberta": ("RobertaConfig", {}),
+    "bert": ("BertConfig", {}),
+    "distilbert": ("DistilBertConfig", {}),
     "mamba": ("MambaConfig", {}),
     "granitemoehybrid": ("GraniteMoeHybridConfig", {}),
     "bamba": ("BambaConfig", {}),

@@ -11,6 +11,7 @@
 mod afmoe;
 mod bailingmoe;
 pub(crate) mod base;
+mod bert;
 mod chameleon;
 mod chatglm;
 mod codeshell;
@@ -370,6 +371,23 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         "NemotronHForCausalLM",
         &tables::NEMOTRON_H,
         &nemotron::NemotronH,
+    ),
+    ("BertModel", &tables::BERT, &bert::Bert),
+    ("BertForMaskedLM", &tables::BERT, &bert::Bert),
+    ("CamembertModel", &tables::BERT, &bert::Bert),
+    ("BertForSequenceClassification", &tables::BERT, &bert::Bert),
+    ("DistilBertModel", &tables::BERT, &bert::DistilBert),
+    ("DistilBertForMaskedLM", &tables::BERT, &bert::DistilBert),
+    (
+        "DistilBertForSequenceClassification",
+        &tables::BERT,
+        &bert::DistilBert,
+    ),
+    ("RobertaModel", &tables::BERT, &bert::Roberta),
+    (
+        "RobertaForSequenceClassification",
+        &tables::BERT,
+        &bert::Roberta,
     ),
     ("GlmMoeDsaForCausalLM", &tables::GLM_DSA, &glm::GlmMoeDsa),
     (

@@ -1,0 +1,223 @@
+//! `conversion/bert.py`: BERT-like encoders (`BertModel` and its WordPiece vocabulary,
+//! DistilBERT, RoBERTa).
+
+use super::base::{self, Ctx, Rearrange, TextModel, Yields};
+use crate::config::Hparams;
+use crate::error::{Error, Result};
+use crate::kv::Kv;
+use crate::vocab;
+use serde_json::Value;
+
+/// `BertModel`: `BertModel`, `BertForMaskedLM`, `CamembertModel`,
+/// `BertForSequenceClassification`. An encoder (no causal attention) with its pooling, a
+/// classifier's labels where the config names its own, and WordPiece written in "phantom
+/// space" form (a word's first piece after `▁`, a continuation without its `##`).
+pub(crate) struct Bert;
+
+/// `id2label` in label order, unless it is the two placeholders transformers adds.
+fn classifier_labels(hp: &Hparams) -> Result<Option<Vec<String>>> {
+    let Some(Value::Object(map)) = hp.map.get("id2label") else {
+        return Ok(None);
+    };
+    if map.is_empty() {
+        return Ok(None);
+    }
+    let mut labels = map
+        .iter()
+        .map(|(k, v)| {
+            let id: i64 = k
+                .parse()
+                .map_err(|_| Error::field(&hp.path, "id2label", format!("{k:?} is not an id")))?;
+            let label = v
+                .as_str()
+                .ok_or_else(|| Error::field(&hp.path, "id2label", "a label is not a string"))?;
+            Ok((id, label.to_owned()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    labels.sort();
+    let placeholder = labels.len() == 2
+        && labels
+            .first()
+            .is_some_and(|(i, l)| *i == 0 && l == "LABEL_0");
+    Ok((!placeholder).then(|| labels.into_iter().map(|(_, l)| l).collect()))
+}
+
+/// `type_vocab_size`, 1 where the config has none.
+fn token_type_count(hp: &Hparams) -> Result<u32> {
+    Ok(match hp.map.get("type_vocab_size") {
+        None => 1,
+        Some(v) => base::u32_of(hp, "type_vocab_size", v)?,
+    })
+}
+
+/// `BertModel.set_gguf_parameters`: `TextModel`'s keys, no causal attention, the pooling and
+/// the classifier's labels.
+fn bert_keys(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    base::set_gguf_parameters(cx, kv)?;
+    kv.bool(&cx.key("attention.causal"), false);
+    base::pooling(cx, kv)?;
+    if let Some(labels) = classifier_labels(cx.hp())? {
+        kv.strings(&cx.key("classifier.output_labels"), labels);
+    }
+    Ok(())
+}
+
+/// `BertModel.filter_tensors`: `bert.` dropped, old `gamma`/`beta` names read as weight and
+/// bias, the pooler and the pre-training heads left out.
+fn bert_filter(name: &str) -> Option<String> {
+    let mut name = name.strip_prefix("bert.").unwrap_or(name).to_owned();
+    if let Some(stem) = name.strip_suffix(".gamma") {
+        name = format!("{stem}.weight");
+    }
+    if let Some(stem) = name.strip_suffix(".beta") {
+        name = format!("{stem}.bias");
+    }
+    let dropped = [
+        "embeddings.position_ids",
+        "pooler.dense.weight",
+        "pooler.dense.bias",
+    ];
+    if dropped.contains(&name.as_str())
+        || name.starts_with("cls.predictions")
+        || name.starts_with("cls.seq_relationship")
+    {
+        return None;
+    }
+    base::filter_tensors(&name)
+}
+
+/// `BertModel.modify_tensors`: a classifier's direct projection named as its output.
+fn bert_tensor(cx: &Ctx, name: &str, change: Rearrange) -> Yields {
+    let name = match (classifier_labels(cx.hp())?.is_some(), name) {
+        (true, "classifier.weight") => "classifier.out_proj.weight",
+        (true, "classifier.bias") => "classifier.out_proj.bias",
+        _ => name,
+    };
+    base::yield_as(name, change)
+}
+
+impl TextModel for Bert {
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        bert_keys(cx, kv)
+    }
+
+    /// `get_vocab_base`'s tokens in phantom-space form, as the `bert` tokenizer model.
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        const CONTROL: i32 = 3;
+        let v = crate::bpe::vocab(cx.dir, cx.hp(), cx.tokenizer_pre)?;
+        kv.u32(
+            "tokenizer.ggml.token_type_count",
+            token_type_count(cx.hp())?,
+        );
+        let tokens: Vec<String> = v
+            .tokens
+            .into_iter()
+            .zip(&v.types)
+            .map(|(t, &ty)| match (ty == CONTROL, t.strip_prefix("##")) {
+                (true, _) => t,
+                (false, Some(rest)) => rest.to_owned(),
+                (false, None) => format!("\u{2581}{t}"),
+            })
+            .collect();
+        let n = tokens.len() as u64;
+        kv.string("tokenizer.ggml.model", "bert");
+        kv.string("tokenizer.ggml.pre", &v.pre);
+        kv.strings("tokenizer.ggml.tokens", tokens);
+        kv.i32s("tokenizer.ggml.token_type", v.types);
+        vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)
+    }
+
+    fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
+        bert_filter(name)
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        bert_tensor(cx, name, Rearrange::default())
+    }
+}
+
+/// `DistilBertModel(BertModel)`: DistilBERT's own names (`distilbert.`, no token types), its
+/// LayerNorm epsilon (1e-12) written first, the masked-LM head left out.
+pub(crate) struct DistilBert;
+
+impl TextModel for DistilBert {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Bert)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        kv.f32(&cx.key("attention.layer_norm_epsilon"), 1e-12);
+        bert_keys(cx, kv)
+    }
+
+    fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
+        let name = name.strip_prefix("distilbert.").unwrap_or(name);
+        if name.starts_with("vocab_") {
+            return None;
+        }
+        bert_filter(name)
+    }
+}
+
+/// `RobertaModel(BertModel)`: `RobertaModel`, `RobertaForSequenceClassification`. Its
+/// positions start past the padding id: the first `pad_token_id + 1` rows of the position
+/// embeddings are cut, and the context shortened by as many. GPT-2's BPE where there is a
+/// `tokenizer.json`.
+pub(crate) struct Roberta;
+
+/// `1 + pad_token_id`, where the config has a padding id.
+fn position_offset(hp: &Hparams) -> Result<Option<u64>> {
+    match hp.map.get("pad_token_id") {
+        None | Some(Value::Null) => Ok(None),
+        Some(_) => Ok(Some(1 + hp.int(&["pad_token_id"])?)),
+    }
+}
+
+impl TextModel for Roberta {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Bert)
+    }
+
+    fn init_hparams(&self, class: &str, hp: &mut Hparams) {
+        Bert.init_hparams(class, hp);
+        let Ok(Some(offset)) = position_offset(hp) else {
+            return;
+        };
+        if let Some(n) = hp
+            .map
+            .get("max_position_embeddings")
+            .and_then(Value::as_i64)
+        {
+            hp.map
+                .insert("max_position_embeddings".into(), (n - offset as i64).into());
+        }
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        if !cx.dir.file("tokenizer.json").exists() {
+            return Bert.set_vocab(cx, kv);
+        }
+        base::gpt2(cx, kv)?;
+        kv.u32(
+            "tokenizer.ggml.token_type_count",
+            token_type_count(cx.hp())?,
+        );
+        Ok(())
+    }
+
+    fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
+        bert_filter(name.strip_prefix("roberta.").unwrap_or(name))
+    }
+
+    /// The position embeddings from row `pad_token_id + 1` on.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let mut change = Rearrange::default();
+        if name == "embeddings.position_embeddings.weight" {
+            if let Some(offset) = position_offset(cx.hp())? {
+                let rows = shape.first().copied().unwrap_or(0);
+                change.rows = Some((offset.min(rows), rows));
+            }
+        }
+        bert_tensor(cx, name, change)
+    }
+}
