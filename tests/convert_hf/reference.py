@@ -663,6 +663,33 @@ FIXTURES += [
                    id2label={0: "negative", 1: "neutral", 2: "positive"},
                    label2id={"negative": 0, "neutral": 1, "positive": 2}),
     ),
+    # ModernBERT: local attention with global layers every third, GPT-2's BPE; the encoder, a
+    # classifier (its head's dense and norm, its labels), and the masked-LM as transformers
+    # saves it, whose decoder bias the reference cannot map (refused by both)
+    Fixture(
+        name="ModernBERT-tiny-base", seed=7181, arch="modernbert", dtype="float32", bpe="gpt-2",
+        custom=True, bare=True,
+        extra=dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                   num_attention_heads=4, max_position_embeddings=256, local_attention=16,
+                   global_attn_every_n_layers=3, pad_token_id=0),
+    ),
+    Fixture(
+        name="ModernBERT-tiny-mlm", seed=7183, arch="modernbert", dtype="float32", bpe="gpt-2",
+        custom=True, model_class="ModernBertForMaskedLM",
+        extra=dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                   num_attention_heads=4, max_position_embeddings=256, local_attention=16,
+                   global_attn_every_n_layers=3, pad_token_id=0),
+    ),
+    Fixture(
+        name="ModernBERT-tiny-classifier", seed=7182, arch="modernbert", dtype="float32",
+        bpe="gpt-2", custom=True, model_class="ModernBertForSequenceClassification",
+        extra=dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+                   num_attention_heads=4, max_position_embeddings=256, local_attention=16,
+                   global_attn_every_n_layers=3, pad_token_id=0, classifier_pooling="mean",
+                   hidden_activation="silu",
+                   id2label={0: "entailment", 1: "neutral", 2: "contradiction"},
+                   label2id={"entailment": 0, "neutral": 1, "contradiction": 2}),
+    ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer
@@ -3260,6 +3287,7 @@ CONFIGS = {
         interleave_moe_layer_step=2, use_qk_norm=True)),
     "dbrx": ("DbrxConfig", {}),
     "roberta": ("RobertaConfig", {}),
+    "modernbert": ("ModernBertConfig", {}),
     "bert": ("BertConfig", {}),
     "distilbert": ("DistilBertConfig", {}),
     "mamba": ("MambaConfig", {}),

@@ -221,3 +221,52 @@ impl TextModel for Roberta {
         bert_tensor(cx, name, change)
     }
 }
+
+/// `ModernBertModel(BertModel)`: `ModernBertModel`, `ModernBertForMaskedLM`,
+/// `ModernBertForSequenceClassification`. BERT's keys with the local attention's window and
+/// its global layers' period, no RoPE scaling, the vocabulary size and the activation; GPT-2's
+/// BPE marked to add bos, eos and sep; `model.` dropped from the names.
+pub(crate) struct ModernBert;
+
+impl TextModel for ModernBert {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Bert)
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        for key in ["add_bos_token", "add_eos_token", "add_sep_token"] {
+            kv.bool(&format!("tokenizer.ggml.{key}"), true);
+        }
+        base::gpt2(cx, kv)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        bert_keys(cx, kv)?;
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        kv.u32(
+            &k("attention.sliding_window"),
+            hp.int(&["local_attention"])? as u32,
+        );
+        if let Some(n) = hp.opt_int(&["global_attn_every_n_layers"])? {
+            kv.u32(&k("attention.sliding_window_pattern"), n as u32);
+        }
+        kv.string(&k("rope.scaling.type"), "none");
+        kv.u32(&k("vocab_size"), hp.int(&["vocab_size"])? as u32);
+        if let Some(act) = hp
+            .map
+            .get("hidden_activation")
+            .filter(|v| crate::vocab::truthy(v))
+        {
+            let act = act
+                .as_str()
+                .ok_or_else(|| Error::field(&hp.path, "hidden_activation", "not a string"))?;
+            kv.string(&k("hidden_activation"), act);
+        }
+        Ok(())
+    }
+
+    fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
+        bert_filter(name.strip_prefix("model.").unwrap_or(name))
+    }
+}

@@ -384,6 +384,17 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &bert::DistilBert,
     ),
     ("RobertaModel", &tables::BERT, &bert::Roberta),
+    ("ModernBertModel", &tables::MODERN_BERT, &bert::ModernBert),
+    (
+        "ModernBertForMaskedLM",
+        &tables::MODERN_BERT,
+        &bert::ModernBert,
+    ),
+    (
+        "ModernBertForSequenceClassification",
+        &tables::MODERN_BERT,
+        &bert::ModernBert,
+    ),
     (
         "RobertaForSequenceClassification",
         &tables::BERT,
