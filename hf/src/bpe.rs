@@ -23,6 +23,15 @@ const PLAIN_CLASSES: [&str; 5] = [
     "GPT2TokenizerFast",
 ];
 
+/// WordPiece classes whose fast tokenizer transformers loads as saved but for the normalizer's
+/// lowercasing, accents and Chinese characters, which it takes from the config.
+const BERT_CLASSES: [&str; 4] = [
+    "BertTokenizer",
+    "BertTokenizerFast",
+    "DistilBertTokenizer",
+    "DistilBertTokenizerFast",
+];
+
 /// A BPE vocabulary: tokens, types and the pre-tokenizer's name.
 pub struct BpeVocab {
     /// `tokenizer.ggml.tokens`.
@@ -53,7 +62,8 @@ pub fn pre_for_hash(hash: &str) -> Option<&'static str> {
 /// Loads the folder's `tokenizer.json` as transformers' `AutoTokenizer` loads it for the
 /// classes read here: as it is for the plain classes; with the post-processor
 /// `update_post_processor` sets for Llama's and GPT-NeoX's (their `add_bos_token` and
-/// `add_eos_token`); and, for every class, the top pre-tokenizer's `add_prefix_space` set to
+/// `add_eos_token`); with BERT's normalizer given the configuration's lowercasing, accents and
+/// Chinese characters; and, for every class, the top pre-tokenizer's `add_prefix_space` set to
 /// the configuration's, as `PreTrainedTokenizerFast.__init__` sets it.
 pub fn load(dir: &ModelDir) -> Result<Tokenizer> {
     let path = dir.file("tokenizer.json");
@@ -74,12 +84,14 @@ pub fn load(dir: &ModelDir) -> Result<Tokenizer> {
         c if PLAIN_CLASSES.contains(&c) => None,
         "LlamaTokenizer" | "LlamaTokenizerFast" => Some((true, false)),
         "GPTNeoXTokenizer" | "GPTNeoXTokenizerFast" => Some((false, false)),
+        c if BERT_CLASSES.contains(&c) => None,
         other => {
             return Err(Error::not_yet(format!(
                 "{}: tokenizer_class {other:?} changes the tokenizer when transformers loads it; \
-                 not read yet (read: {}, LlamaTokenizerFast, GPTNeoXTokenizerFast)",
+                 not read yet (read: {}, {}, LlamaTokenizerFast, GPTNeoXTokenizerFast)",
                 cfg_path.display(),
-                PLAIN_CLASSES.join(", ")
+                PLAIN_CLASSES.join(", "),
+                BERT_CLASSES.join(", ")
             )))
         }
     };
@@ -92,6 +104,26 @@ pub fn load(dir: &ModelDir) -> Result<Tokenizer> {
         )));
     }
     let mut json = (*json).clone();
+    if BERT_CLASSES.contains(&class) {
+        // BertTokenizerFast.__init__ rebuilds a BertNormalizer with the config's settings
+        if let Some(norm) = json.get_mut("normalizer").and_then(Value::as_object_mut) {
+            if norm.get("type").and_then(Value::as_str) == Some("BertNormalizer") {
+                let setting = |k: &str, d: Value| get(k).cloned().unwrap_or(d);
+                norm.insert(
+                    "lowercase".into(),
+                    setting("do_lower_case", Value::Bool(true)),
+                );
+                norm.insert(
+                    "strip_accents".into(),
+                    setting("strip_accents", Value::Null),
+                );
+                norm.insert(
+                    "handle_chinese_chars".into(),
+                    setting("tokenize_chinese_chars", Value::Bool(true)),
+                );
+            }
+        }
+    }
     if !llama {
         let want = get("add_prefix_space")
             .map(crate::vocab::truthy)

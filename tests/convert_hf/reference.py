@@ -690,6 +690,42 @@ FIXTURES += [
                    id2label={0: "entailment", 1: "neutral", 2: "contradiction"},
                    label2id={"entailment": 0, "neutral": 1, "contradiction": 2}),
     ),
+    # EuroBERT (transformers 5): a Llama-like encoder with mean pooling, GPT-2's BPE; its
+    # classifier pooling set to one the reference takes (transformers 5's default, "late", is
+    # refused by both)
+    Fixture(
+        name="EuroBERT-tiny-210m", seed=7184, dtype="float32", tf5="saved", bpe="llama-bpe",
+        model_class="EuroBertModel", pooling="mean",
+        extra=dict(config_class="EuroBertConfig", head_dim=16, classifier_pooling="mean"),
+    ),
+    # BERT encoders with bge-small's WordPiece, written in phantom-space form: a sentence-
+    # transformers model with CLS pooling, the masked-LM (its heads left out) and a classifier
+    # with its own labels; DistilBERT's own names
+    Fixture(
+        name="bge-tiny-en-v1.5", seed=7185, arch="bert", dtype="float32", bpe="bert-bge",
+        custom=True, bare=True, pooling="cls",
+        extra=dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                   num_attention_heads=4, max_position_embeddings=256),
+    ),
+    Fixture(
+        name="bert-tiny-uncased", seed=7186, arch="bert", dtype="float16", bpe="bert-bge",
+        custom=True, model_class="BertForMaskedLM",
+        extra=dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                   num_attention_heads=4, max_position_embeddings=256),
+    ),
+    Fixture(
+        name="bert-tiny-sst2", seed=7187, arch="bert", dtype="float32", bpe="bert-bge",
+        custom=True, model_class="BertForSequenceClassification",
+        extra=dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                   num_attention_heads=4, max_position_embeddings=256,
+                   id2label={0: "negative", 1: "positive"},
+                   label2id={"negative": 0, "positive": 1}),
+    ),
+    Fixture(
+        name="distilbert-tiny-uncased", seed=7188, arch="distilbert", dtype="float32",
+        bpe="bert-bge", custom=True, model_class="DistilBertForMaskedLM",
+        extra=dict(dim=64, hidden_dim=96, n_layers=2, n_heads=4, max_position_embeddings=256),
+    ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer
@@ -1675,6 +1711,25 @@ def fast_tokenizer(model_file: Path, options: dict):
     return tok
 
 
+def write_pooling(fx: Fixture, folder: Path) -> None:
+    """sentence-transformers' Pooling module beside the model, as it saves one."""
+    if fx.pooling is None:
+        return
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+    ], indent=2) + "\n", encoding="utf-8")
+    (folder / "1_Pooling").mkdir()
+    modes = ["cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens",
+             "weightedmean_tokens", "lasttoken"]
+    pooling = {"word_embedding_dimension": fx.hidden}
+    chosen = {"mean": "mean_tokens", "cls": "cls_token", "lasttoken": "lasttoken"}[fx.pooling]
+    pooling.update({f"pooling_mode_{m}": m == chosen for m in modes})
+    pooling["include_prompt"] = True
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling, indent=2) + "\n",
+                                                      encoding="utf-8")
+
+
 def build_fixture(fx: Fixture, folder: Path) -> None:
     if fx.tf5 is not None:
         # transformers 5 is another environment: this script again, run there; a real BPE
@@ -1699,6 +1754,7 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
                 shutil.copy(f, folder / f.name)
             shutil.rmtree(stage)
         saved_config(fx, folder)
+        write_pooling(fx, folder)
         if fx.post_save is not None:
             POST_SAVE[fx.post_save](folder)
         (folder / ".complete").write_text("")
@@ -1824,21 +1880,7 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
         save_file(tensors, str(path), metadata={"format": "pt"})
     if fx.readme is not None:
         (folder / "README.md").write_text(fx.readme, encoding="utf-8")
-    if fx.pooling is not None:
-        # as sentence-transformers saves a model with a Pooling module
-        (folder / "modules.json").write_text(json.dumps([
-            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        ], indent=2) + "\n", encoding="utf-8")
-        (folder / "1_Pooling").mkdir()
-        modes = ["cls_token", "mean_tokens", "max_tokens", "mean_sqrt_len_tokens",
-                 "weightedmean_tokens", "lasttoken"]
-        pooling = {"word_embedding_dimension": fx.hidden}
-        chosen = {"mean": "mean_tokens", "cls": "cls_token", "lasttoken": "lasttoken"}[fx.pooling]
-        pooling.update({f"pooling_mode_{m}": m == chosen for m in modes})
-        pooling["include_prompt"] = True
-        (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling, indent=2) + "\n",
-                                                          encoding="utf-8")
+    write_pooling(fx, folder)
     saved_config(fx, folder)
     (folder / ".complete").write_text("")
 
@@ -3182,7 +3224,8 @@ def tf5_saved(fx: Fixture, folder: Path) -> None:
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
     if vision is None and not towers:
         cfg = cls(**{**common, **vocab, **fields})
-        save_tf5_model(fx, folder, cfg, original=not packed)
+        save_tf5_model(fx, folder, cfg, original=not packed,
+                       auto=fx.model_class or "AutoModelForCausalLM")
         return
     if vision is not None:
         towers = {"vision_config": vision, **towers}
@@ -3493,6 +3536,11 @@ FAST = {
     "LFM2-Tiny-8B-A1B__q8_0",
     "granite-4.0-tiny-h-preview__q8_0",
     "NVIDIA-Nemotron-3-Tiny-Nano-A1B__q8_0",
+    # encoders: WordPiece in phantom-space form with pooling, RoBERTa's positions and labels,
+    # ModernBERT's windows
+    "bge-tiny-en-v1.5__f16",
+    "roberta-tiny-sentiment__q8_0",
+    "ModernBERT-tiny-classifier__auto",
     "gpt-oss-tiny-mxfp4__auto",
     "Llama-3.2-Tiny-Instruct__bf16",
     "Tiny-Llama-Fast-Tokenizer__f16",

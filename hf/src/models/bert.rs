@@ -270,3 +270,26 @@ impl TextModel for ModernBert {
         bert_filter(name.strip_prefix("model.").unwrap_or(name))
     }
 }
+
+/// `EuroBertModel(TextModel)`: `EuroBertModel`, `JinaEmbeddingsV5Model`. A Llama-like encoder:
+/// `TextModel`'s keys, no causal attention, no RoPE scaling, its pooling; GPT-2's BPE marked
+/// not to add bos; `model.` dropped from the names.
+pub(crate) struct EuroBert;
+
+impl TextModel for EuroBert {
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        kv.bool("tokenizer.ggml.add_bos_token", false);
+        base::gpt2(cx, kv)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::set_gguf_parameters(cx, kv)?;
+        kv.bool(&cx.key("attention.causal"), false);
+        kv.string(&cx.key("rope.scaling.type"), "none");
+        base::pooling(cx, kv)
+    }
+
+    fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
+        base::filter_tensors(name.strip_prefix("model.").unwrap_or(name))
+    }
+}

@@ -384,6 +384,8 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &bert::DistilBert,
     ),
     ("RobertaModel", &tables::BERT, &bert::Roberta),
+    ("EuroBertModel", &tables::EUROBERT, &bert::EuroBert),
+    ("JinaEmbeddingsV5Model", &tables::EUROBERT, &bert::EuroBert),
     ("ModernBertModel", &tables::MODERN_BERT, &bert::ModernBert),
     (
         "ModernBertForMaskedLM",
