@@ -78,6 +78,13 @@ impl Kv {
         }
     }
 
+    /// `add_array` of a `bytes` value (UINT8 items).
+    pub fn u8s(&mut self, key: &str, v: Vec<u8>) {
+        if !v.is_empty() {
+            self.set(key, Value::Array(Array::new(v.into())));
+        }
+    }
+
     /// `add_array` of Python bools (BOOL items).
     pub fn bools(&mut self, key: &str, v: Vec<bool>) {
         if !v.is_empty() {

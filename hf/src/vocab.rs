@@ -85,6 +85,67 @@ pub fn sentencepiece_dummy_prefix(path: &Path, bytes: &[u8]) -> Result<bool> {
     Ok(add)
 }
 
+/// What a Unigram model's `ModelProto` says besides its pieces: `trainer_spec.model_type`
+/// (UNIGRAM, 1, where absent) and the normalizer's dummy prefix, extra-whitespace removal and
+/// precompiled character map.
+pub struct SpecNormalizer {
+    /// `trainer_spec.model_type`.
+    pub model_type: u64,
+    /// `normalizer_spec.add_dummy_prefix`.
+    pub add_dummy_prefix: bool,
+    /// `normalizer_spec.remove_extra_whitespaces`.
+    pub remove_extra_whitespaces: bool,
+    /// `normalizer_spec.precompiled_charsmap`.
+    pub precompiled_charsmap: Vec<u8>,
+}
+
+/// Reads [`SpecNormalizer`] from a SentencePiece `ModelProto` (protobuf's defaults where a
+/// field is absent).
+pub fn sentencepiece_spec(path: &Path, bytes: &[u8]) -> Result<SpecNormalizer> {
+    let bad = |m: String| Error::field(path, "ModelProto", m);
+    let mut out = SpecNormalizer {
+        model_type: 1,
+        add_dummy_prefix: true,
+        remove_extra_whitespaces: true,
+        precompiled_charsmap: Vec::new(),
+    };
+    let mut r = Reader { bytes, pos: 0 };
+    while !r.done() {
+        match r.key().map_err(bad)? {
+            (2, 2) => {
+                let mut spec = Reader {
+                    bytes: r.len_delimited().map_err(bad)?,
+                    pos: 0,
+                };
+                while !spec.done() {
+                    match spec.key().map_err(bad)? {
+                        (3, 0) => out.model_type = spec.varint().map_err(bad)?,
+                        (_, wire) => spec.skip(wire).map_err(bad)?,
+                    }
+                }
+            }
+            (3, 2) => {
+                let mut spec = Reader {
+                    bytes: r.len_delimited().map_err(bad)?,
+                    pos: 0,
+                };
+                while !spec.done() {
+                    match spec.key().map_err(bad)? {
+                        (2, 2) => {
+                            out.precompiled_charsmap = spec.len_delimited().map_err(bad)?.to_vec()
+                        }
+                        (3, 0) => out.add_dummy_prefix = spec.varint().map_err(bad)? != 0,
+                        (4, 0) => out.remove_extra_whitespaces = spec.varint().map_err(bad)? != 0,
+                        (_, wire) => spec.skip(wire).map_err(bad)?,
+                    }
+                }
+            }
+            (_, wire) => r.skip(wire).map_err(bad)?,
+        }
+    }
+    Ok(out)
+}
+
 fn read_piece(bytes: &[u8]) -> Result<Piece, String> {
     let mut r = Reader { bytes, pos: 0 };
     let mut piece = Piece {

@@ -726,6 +726,25 @@ FIXTURES += [
         bpe="bert-bge", custom=True, model_class="DistilBertForMaskedLM",
         extra=dict(dim=64, hidden_dim=96, n_layers=2, n_heads=4, max_position_embeddings=256),
     ),
+    # XLM-RoBERTa (bge-m3, multilingual-e5): a Unigram SentencePiece model
+    # (sentencepiece.bpe.model) realigned to fairseq's ids as the t5 tokenizer model, with
+    # RoBERTa's positions; the encoder with CLS pooling, and a reranker's one-label classifier
+    Fixture(
+        name="bge-m3-tiny", seed=7189, arch="xlm-roberta", dtype="float32",
+        spm=dict(model_type="unigram", vocab_size=320), custom=True, bare=True, pooling="cls",
+        post_save="xlmr-spm",
+        extra=dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                   num_attention_heads=4, max_position_embeddings=258, pad_token_id=1,
+                   bos_token_id=0, eos_token_id=2, type_vocab_size=1),
+    ),
+    Fixture(
+        name="bge-reranker-tiny-v2-m3", seed=7190, arch="xlm-roberta", dtype="float16",
+        spm=dict(model_type="unigram", vocab_size=320), custom=True,
+        model_class="XLMRobertaForSequenceClassification", post_save="xlmr-spm",
+        extra=dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                   num_attention_heads=4, max_position_embeddings=258, pad_token_id=1,
+                   bos_token_id=0, eos_token_id=2, type_vocab_size=1, num_labels=1),
+    ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer
@@ -2979,6 +2998,11 @@ def as_nemotron_h_pattern(folder: Path) -> None:
     path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
+def as_xlmr_spm(folder: Path) -> None:
+    """XLM-RoBERTa's SentencePiece model under the name its checkpoints give it."""
+    (folder / "tokenizer.model").rename(folder / "sentencepiece.bpe.model")
+
+
 def with_lm_head_copy(folder: Path) -> None:
     """The output stored beside the embeddings it repeats, as the original Mamba checkpoints
     store it (transformers leaves a tied output out)."""
@@ -3042,6 +3066,7 @@ POST_SAVE = {
     "hub-vl-experts": as_hub_vl_experts,
     "hy4-hub": as_hy4_hub,
     "lm-head-copy": with_lm_head_copy,
+    "xlmr-spm": as_xlmr_spm,
     "nemotron-h-pattern": as_nemotron_h_pattern,
     "nextn-block": with_nextn_block,
     "nextn-block-ds": lambda folder: with_nextn_block(folder, "shared_head.norm"),
@@ -3330,6 +3355,7 @@ CONFIGS = {
         interleave_moe_layer_step=2, use_qk_norm=True)),
     "dbrx": ("DbrxConfig", {}),
     "roberta": ("RobertaConfig", {}),
+    "xlm-roberta": ("XLMRobertaConfig", {}),
     "modernbert": ("ModernBertConfig", {}),
     "bert": ("BertConfig", {}),
     "distilbert": ("DistilBertConfig", {}),
@@ -3539,6 +3565,7 @@ FAST = {
     # encoders: WordPiece in phantom-space form with pooling, RoBERTa's positions and labels,
     # ModernBERT's windows
     "bge-tiny-en-v1.5__f16",
+    "bge-m3-tiny__q8_0",
     "roberta-tiny-sentiment__q8_0",
     "ModernBERT-tiny-classifier__auto",
     "gpt-oss-tiny-mxfp4__auto",

@@ -293,3 +293,134 @@ impl TextModel for EuroBert {
         base::filter_tensors(name.strip_prefix("model.").unwrap_or(name))
     }
 }
+
+/// `_xlmroberta_set_vocab` from `sentencepiece.bpe.model`: a Unigram model's pieces as the `t5`
+/// tokenizer model, padded to the config's vocabulary, realigned to fairseq's ids (`<s>`,
+/// `<pad>`, `</s>`, `<unk>` first), with the normalizer's settings.
+pub(crate) fn xlmroberta_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    use crate::vocab::token_type::{BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED};
+    let path = cx.dir.file("sentencepiece.bpe.model");
+    if !path.is_file() {
+        return Err(crate::error::Unsupported::NotYet(format!(
+            "{}: no sentencepiece.bpe.model; an XLM-RoBERTa vocabulary read from tokenizer.json \
+             alone is not read yet",
+            cx.dir.path.display()
+        ))
+        .into());
+    }
+    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    let spec = vocab::sentencepiece_spec(&path, &bytes)?;
+    if spec.model_type != 1 {
+        return Err(Error::reference(format!(
+            "AssertionError: {}: trainer_spec.model_type is {}, not UNIGRAM (1)",
+            path.display(),
+            spec.model_type
+        )));
+    }
+    let pieces = vocab::read_sentencepiece(&path, &bytes)?;
+    let hp = cx.hp();
+    let size = match hp.opt_int(&["vocab_size"])? {
+        Some(n) => (n as usize).max(pieces.len()),
+        None => pieces.len(),
+    };
+    let mut tokens: Vec<String> = (0..size).map(|i| format!("[PAD{i}]")).collect();
+    let mut scores = vec![-10000.0f32; size];
+    let mut types = vec![UNUSED; size];
+    for (i, p) in pieces.iter().enumerate() {
+        tokens[i] = p.piece.clone();
+        scores[i] = p.score;
+        // IsUnknown, IsControl, IsUnused, IsByte in turn; a user-defined piece is NORMAL
+        types[i] = match p.kind {
+            2 => UNKNOWN,
+            3 => CONTROL,
+            5 => UNUSED,
+            6 => BYTE,
+            _ => NORMAL,
+        };
+    }
+    if size < 4 {
+        return Err(Error::field(
+            &path,
+            "pieces",
+            "fewer than 4: nothing to realign",
+        ));
+    }
+    let realigned = |head: Vec<String>, v: Vec<String>| -> Vec<String> {
+        head.into_iter()
+            .chain(v[3..v.len() - 1].iter().cloned())
+            .collect()
+    };
+    let tokens = realigned(
+        ["<s>", "<pad>", "</s>", "<unk>"].map(String::from).to_vec(),
+        tokens,
+    );
+    let scores: Vec<f32> = [0.0; 4]
+        .into_iter()
+        .chain(scores[3..size - 1].iter().copied())
+        .collect();
+    let types: Vec<i32> = [CONTROL, CONTROL, CONTROL, UNKNOWN]
+        .into_iter()
+        .chain(types[3..size - 1].iter().copied())
+        .collect();
+    let n = tokens.len() as u64;
+    kv.string("tokenizer.ggml.model", "t5");
+    kv.string("tokenizer.ggml.pre", "default");
+    kv.strings("tokenizer.ggml.tokens", tokens);
+    kv.f32s("tokenizer.ggml.scores", scores);
+    kv.i32s("tokenizer.ggml.token_type", types);
+    kv.bool("tokenizer.ggml.add_space_prefix", spec.add_dummy_prefix);
+    kv.u32("tokenizer.ggml.token_type_count", token_type_count(hp)?);
+    kv.bool(
+        "tokenizer.ggml.remove_extra_whitespaces",
+        spec.remove_extra_whitespaces,
+    );
+    kv.u8s(
+        "tokenizer.ggml.precompiled_charsmap",
+        spec.precompiled_charsmap,
+    );
+    vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)
+}
+
+/// `XLMRobertaModel(BertModel)`: `XLMRobertaModel`, `XLMRobertaForSequenceClassification`.
+/// RoBERTa's positions past the padding id with XLM-R's Unigram vocabulary; jina-embeddings-v3's
+/// `parametrizations` names read plainly. Its LoRA adapters (`lora_adaptations`, written as
+/// separate files) are not written yet.
+pub(crate) struct XlmRoberta;
+
+impl TextModel for XlmRoberta {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Roberta)
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        xlmroberta_vocab(cx, kv)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        if cx
+            .hp()
+            .map
+            .get("lora_adaptations")
+            .is_some_and(vocab::truthy)
+        {
+            return Err(crate::error::Unsupported::NotYet(format!(
+                "{}: lora_adaptations: jina-embeddings-v3's task adapters (written by the \
+                 reference as jina-bert-v3 beside one LoRA file a task) are not converted yet",
+                cx.hp().path.display()
+            ))
+            .into());
+        }
+        bert_keys(cx, kv)
+    }
+
+    fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
+        let mut name = name.strip_prefix("roberta.").unwrap_or(name).to_owned();
+        if name.contains(".parametrizations.") {
+            name = name.replace(".parametrizations.", ".");
+            if let Some(stem) = name.strip_suffix(".original") {
+                name = stem.to_owned();
+            }
+        }
+        bert_filter(&name)
+    }
+}

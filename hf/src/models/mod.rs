@@ -384,6 +384,12 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &bert::DistilBert,
     ),
     ("RobertaModel", &tables::BERT, &bert::Roberta),
+    ("XLMRobertaModel", &tables::BERT, &bert::XlmRoberta),
+    (
+        "XLMRobertaForSequenceClassification",
+        &tables::BERT,
+        &bert::XlmRoberta,
+    ),
     ("EuroBertModel", &tables::EUROBERT, &bert::EuroBert),
     ("JinaEmbeddingsV5Model", &tables::EUROBERT, &bert::EuroBert),
     ("ModernBertModel", &tables::MODERN_BERT, &bert::ModernBert),
