@@ -745,6 +745,50 @@ FIXTURES += [
                    num_attention_heads=4, max_position_embeddings=258, pad_token_id=1,
                    bos_token_id=0, eos_token_id=2, type_vocab_size=1, num_labels=1),
     ),
+    # T5 encoder-decoders and encoders with a Unigram SentencePiece model (spiece.model, as the
+    # checkpoints name it) as the t5 tokenizer model: Flan-T5 (gated GELU, its own output),
+    # the encoder alone (sentence-t5), mT5 and UMT5 (each layer its own position bias)
+    Fixture(
+        name="flan-t5-tiny", seed=7191, arch="t5", dtype="float32",
+        spm=dict(model_type="unigram", vocab_size=320), custom=True,
+        model_class="T5ForConditionalGeneration", post_save="spiece",
+        extra=dict(d_model=64, d_ff=96, num_layers=2, num_decoder_layers=2, num_heads=4,
+                   d_kv=16, relative_attention_num_buckets=8, feed_forward_proj="gated-gelu",
+                   decoder_start_token_id=0, pad_token_id=0, eos_token_id=1),
+    ),
+    Fixture(
+        name="sentence-t5-tiny", seed=7192, arch="t5", dtype="float16",
+        spm=dict(model_type="unigram", vocab_size=320), custom=True,
+        model_class="T5EncoderModel", post_save="spiece", pooling="mean",
+        extra=dict(d_model=64, d_ff=96, num_layers=2, num_heads=4, d_kv=16,
+                   relative_attention_num_buckets=8, pad_token_id=0, eos_token_id=1),
+    ),
+    Fixture(
+        name="mt5-tiny", seed=7193, arch="mt5", dtype="float32",
+        spm=dict(model_type="unigram", vocab_size=320), custom=True,
+        model_class="MT5ForConditionalGeneration", post_save="spiece",
+        extra=dict(d_model=64, d_ff=96, num_layers=2, num_decoder_layers=2, num_heads=4,
+                   d_kv=16, relative_attention_num_buckets=8, decoder_start_token_id=0,
+                   pad_token_id=0, eos_token_id=1),
+    ),
+    # a decoder deeper than the encoder: the reference names blocks up to the encoder's count
+    # and cannot map the decoder's last (refused by both)
+    Fixture(
+        name="t5-tiny-deeper-decoder", seed=7195, arch="t5", dtype="float32",
+        spm=dict(model_type="unigram", vocab_size=320), custom=True,
+        model_class="T5ForConditionalGeneration", post_save="spiece",
+        extra=dict(d_model=64, d_ff=96, num_layers=2, num_decoder_layers=3, num_heads=4,
+                   d_kv=16, relative_attention_num_buckets=8, decoder_start_token_id=0,
+                   pad_token_id=0, eos_token_id=1),
+    ),
+    Fixture(
+        name="umt5-tiny", seed=7194, arch="umt5", dtype="bfloat16",
+        spm=dict(model_type="unigram", vocab_size=320), custom=True,
+        model_class="UMT5ForConditionalGeneration", post_save="spiece",
+        extra=dict(d_model=64, d_ff=96, num_layers=2, num_decoder_layers=2, num_heads=4,
+                   d_kv=16, relative_attention_num_buckets=8, decoder_start_token_id=0,
+                   pad_token_id=0, eos_token_id=1),
+    ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer
@@ -3003,6 +3047,11 @@ def as_xlmr_spm(folder: Path) -> None:
     (folder / "tokenizer.model").rename(folder / "sentencepiece.bpe.model")
 
 
+def as_spiece(folder: Path) -> None:
+    """T5's SentencePiece model under the name its checkpoints give it."""
+    (folder / "tokenizer.model").rename(folder / "spiece.model")
+
+
 def with_lm_head_copy(folder: Path) -> None:
     """The output stored beside the embeddings it repeats, as the original Mamba checkpoints
     store it (transformers leaves a tied output out)."""
@@ -3067,6 +3116,7 @@ POST_SAVE = {
     "hy4-hub": as_hy4_hub,
     "lm-head-copy": with_lm_head_copy,
     "xlmr-spm": as_xlmr_spm,
+    "spiece": as_spiece,
     "nemotron-h-pattern": as_nemotron_h_pattern,
     "nextn-block": with_nextn_block,
     "nextn-block-ds": lambda folder: with_nextn_block(folder, "shared_head.norm"),
@@ -3355,6 +3405,9 @@ CONFIGS = {
         interleave_moe_layer_step=2, use_qk_norm=True)),
     "dbrx": ("DbrxConfig", {}),
     "roberta": ("RobertaConfig", {}),
+    "t5": ("T5Config", {}),
+    "mt5": ("MT5Config", {}),
+    "umt5": ("UMT5Config", {}),
     "xlm-roberta": ("XLMRobertaConfig", {}),
     "modernbert": ("ModernBertConfig", {}),
     "bert": ("BertConfig", {}),
@@ -3566,6 +3619,7 @@ FAST = {
     # ModernBERT's windows
     "bge-tiny-en-v1.5__f16",
     "bge-m3-tiny__q8_0",
+    "flan-t5-tiny__q8_0",
     "roberta-tiny-sentiment__q8_0",
     "ModernBERT-tiny-classifier__auto",
     "gpt-oss-tiny-mxfp4__auto",

@@ -65,6 +65,7 @@ mod smallthinker;
 mod spark2_5;
 mod stablelm;
 mod starcoder;
+mod t5;
 mod talkie;
 mod xverse;
 
@@ -384,6 +385,12 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &bert::DistilBert,
     ),
     ("RobertaModel", &tables::BERT, &bert::Roberta),
+    ("T5WithLMHeadModel", &tables::T5, &t5::T5),
+    ("T5ForConditionalGeneration", &tables::T5, &t5::T5),
+    ("MT5ForConditionalGeneration", &tables::T5, &t5::T5),
+    ("UMT5ForConditionalGeneration", &tables::T5, &t5::T5),
+    ("UMT5Model", &tables::T5, &t5::T5),
+    ("T5EncoderModel", &tables::T5ENCODER, &t5::T5Encoder),
     ("XLMRobertaModel", &tables::BERT, &bert::XlmRoberta),
     (
         "XLMRobertaForSequenceClassification",
