@@ -747,7 +747,8 @@ FIXTURES += [
     ),
     # T5 encoder-decoders and encoders with a Unigram SentencePiece model (spiece.model, as the
     # checkpoints name it) as the t5 tokenizer model: Flan-T5 (gated GELU, its own output),
-    # the encoder alone (sentence-t5), mT5 and UMT5 (each layer its own position bias)
+    # the encoder alone (sentence-t5), mT5 and UMT5 (each layer its own position bias; its
+    # shared embeddings stored three times, the first kept)
     Fixture(
         name="flan-t5-tiny", seed=7191, arch="t5", dtype="float32",
         spm=dict(model_type="unigram", vocab_size=320), custom=True,
@@ -784,7 +785,7 @@ FIXTURES += [
     Fixture(
         name="umt5-tiny", seed=7194, arch="umt5", dtype="bfloat16",
         spm=dict(model_type="unigram", vocab_size=320), custom=True,
-        model_class="UMT5ForConditionalGeneration", post_save="spiece",
+        model_class="UMT5ForConditionalGeneration", post_save="spiece-shared-thrice",
         extra=dict(d_model=64, d_ff=96, num_layers=2, num_decoder_layers=2, num_heads=4,
                    d_kv=16, relative_attention_num_buckets=8, decoder_start_token_id=0,
                    pad_token_id=0, eos_token_id=1),
@@ -3052,6 +3053,22 @@ def as_spiece(folder: Path) -> None:
     (folder / "tokenizer.model").rename(folder / "spiece.model")
 
 
+def as_spiece_shared_thrice(folder: Path) -> None:
+    """T5's SentencePiece model as `spiece.model`, and its shared embeddings stored three
+    times, as some checkpoints store them (`encoder.embed_tokens`, `decoder.embed_tokens` and
+    `shared`), each a little different so that which one is kept shows."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    as_spiece(folder)
+    weights = folder / "model.safetensors"
+    tensors = load_file(str(weights))
+    shared = tensors["shared.weight"]
+    for i, name in enumerate(("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")):
+        tensors[name] = (shared.float() + 0.001 * (i + 1)).to(shared.dtype)
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 def with_lm_head_copy(folder: Path) -> None:
     """The output stored beside the embeddings it repeats, as the original Mamba checkpoints
     store it (transformers leaves a tied output out)."""
@@ -3117,6 +3134,7 @@ POST_SAVE = {
     "lm-head-copy": with_lm_head_copy,
     "xlmr-spm": as_xlmr_spm,
     "spiece": as_spiece,
+    "spiece-shared-thrice": as_spiece_shared_thrice,
     "nemotron-h-pattern": as_nemotron_h_pattern,
     "nextn-block": with_nextn_block,
     "nextn-block-ds": lambda folder: with_nextn_block(folder, "shared_head.norm"),
