@@ -790,6 +790,23 @@ FIXTURES += [
                    d_kv=16, relative_attention_num_buckets=8, decoder_start_token_id=0,
                    pad_token_id=0, eos_token_id=1),
     ),
+    # Qwen3-ASR (transformers 5, as the -hf checkpoints publish it): Qwen3-VL's text half
+    # beside an audio encoder, ChatML in place of its template, <|im_end|> as bos and eos
+    Fixture(
+        name="Qwen3-ASR-Tiny-hf", seed=7196, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        model_class="Qwen3ASRForConditionalGeneration",
+        extra=dict(config_class="Qwen3ASRConfig", head_dim=16,
+                   rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+                                    "mrope_section": [2, 3, 3], "mrope_interleaved": True},
+                   towers=dict(audio_config=dict(d_model=32, encoder_layers=1,
+                                                 encoder_attention_heads=2, encoder_ffn_dim=64,
+                                                 num_mel_bins=16, output_dim=64,
+                                                 downsample_hidden_size=16))),
+    ),
+    # Qwen3-Omni's mixture (transformers 5; without its speech output): the thinker's text
+    # half, no deepstack layers, <|im_end|> as bos and eos
+    Fixture(name="Qwen3-Omni-Tiny-A1B-Instruct", seed=7197, dtype="bfloat16",
+            tf5="qwen3_omni_moe", bpe="qwen2"),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer
@@ -3360,8 +3377,33 @@ def tf5_qwen25_omni(fx: Fixture, folder: Path) -> None:
     save_tf5_model(fx, folder, cfg, auto="Qwen2_5OmniForConditionalGeneration")
 
 
+def tf5_qwen3_omni_moe(fx: Fixture, folder: Path) -> None:
+    """Qwen3-Omni's mixture without its speech output (`enable_audio_output` off: no talker,
+    no code-to-wave): a thinker of Qwen3-VL-MoE's text (M-RoPE) beside vision and audio
+    towers, all tiny; its text half is the thinker's."""
+    import transformers
+
+    vocab = json.loads(os.environ["GGUFRW_FIXTURE_VOCAB"])
+    mrope = {"rope_type": "default", "rope_theta": 1000000.0, "mrope_section": [2, 3, 3],
+             "mrope_interleaved": True}
+    text = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
+                num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                rope_parameters=mrope, **vocab)
+    thinker = dict(
+        text_config=text,
+        vision_config=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                           out_hidden_size=64, deepstack_visual_indexes=[0]),
+        audio_config=dict(d_model=32, encoder_layers=1, encoder_attention_heads=2,
+                          encoder_ffn_dim=64, num_mel_bins=16, output_dim=64,
+                          downsample_hidden_size=16))
+    cfg = transformers.Qwen3OmniMoeConfig(thinker_config=thinker, enable_audio_output=False)
+    save_tf5_model(fx, folder, cfg, auto="Qwen3OmniMoeForConditionalGeneration")
+
+
 TF5_BUILDERS = {"gemma4": tf5_gemma4, "gemma4_assistant": tf5_gemma4_assistant,
-                "ministral3": tf5_ministral3, "saved": tf5_saved, "qwen25_omni": tf5_qwen25_omni}
+                "ministral3": tf5_ministral3, "saved": tf5_saved, "qwen25_omni": tf5_qwen25_omni,
+                "qwen3_omni_moe": tf5_qwen3_omni_moe}
 
 
 @contextlib.contextmanager
@@ -3638,6 +3680,7 @@ FAST = {
     "bge-tiny-en-v1.5__f16",
     "bge-m3-tiny__q8_0",
     "flan-t5-tiny__q8_0",
+    "Qwen3-Omni-Tiny-A1B-Instruct__q8_0",
     "roberta-tiny-sentiment__q8_0",
     "ModernBERT-tiny-classifier__auto",
     "gpt-oss-tiny-mxfp4__auto",

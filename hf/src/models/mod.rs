@@ -183,6 +183,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::QWEN3VLMOE,
         &qwen3vl::Qwen3VlMoe,
     ),
+    (
+        "Qwen3OmniMoeForConditionalGeneration",
+        &tables::QWEN3VLMOE,
+        &qwen3vl::Qwen3OmniMoe,
+    ),
+    (
+        "Qwen3ASRForConditionalGeneration",
+        &tables::QWEN3VL,
+        &qwen3vl::Qwen3Asr,
+    ),
     ("Qwen3_5ForCausalLM", &tables::QWEN35, &qwen::Qwen35),
     (
         "Qwen3_5ForConditionalGeneration",

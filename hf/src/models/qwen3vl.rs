@@ -74,3 +74,79 @@ impl TextModel for Qwen3VlMoe {
         base::yield_as(name, Rearrange::default())
     }
 }
+
+/// `<|im_end|>`'s id in `tokenizer_config.json`'s `added_tokens_decoder` (the first entry that
+/// is it), which the omni and speech classes make both bos and eos.
+fn im_end(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    let path = cx.dir.file("tokenizer_config.json");
+    let config = cx.dir.json("tokenizer_config.json")?.ok_or_else(|| {
+        crate::error::Error::reference(format!("File not found: {}", path.display()))
+    })?;
+    let found = config
+        .get("added_tokens_decoder")
+        .and_then(Value::as_object)
+        .and_then(|m| {
+            m.iter()
+                .find(|(_, d)| d.get("content").and_then(Value::as_str) == Some("<|im_end|>"))
+        });
+    if let Some((id, _)) = found {
+        let id: u32 = id.parse().map_err(|_| {
+            crate::error::Error::field(
+                &path,
+                "added_tokens_decoder",
+                format!("{id:?} is not an id"),
+            )
+        })?;
+        kv.u32("tokenizer.ggml.bos_token_id", id);
+        kv.u32("tokenizer.ggml.eos_token_id", id);
+    }
+    Ok(())
+}
+
+/// `Qwen3OmniMoeTextModel(Qwen3VLMoeTextModel)`: `Qwen3OmniMoeForConditionalGeneration`'s
+/// thinker, with no deepstack layers and `<|im_end|>` as bos and eos.
+pub(crate) struct Qwen3OmniMoe;
+
+impl TextModel for Qwen3OmniMoe {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Qwen3VlMoe)
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Qwen3VlMoe.set_vocab(cx, kv)?;
+        im_end(cx, kv)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Qwen3VlMoe.set_gguf_parameters(cx, kv)?;
+        kv.u32(&cx.key("n_deepstack_layers"), 0);
+        Ok(())
+    }
+}
+
+/// The ChatML template `Qwen3ASRTextModel` writes in place of the checkpoint's.
+const CHATML: &str = "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + \
+message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ \
+'<|im_start|>assistant\\n' }}{% endif %}";
+
+/// `Qwen3ASRTextModel(Qwen3VLTextModel)`: `Qwen3ASRForConditionalGeneration`'s text half, with
+/// no deepstack layers, ChatML as its template and `<|im_end|>` as bos and eos.
+pub(crate) struct Qwen3Asr;
+
+impl TextModel for Qwen3Asr {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Qwen3Vl)
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Qwen3Vl.set_vocab(cx, kv)?;
+        kv.string("tokenizer.chat_template", CHATML);
+        im_end(cx, kv)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Qwen3Vl.set_gguf_parameters(cx, kv)?;
+        kv.u32(&cx.key("n_deepstack_layers"), 0);
+        Ok(())
+    }
+}
