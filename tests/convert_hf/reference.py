@@ -807,6 +807,15 @@ FIXTURES += [
     # half, no deepstack layers, <|im_end|> as bos and eos
     Fixture(name="Qwen3-Omni-Tiny-A1B-Instruct", seed=7197, dtype="bfloat16",
             tf5="qwen3_omni_moe", bpe="qwen2"),
+    # PaddleOCR-VL (transformers 5): ERNIE 4.5's text half (SentencePiece) beside a SigLIP
+    # tower
+    Fixture(
+        name="PaddleOCR-VL-Tiny", seed=7198, dtype="bfloat16", tf5="saved",
+        spm=dict(model_type="bpe", vocab_size=320),
+        extra=dict(config_class="PaddleOCRVLConfig", keep_spm=True, head_dim=16,
+                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                               num_attention_heads=2, image_size=28, patch_size=14)),
+    ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer

@@ -47,14 +47,8 @@ impl TextModel for Ernie45 {
         base::sentencepiece_required(cx, kv)?;
         if let Some(tc) = cx.dir.json("tokenizer_config.json")? {
             if let Some(v) = tc.get("add_prefix_space") {
-                let b = v.as_bool().ok_or_else(|| {
-                    Error::field(
-                        &cx.dir.file("tokenizer_config.json"),
-                        "add_prefix_space",
-                        "not a bool",
-                    )
-                })?;
-                kv.bool("tokenizer.ggml.add_space_prefix", b);
+                // `add_bool` packs the value's truth: transformers 5's `null` is false
+                kv.bool("tokenizer.ggml.add_space_prefix", crate::vocab::truthy(v));
             }
         }
         Ok(())
