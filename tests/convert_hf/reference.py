@@ -816,6 +816,17 @@ FIXTURES += [
                    vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                                num_attention_heads=2, image_size=28, patch_size=14)),
     ),
+    # GLM-OCR (transformers 5): GLM-4's text half with M-RoPE (q and k in NeoX order) and a
+    # prediction layer counted as a block, as published
+    Fixture(
+        name="GLM-OCR-Tiny", seed=7199, dtype="bfloat16", tf5="saved", bpe="gpt-2",
+        post_save="glm-ocr", added=["[gMASK]", "<|user|>", "<|observation|>"],
+        extra=dict(config_class="GlmOcrConfig", head_dim=16, pad_token_id=0,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                    "partial_rotary_factor": 0.5, "mrope_section": [2, 1, 1]},
+                   vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                               out_hidden_size=64, image_size=28, patch_size=14)),
+    ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer
@@ -3116,20 +3127,34 @@ def with_nextn_block(folder: Path, head_norm: str = "final_layernorm") -> None:
     from safetensors.torch import load_file, save_file
 
     cfg = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    # a vision-language class: the text config's layers, under `model.language_model.`
+    cfg = cfg.get("text_config", cfg)
     weights = folder / "model.safetensors"
     tensors = load_file(str(weights))
     n, h = cfg["num_hidden_layers"], cfg["hidden_size"]
     gen = torch.Generator().manual_seed(n)
-    last = f"model.layers.{n - 1}."
-    shapes = {f"model.layers.{n}.{k[len(last):]}": list(v.shape)
+    stem = next(p for p in ("model.language_model.", "model.")
+                if f"{p}layers.{n - 1}.input_layernorm.weight" in tensors)
+    last = f"{stem}layers.{n - 1}."
+    shapes = {f"{stem}layers.{n}.{k[len(last):]}": list(v.shape)
               for k, v in tensors.items() if k.startswith(last)}
-    shapes.update({f"model.layers.{n}.eh_proj.weight": [h, 2 * h],
-                   f"model.layers.{n}.enorm.weight": [h], f"model.layers.{n}.hnorm.weight": [h],
-                   f"model.layers.{n}.{head_norm}.weight": [h]})
-    dtype = tensors["model.embed_tokens.weight"].dtype
+    shapes.update({f"{stem}layers.{n}.eh_proj.weight": [h, 2 * h],
+                   f"{stem}layers.{n}.enorm.weight": [h], f"{stem}layers.{n}.hnorm.weight": [h],
+                   f"{stem}layers.{n}.{head_norm}.weight": [h]})
+    dtype = tensors[f"{stem}embed_tokens.weight"].dtype
     for name, shape in shapes.items():
         tensors[name] = (0.02 * torch.randn(shape, generator=gen)).to(dtype)
     save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
+def as_glm_ocr(folder: Path) -> None:
+    """GLM-OCR as published: its text config counts one prediction layer, stored as GLM's
+    are (transformers 5 keeps neither)."""
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["text_config"]["num_nextn_predict_layers"] = 1
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    with_nextn_block(folder, "shared_head.norm")
 
 
 def as_laguna(folder: Path) -> None:
@@ -3160,6 +3185,7 @@ POST_SAVE = {
     "lm-head-copy": with_lm_head_copy,
     "xlmr-spm": as_xlmr_spm,
     "spiece": as_spiece,
+    "glm-ocr": as_glm_ocr,
     "spiece-shared-thrice": as_spiece_shared_thrice,
     "nemotron-h-pattern": as_nemotron_h_pattern,
     "nextn-block": with_nextn_block,

@@ -61,6 +61,29 @@ impl TextModel for Glm4 {
     }
 }
 
+/// `GlmOCRModel(Glm4Model)`: `GlmOcrForConditionalGeneration`'s text half. GLM-4 with its
+/// prediction layers counted as blocks and their number written.
+pub(crate) struct GlmOcr;
+
+impl TextModel for GlmOcr {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Glm4)
+    }
+
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
+        let nextn = hp.opt_int(&["num_nextn_predict_layers"])?.unwrap_or(0);
+        Ok(hp.int(&["num_hidden_layers"])? + nextn)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Glm4.set_gguf_parameters(cx, kv)?;
+        if let Some(n) = cx.hp().opt_int(&["num_nextn_predict_layers"])? {
+            kv.u32(&cx.key("nextn_predict_layers"), n as u32);
+        }
+        Ok(())
+    }
+}
+
 /// `TextModel._set_vocab_glm`: GPT-2's BPE with its merges, then bos `[gMASK]`, eot
 /// `<|user|>`, unk `<|endoftext|>` and eom `<|observation|>` by their ids among the added
 /// tokens, each where the tokenizer files name none.

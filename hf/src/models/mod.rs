@@ -447,6 +447,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Ernie4_5ForCausalLM", &tables::ERNIE4_5, &ernie::Ernie45),
     ("Ernie4_5_ForCausalLM", &tables::ERNIE4_5, &ernie::Ernie45),
     (
+        "GlmOcrForConditionalGeneration",
+        &tables::GLM4,
+        &glm::GlmOcr,
+    ),
+    (
         "PaddleOCRVLForConditionalGeneration",
         &tables::PADDLEOCR,
         &ernie::Ernie45,
