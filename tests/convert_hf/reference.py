@@ -827,6 +827,16 @@ FIXTURES += [
                    vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
                                out_hidden_size=64, image_size=28, patch_size=14)),
     ),
+    # HunyuanOCR (transformers 5): HunYuan's dense text half with XD-RoPE, which transformers
+    # 5 saves as dynamic RoPE with sections
+    Fixture(
+        name="HunyuanOCR-Tiny", seed=7200, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        extra=dict(config_class="HunYuanVLConfig", head_dim=16,
+                   rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0,
+                                    "alpha": 1000.0, "factor": 1.0, "mrope_section": [4, 2, 2]},
+                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                               num_attention_heads=2, out_hidden_size=64)),
+    ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer
     # owned by some layers and shared by the rest, fused packed experts after a dense layer

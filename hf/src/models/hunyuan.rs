@@ -113,6 +113,81 @@ impl TextModel for HunYuan {
     }
 }
 
+/// `HunyuanVLTextModel(HunYuanModel)`: `HunYuanVLForConditionalGeneration`'s text half
+/// (HunyuanOCR). Its XD-RoPE, which transformers 5 saves as `dynamic` with an
+/// `mrope_section`, read as `xdrope`; then the base unscaled, the alpha, the sections and the
+/// context written.
+pub(crate) struct HunyuanVl;
+
+impl TextModel for HunyuanVl {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&HunYuan)
+    }
+
+    fn init_hparams(&self, class: &str, hp: &mut Hparams) {
+        HunYuan.init_hparams(class, hp);
+        let key = match hp.map.get("rope_parameters") {
+            Some(Value::Object(o)) if !o.is_empty() => "rope_parameters",
+            _ => "rope_scaling",
+        };
+        if let Some(Value::Object(rope)) = hp.map.get_mut(key) {
+            let dynamic = rope.get("rope_type").and_then(Value::as_str) == Some("dynamic");
+            if let (true, Some(sections)) = (dynamic, rope.get("mrope_section").cloned()) {
+                rope.insert("rope_type".into(), "xdrope".into());
+                rope.insert("type".into(), "xdrope".into());
+                rope.insert("xdrope_section".into(), sections);
+            }
+        }
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        HunYuan.set_gguf_parameters(cx, kv)?;
+        let rope = cx.rope();
+        if rope.get("rope_type").and_then(Value::as_str) != Some("xdrope") {
+            return Ok(());
+        }
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        let float = |key: &str| {
+            rope.get(key).and_then(Value::as_f64).ok_or_else(|| {
+                Error::field(
+                    &hp.path,
+                    format!("rope_parameters.{key}"),
+                    "missing or not a number",
+                )
+            })
+        };
+        kv.f32(&k("rope.freq_base"), float("rope_theta")?);
+        kv.f32(&k("rope.scaling.alpha"), float("alpha")?);
+        kv.string(&k("rope.scaling.type"), "none");
+        let factor = match rope.get("factor") {
+            None => 1.0,
+            Some(_) => float("factor")?,
+        };
+        kv.f32(&k("rope.scaling.factor"), factor);
+        let ctx = hp.int(&["max_position_embeddings"])? as u32;
+        kv.u32(&k("rope.scaling.original_context_length"), ctx);
+        kv.u32(&k("context_length"), ctx);
+        let sections: Vec<i32> = rope
+            .get("xdrope_section")
+            .and_then(Value::as_array)
+            .and_then(|a| {
+                a.iter()
+                    .map(|v| v.as_i64().and_then(|n| i32::try_from(n).ok()))
+                    .collect()
+            })
+            .ok_or_else(|| {
+                Error::field(
+                    &hp.path,
+                    "rope_parameters.mrope_section",
+                    "not a list of counts",
+                )
+            })?;
+        kv.i32s(&k("rope.dimension_sections"), sections);
+        Ok(())
+    }
+}
+
 /// `HYV3Model`: `HYV3ForCausalLM` (Hy3). `TextModel`'s keys and GPT-2 vocabulary with
 /// sigmoid-routed experts and a shared one; the prediction layers stored as blocks past
 /// `num_hidden_layers` are kept and counted (`--no-mtp` is not offered).

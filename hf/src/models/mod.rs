@@ -354,6 +354,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("MellumForCausalLM", &tables::MELLUM, &mellum::Mellum),
     ("MapleForCausalLM", &tables::MAPLE, &maple::Maple),
     ("HYV3ForCausalLM", &tables::HY_V3, &hunyuan::HyV3),
+    (
+        "HunYuanVLForConditionalGeneration",
+        &tables::HUNYUAN_VL,
+        &hunyuan::HunyuanVl,
+    ),
     ("HYV4ForCausalLM", &tables::HY_V4, &hy_v4::HyV4),
     ("Lfm2ForCausalLM", &tables::LFM2, &lfm2::Lfm2),
     ("LFM2ForCausalLM", &tables::LFM2, &lfm2::Lfm2),
