@@ -525,3 +525,74 @@ fn mistral_4_under_a_mistral_3_class_is_refused_not_read_as_ministral() {
         "{e}"
     );
 }
+
+/// `dir`'s config rewritten: the class and model type replaced, `extra` members added.
+fn as_class(dir: &Path, class: &str, model_type: &str, extra: &str) {
+    let text = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let text = text
+        .replace("LlamaForCausalLM", class)
+        .replace(
+            r#""model_type": "llama""#,
+            &format!(r#""model_type": "{model_type}""#),
+        )
+        .replace(
+            "\"rms_norm_eps\": 1e-5}",
+            &format!("\"rms_norm_eps\": 1e-5{extra}}}"),
+        );
+    std::fs::write(dir.join("config.json"), text).unwrap();
+}
+
+#[test]
+fn a_mamba_without_tokenizer_files_is_refused_naming_the_vocabulary_it_lacks() {
+    // the reference then writes llama.cpp's own GPT-NeoX vocabulary, which ggufrw does not carry
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(
+        dir.path(),
+        &[
+            ("backbone.embeddings.weight", "F32", vec![4, 8]),
+            ("backbone.norm_f.weight", "F32", vec![8]),
+        ],
+    );
+    std::fs::remove_file(dir.path().join("tokenizer.model")).unwrap();
+    as_class(dir.path(), "MambaForCausalLM", "mamba", "");
+    let e = refused(dir.path());
+    assert!(
+        e.contains("no tokenizer.json or tokenizer.model") && e.contains("GPT-NeoX"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_nemotron_h_mixture_with_a_prediction_layer_is_refused_as_not_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    as_class(
+        dir.path(),
+        "NemotronHForCausalLM",
+        "nemotron_h",
+        r#", "hybrid_override_pattern": "*", "num_experts_per_tok": 2, "head_dim": 4,
+           "n_groups": 1, "num_nextn_predict_layers": 1"#,
+    );
+    let e = refused(dir.path());
+    assert!(
+        e.contains("num_nextn_predict_layers") && e.contains("not converted yet"),
+        "{e}"
+    );
+}
+
+#[test]
+fn jina_embeddings_v3_task_adapters_are_refused_as_not_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    as_class(
+        dir.path(),
+        "XLMRobertaModel",
+        "xlm-roberta",
+        r#", "lora_adaptations": ["retrieval.query", "retrieval.passage"]"#,
+    );
+    let e = refused(dir.path());
+    assert!(
+        e.contains("lora_adaptations") && e.contains("not converted yet"),
+        "{e}"
+    );
+}

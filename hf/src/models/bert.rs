@@ -396,20 +396,22 @@ impl TextModel for XlmRoberta {
         xlmroberta_vocab(cx, kv)
     }
 
-    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        if cx
-            .hp()
-            .map
-            .get("lora_adaptations")
-            .is_some_and(vocab::truthy)
-        {
+    /// `__init__`'s: jina-embeddings-v3's task adapters (`lora_adaptations`, which the
+    /// reference writes as `jina-bert-v3` beside one LoRA file a task) are refused as not yet
+    /// converted, before anything is read.
+    fn block_count(&self, hp: &Hparams, names: &[String]) -> Result<u64> {
+        if hp.map.get("lora_adaptations").is_some_and(vocab::truthy) {
             return Err(crate::error::Unsupported::NotYet(format!(
                 "{}: lora_adaptations: jina-embeddings-v3's task adapters (written by the \
                  reference as jina-bert-v3 beside one LoRA file a task) are not converted yet",
-                cx.hp().path.display()
+                hp.path.display()
             ))
             .into());
         }
+        Roberta.block_count(hp, names)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         bert_keys(cx, kv)
     }
 

@@ -146,6 +146,21 @@ impl TextModel for NemotronH {
         }
     }
 
+    /// The config's layers; the mixture's prediction layer (which `__init__` adds as a block
+    /// and `mtp.` tensors fill) is refused as not yet converted, before anything is read.
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
+        let nextn = hp.opt_int(&["num_nextn_predict_layers"])?.unwrap_or(0);
+        if nemotron_moe(hp) && nextn > 0 {
+            return Err(Unsupported::NotYet(format!(
+                "{}: num_nextn_predict_layers is {nextn}: Nemotron-H's prediction layer (mtp.) is \
+                 not converted yet",
+                hp.path.display()
+            ))
+            .into());
+        }
+        hp.int(&["n_layers", "num_hidden_layers", "n_layer", "num_layers"])
+    }
+
     fn arch(&self, hp: &Hparams, line: &'static ArchTable) -> &'static ArchTable {
         match nemotron_moe(hp) {
             true => &tables::NEMOTRON_H_MOE,
@@ -177,15 +192,6 @@ impl TextModel for NemotronH {
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         let hp = cx.hp();
         let moe = nemotron_moe(hp);
-        let nextn = hp.opt_int(&["num_nextn_predict_layers"])?.unwrap_or(0);
-        if moe && nextn > 0 {
-            return Err(Unsupported::NotYet(format!(
-                "{}: num_nextn_predict_layers is {nextn}: Nemotron-H's prediction layer (mtp.) is \
-                 not converted yet",
-                hp.path.display()
-            ))
-            .into());
-        }
         let head_dim = hp
             .map
             .get("head_dim")
