@@ -1655,6 +1655,18 @@ FIXTURES += [
                    sliding_window_pattern=2, rope_scaling_factor=2.0,
                    initial_context_length=128),
     ),
+    # PLaMo 2: Mamba layers every other one beside attention (per-head q and k norms), norms
+    # stored less their constants, PLaMo's own tokenizer
+    Fixture(
+        name="plamo-2-tiny", seed=8485, dtype="bfloat16", raw="plamo2",
+        architectures="Plamo2ForCausalLM", tokenizer_rewrite="plamo",
+        spm=dict(model_type="unigram", vocab_size=400, byte_fallback=True),
+        extra=dict(model_type="plamo2", hidden_size=64, num_attention_heads=4,
+                   num_key_value_heads=2, hidden_size_per_head=16,
+                   num_hidden_layers=4, intermediate_size=96, rms_norm_eps=1e-6,
+                   rope_theta=10000.0, max_position_embeddings=256, mamba_d_state=16,
+                   mamba_d_conv=4, mamba_num_heads=8, mamba_step=2, mamba_enabled=True),
+    ),
     # ruGPT-3 XL: GPT-2 with separate q, k and v, which the reference joins
     Fixture(
         name="ruGPT3XL-Tiny", seed=8080, dtype="bfloat16", raw="rugpt3xl", bpe="gpt-2",
@@ -2388,6 +2400,36 @@ def plamo3_layout(c: dict) -> list:
     return out if c.get("tie_word_embeddings") else out + [("lm_head.weight", [v, h])]
 
 
+def plamo2_layout(c: dict) -> list:
+    """PLaMo 2: `model.layers.layers.N`, Mamba layers (every other, from the first) with their
+    time step's, B's and C's norms stored as bare weights, attention layers with fused q/k/v
+    and per-head q and k norms, norms before and after both sublayers."""
+    h, ff, v, heads, kv, hd = dims(c)
+    n_ssm, d_state, d_conv = c["mamba_num_heads"], c["mamba_d_state"], c["mamba_d_conv"]
+    inner, dt_rank = n_ssm * hd, 16
+    out = [("model.embed_tokens.weight", [v, h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.layers.{i}"
+        out += [(f"{b}.pre_mixer_norm.weight", [h])]
+        if i % c["mamba_step"] != c["mamba_step"] // 2:
+            m = f"{b}.mixer"
+            out += [(f"{m}.in_proj.weight", [2 * inner, h]), (f"{m}.conv1d.weight", [inner, 1, d_conv]),
+                    (f"{m}.bcdt_proj.weight", [dt_rank + 2 * d_state, inner]),
+                    (f"{m}.dt_proj.weight", [n_ssm, dt_rank]), (f"{m}.dt_bias", [n_ssm]),
+                    (f"{m}.A_log", [n_ssm]), (f"{m}.D", [n_ssm]), (f"{m}.dt_norm_weight", [dt_rank]),
+                    (f"{m}.B_norm_weight", [d_state]), (f"{m}.C_norm_weight", [d_state]),
+                    (f"{m}.out_proj.weight", [h, inner])]
+        else:
+            out += [(f"{b}.mixer.qkv_proj.weight", [(heads + 2 * kv) * hd, h]),
+                    (f"{b}.mixer.q_weight", [heads, hd]), (f"{b}.mixer.k_weight", [kv, hd]),
+                    (f"{b}.mixer.o_proj.weight", [h, heads * hd])]
+        out += [(f"{b}.post_mixer_norm.weight", [h]), (f"{b}.pre_mlp_norm.weight", [h]),
+                (f"{b}.mlp.gate_up_proj.weight", [2 * ff, h]),
+                (f"{b}.mlp.down_proj.weight", [h, ff]), (f"{b}.post_mlp_norm.weight", [h])]
+    out.append(("model.norm.weight", [h]))
+    return out if c.get("tie_word_embeddings") else out + [("lm_head.weight", [v, h])]
+
+
 PLAMO_SPECIALS = ["<|plamo:unk|>", "<|plamo:bos|>", "<|plamo:eos|>", "<|plamo:pad|>",
                   "<|plamo:op|>", "<|plamo:msg|>"]
 
@@ -2542,6 +2584,7 @@ RAW_LAYOUTS = {
     "jais": jais_layout,
     "internlm2": internlm2_layout,
     "plamo3": plamo3_layout,
+    "plamo2": plamo2_layout,
     "plamo": plamo_layout,
     "eagle3": eagle3_layout,
     "dflash": dflash_layout,

@@ -547,6 +547,8 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::INTERNLM2,
         &internlm::InternLm2,
     ),
+    ("Plamo2ForCausalLM", &tables::PLAMO2, &plamo::Plamo2),
+    ("PLaMo2ForCausalLM", &tables::PLAMO2, &plamo::Plamo2),
     ("Plamo3ForCausalLM", &tables::PLAMO3, &plamo::Plamo3),
     ("PlamoForCausalLM", &tables::PLAMO, &plamo::Plamo),
     ("PLaMo3ForCausalLM", &tables::PLAMO3, &plamo::Plamo3),

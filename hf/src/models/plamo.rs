@@ -284,3 +284,128 @@ pub(crate) fn plamo_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
     kv.bool("tokenizer.ggml.add_space_prefix", false);
     Ok(())
 }
+
+/// `Plamo2Model`: `Plamo2ForCausalLM`, `PLaMo2ForCausalLM` (PLaMo 2). Mamba layers (every
+/// `mamba_step`-th but the middle one) beside attention, its own keys with heads only where a
+/// layer attends; the Mamba norms' bare weights named as norms, `A` from `A_log`, the
+/// convolutions squeezed, the norms stored less their constants.
+pub(crate) struct Plamo2;
+
+/// `hparams.get(key, default)` as a count.
+fn count_or(hp: &Hparams, key: &str, default: u64) -> Result<u64> {
+    match hp.map.get(key) {
+        None => Ok(default),
+        Some(_) => hp.int(&[key]),
+    }
+}
+
+impl TextModel for Plamo2 {
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        plamo_vocab(cx, kv)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        kv.u32(&k("vocab_size"), hp.int(&["vocab_size"])? as u32);
+        let step = count_or(hp, "mamba_step", 2)?;
+        let enabled = hp.map.get("mamba_enabled").is_none_or(crate::vocab::truthy);
+        if enabled {
+            let n = cx.block_count;
+            let (kv_heads, heads) = (
+                count_or(hp, "num_key_value_heads", 4)? as i32,
+                count_or(hp, "num_attention_heads", 32)? as i32,
+            );
+            if step == 0 {
+                return Err(Error::field(&hp.path, "mamba_step", "is 0"));
+            }
+            let mamba = |i: u64| match n <= step / 2 {
+                true => i != n - 1,
+                false => i % step != step / 2,
+            };
+            let per = |v: i32| (0..n).map(|i| if mamba(i) { 0 } else { v }).collect();
+            kv.i32s(&k("attention.head_count_kv"), per(kv_heads));
+            kv.i32s(&k("attention.head_count"), per(heads));
+        }
+        let per_head = count_or(hp, "hidden_size_per_head", 128)?;
+        kv.u32(
+            &k("context_length"),
+            count_or(hp, "max_position_embeddings", 2048)? as u32,
+        );
+        kv.u32(
+            &k("embedding_length"),
+            count_or(hp, "hidden_size", 4096)? as u32,
+        );
+        kv.u32(&k("attention.key_length"), per_head as u32);
+        kv.u32(&k("attention.value_length"), per_head as u32);
+        kv.u32(&k("block_count"), cx.block_count as u32);
+        let eps = match hp.map.get("rms_norm_eps") {
+            None => 1e-6,
+            Some(_) => hp.float(&["rms_norm_eps"])?,
+        };
+        kv.f32(&k("attention.layer_norm_rms_epsilon"), eps);
+        let theta = cx
+            .rope()
+            .get("rope_theta")
+            .map(|v| {
+                v.as_f64()
+                    .ok_or_else(|| Error::field(&hp.path, "rope_theta", "not a number"))
+            })
+            .transpose()?
+            .unwrap_or(10000.0);
+        kv.f32(&k("rope.freq_base"), theta);
+        let heads = count_or(hp, "mamba_num_heads", 64)?;
+        kv.u32(
+            &k("ssm.state_size"),
+            count_or(hp, "mamba_d_state", 64)? as u32,
+        );
+        kv.u32(
+            &k("ssm.conv_kernel"),
+            count_or(hp, "mamba_d_conv", 4)? as u32,
+        );
+        kv.u32(&k("ssm.time_step_rank"), heads as u32);
+        kv.u32(&k("ssm.inner_size"), (heads * per_head) as u32);
+        kv.u32(&k("ssm.group_count"), 0);
+        kv.u32(
+            &k("feed_forward_length"),
+            count_or(hp, "intermediate_size", 13312)? as u32,
+        );
+        kv.u32("general.file_type", cx.file_type);
+        Ok(())
+    }
+
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let renames = [
+            (".dt_bias", ".dt_proj.bias"),
+            (".dt_norm_weight", ".dt_norm.weight"),
+            (".B_norm_weight", ".B_norm.weight"),
+            (".C_norm_weight", ".C_norm.weight"),
+            (".k_weight", ".k.weight"),
+            (".q_weight", ".q.weight"),
+        ];
+        let mut change = Rearrange::default();
+        if name.ends_with(".A_log") {
+            change.neg_exp = true;
+            return base::yield_as(name, change);
+        }
+        for (from, to) in renames {
+            if let Some(stem) = name.strip_suffix(from) {
+                return base::yield_as(&format!("{stem}{to}"), change);
+            }
+        }
+        if name.ends_with(".conv1d.weight") {
+            if shape.iter().filter(|&&n| n != 1).count() != 2 {
+                return Err(Error::reference(format!(
+                    "AssertionError: {name} is {shape:?}: not 2-D once squeezed"
+                )));
+            }
+            change.squeeze = true;
+            return base::yield_as(name, change);
+        }
+        // PLaMo 3's shifts, but for its q and k norms, which PLaMo 2 does not shift
+        if !name.ends_with(".mixer.q_norm.weight") && !name.ends_with(".mixer.k_norm.weight") {
+            change.add = norm_shift(name);
+        }
+        base::yield_as(name, change)
+    }
+}
