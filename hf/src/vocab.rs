@@ -62,27 +62,7 @@ pub fn read_sentencepiece(path: &Path, bytes: &[u8]) -> Result<Vec<Piece>> {
 /// `normalizer_spec.add_dummy_prefix` of a SentencePiece `ModelProto` (true where the model
 /// does not say: protobuf's default for the field).
 pub fn sentencepiece_dummy_prefix(path: &Path, bytes: &[u8]) -> Result<bool> {
-    let bad = |m: String| Error::field(path, "ModelProto.normalizer_spec", m);
-    let mut r = Reader { bytes, pos: 0 };
-    let mut add = true;
-    while !r.done() {
-        match r.key().map_err(bad)? {
-            (3, 2) => {
-                let mut spec = Reader {
-                    bytes: r.len_delimited().map_err(bad)?,
-                    pos: 0,
-                };
-                while !spec.done() {
-                    match spec.key().map_err(bad)? {
-                        (3, 0) => add = spec.varint().map_err(bad)? != 0,
-                        (_, wire) => spec.skip(wire).map_err(bad)?,
-                    }
-                }
-            }
-            (_, wire) => r.skip(wire).map_err(bad)?,
-        }
-    }
-    Ok(add)
+    Ok(sentencepiece_spec(path, bytes)?.add_dummy_prefix)
 }
 
 /// What a Unigram model's `ModelProto` says besides its pieces: `trainer_spec.model_type`

@@ -298,7 +298,7 @@ impl TextModel for EuroBert {
 /// tokenizer model, padded to the config's vocabulary, realigned to fairseq's ids (`<s>`,
 /// `<pad>`, `</s>`, `<unk>` first), with the normalizer's settings.
 pub(crate) fn xlmroberta_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
-    use crate::vocab::token_type::{BYTE, CONTROL, NORMAL, UNKNOWN, UNUSED};
+    use crate::vocab::token_type::{CONTROL, UNKNOWN};
     let path = cx.dir.file("sentencepiece.bpe.model");
     if !path.is_file() {
         return Err(crate::error::Unsupported::NotYet(format!(
@@ -323,21 +323,7 @@ pub(crate) fn xlmroberta_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
         Some(n) => (n as usize).max(pieces.len()),
         None => pieces.len(),
     };
-    let mut tokens: Vec<String> = (0..size).map(|i| format!("[PAD{i}]")).collect();
-    let mut scores = vec![-10000.0f32; size];
-    let mut types = vec![UNUSED; size];
-    for (i, p) in pieces.iter().enumerate() {
-        tokens[i] = p.piece.clone();
-        scores[i] = p.score;
-        // IsUnknown, IsControl, IsUnused, IsByte in turn; a user-defined piece is NORMAL
-        types[i] = match p.kind {
-            2 => UNKNOWN,
-            3 => CONTROL,
-            5 => UNUSED,
-            6 => BYTE,
-            _ => NORMAL,
-        };
-    }
+    let (tokens, scores, types) = super::t5::unigram_pieces(&pieces, size);
     if size < 4 {
         return Err(Error::field(
             &path,
@@ -362,22 +348,10 @@ pub(crate) fn xlmroberta_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
         .into_iter()
         .chain(types[3..size - 1].iter().copied())
         .collect();
-    let n = tokens.len() as u64;
-    kv.string("tokenizer.ggml.model", "t5");
-    kv.string("tokenizer.ggml.pre", "default");
-    kv.strings("tokenizer.ggml.tokens", tokens);
-    kv.f32s("tokenizer.ggml.scores", scores);
-    kv.i32s("tokenizer.ggml.token_type", types);
+    let n = super::t5::t5_tokens(kv, tokens, scores, types);
     kv.bool("tokenizer.ggml.add_space_prefix", spec.add_dummy_prefix);
     kv.u32("tokenizer.ggml.token_type_count", token_type_count(hp)?);
-    kv.bool(
-        "tokenizer.ggml.remove_extra_whitespaces",
-        spec.remove_extra_whitespaces,
-    );
-    kv.u8s(
-        "tokenizer.ggml.precompiled_charsmap",
-        spec.precompiled_charsmap,
-    );
+    super::t5::normalizer_keys(kv, spec);
     vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)
 }
 

@@ -85,15 +85,14 @@ impl TextModel for FalconH1 {
         if head_dim == 0 {
             return Err(Error::field(&hp.path, "mamba_d_head", "is 0"));
         }
-        kv.u32(&k("context_length"), 1 << 20);
-        kv.u32(&k("embedding_length"), d_model as u32);
-        kv.u32(&k("feed_forward_length"), 0);
-        kv.u32(&k("attention.head_count"), 0);
-        kv.u32(&k("block_count"), cx.block_count as u32);
-        kv.u32(&k("ssm.conv_kernel"), d_conv as u32);
-        kv.u32(&k("ssm.inner_size"), d_inner as u32);
-        kv.u32(&k("ssm.state_size"), d_state as u32);
-        kv.u32(&k("ssm.time_step_rank"), (d_inner / head_dim) as u32);
+        let widths = mamba::MambaKeys {
+            d_model,
+            d_conv,
+            d_inner,
+            d_state,
+            dt_rank: d_inner / head_dim,
+        };
+        widths.write(cx, kv);
         kv.u32(&k("ssm.group_count"), groups as u32);
         kv.f32(&k("attention.layer_norm_rms_epsilon"), eps);
         kv.u32("general.file_type", cx.file_type);

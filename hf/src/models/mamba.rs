@@ -71,6 +71,33 @@ pub(crate) fn padded_vocab(cx: &Ctx, kv: &mut Kv, default: u64, bpe_first: bool)
     .into())
 }
 
+/// The widths Mamba's and Mamba-2's `set_gguf_parameters` write, in their order, after an
+/// arbitrary context length and the attention's placeholders.
+pub(crate) struct MambaKeys {
+    pub d_model: u64,
+    pub d_conv: u64,
+    pub d_inner: u64,
+    pub d_state: u64,
+    pub dt_rank: u64,
+}
+
+impl MambaKeys {
+    /// Context, width, placeholders, layers, then the convolution, inner width, state and
+    /// time-step rank.
+    pub(crate) fn write(&self, cx: &Ctx, kv: &mut Kv) {
+        let k = |s: &str| cx.key(s);
+        kv.u32(&k("context_length"), 1 << 20);
+        kv.u32(&k("embedding_length"), self.d_model as u32);
+        kv.u32(&k("feed_forward_length"), 0);
+        kv.u32(&k("attention.head_count"), 0);
+        kv.u32(&k("block_count"), cx.block_count as u32);
+        kv.u32(&k("ssm.conv_kernel"), self.d_conv as u32);
+        kv.u32(&k("ssm.inner_size"), self.d_inner as u32);
+        kv.u32(&k("ssm.state_size"), self.d_state as u32);
+        kv.u32(&k("ssm.time_step_rank"), self.dt_rank as u32);
+    }
+}
+
 /// `MambaModel`: `MambaForCausalLM`, `MambaLMHeadModel`, `FalconMambaForCausalLM`. Its own
 /// keys (placeholders for the attention's), `A` as `-exp(A_log)`, the convolutions squeezed,
 /// and the output left out where it repeats the token embeddings.
@@ -96,15 +123,14 @@ impl TextModel for Mamba {
                 "AssertionError: d_inner == 2 * d_model ({d_inner} != 2 × {d_model})"
             )));
         }
-        kv.u32(&k("context_length"), 1 << 20);
-        kv.u32(&k("embedding_length"), d_model as u32);
-        kv.u32(&k("feed_forward_length"), 0);
-        kv.u32(&k("attention.head_count"), 0);
-        kv.u32(&k("block_count"), cx.block_count as u32);
-        kv.u32(&k("ssm.conv_kernel"), d_conv as u32);
-        kv.u32(&k("ssm.inner_size"), d_inner as u32);
-        kv.u32(&k("ssm.state_size"), d_state as u32);
-        kv.u32(&k("ssm.time_step_rank"), dt_rank as u32);
+        let widths = MambaKeys {
+            d_model,
+            d_conv,
+            d_inner,
+            d_state,
+            dt_rank,
+        };
+        widths.write(cx, kv);
         kv.f32(&k("attention.layer_norm_rms_epsilon"), eps);
         kv.bool(&k("ssm.dt_b_c_rms"), falcon);
         kv.u32("general.file_type", cx.file_type);
@@ -161,15 +187,14 @@ impl TextModel for Mamba2 {
                  ({d_inner}, {expand} × {d_model}, head_dim {head_dim})"
             )));
         }
-        kv.u32(&k("context_length"), 1 << 20);
-        kv.u32(&k("embedding_length"), d_model as u32);
-        kv.u32(&k("feed_forward_length"), 0);
-        kv.u32(&k("attention.head_count"), 0);
-        kv.u32(&k("block_count"), cx.block_count as u32);
-        kv.u32(&k("ssm.conv_kernel"), d_conv as u32);
-        kv.u32(&k("ssm.inner_size"), d_inner as u32);
-        kv.u32(&k("ssm.state_size"), d_state as u32);
-        kv.u32(&k("ssm.time_step_rank"), (d_inner / head_dim) as u32);
+        let widths = MambaKeys {
+            d_model,
+            d_conv,
+            d_inner,
+            d_state,
+            dt_rank: d_inner / head_dim,
+        };
+        widths.write(cx, kv);
         kv.u32(&k("ssm.group_count"), groups as u32);
         kv.f32(&k("attention.layer_norm_rms_epsilon"), eps);
         kv.u32("general.file_type", cx.file_type);

@@ -67,21 +67,7 @@ fn t5_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
             pieces.len()
         )));
     }
-    let mut tokens: Vec<String> = (0..size).map(|i| format!("[PAD{i}]")).collect();
-    let mut scores = vec![-10000.0f32; size];
-    let mut types = vec![token_type::UNUSED; size];
-    for (i, p) in pieces.iter().enumerate() {
-        tokens[i] = p.piece.clone();
-        scores[i] = p.score;
-        // IsUnknown, IsControl, IsUnused, IsByte in turn; a user-defined piece is NORMAL
-        types[i] = match p.kind {
-            2 => token_type::UNKNOWN,
-            3 => token_type::CONTROL,
-            5 => token_type::UNUSED,
-            6 => token_type::BYTE,
-            _ => token_type::NORMAL,
-        };
-    }
+    let (mut tokens, mut scores, mut types) = unigram_pieces(&pieces, size);
     if let Some(added) = cx.dir.json("added_tokens.json")? {
         let file = cx.dir.file("added_tokens.json");
         let map = added
@@ -100,13 +86,54 @@ fn t5_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
             types[id] = token_type::USER_DEFINED;
         }
     }
+    let n = t5_tokens(kv, tokens, scores, types);
+    kv.bool("tokenizer.ggml.add_space_prefix", spec.add_dummy_prefix);
+    normalizer_keys(kv, spec);
+    vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)
+}
+
+/// A Unigram model's pieces in a vocabulary of `size` (`[PAD{i}]` fillers, UNUSED, scored
+/// -10000, past them): texts, scores and types as `SentencePieceProcessor` reports them
+/// (unknown, control, unused, byte in turn; a user-defined piece is NORMAL).
+pub(crate) fn unigram_pieces(
+    pieces: &[vocab::Piece],
+    size: usize,
+) -> (Vec<String>, Vec<f32>, Vec<i32>) {
+    let mut tokens: Vec<String> = (0..size).map(|i| format!("[PAD{i}]")).collect();
+    let mut scores = vec![-10000.0f32; size];
+    let mut types = vec![token_type::UNUSED; size];
+    for (i, p) in pieces.iter().enumerate().take(size) {
+        tokens[i] = p.piece.clone();
+        scores[i] = p.score;
+        types[i] = match p.kind {
+            2 => token_type::UNKNOWN,
+            3 => token_type::CONTROL,
+            5 => token_type::UNUSED,
+            6 => token_type::BYTE,
+            _ => token_type::NORMAL,
+        };
+    }
+    (tokens, scores, types)
+}
+
+/// The `t5` tokenizer model's tokens, scores and types; their count.
+pub(crate) fn t5_tokens(
+    kv: &mut Kv,
+    tokens: Vec<String>,
+    scores: Vec<f32>,
+    types: Vec<i32>,
+) -> u64 {
     let n = tokens.len() as u64;
     kv.string("tokenizer.ggml.model", "t5");
     kv.string("tokenizer.ggml.pre", "default");
     kv.strings("tokenizer.ggml.tokens", tokens);
     kv.f32s("tokenizer.ggml.scores", scores);
     kv.i32s("tokenizer.ggml.token_type", types);
-    kv.bool("tokenizer.ggml.add_space_prefix", spec.add_dummy_prefix);
+    n
+}
+
+/// The normalizer's extra-whitespace removal and precompiled character map (where any).
+pub(crate) fn normalizer_keys(kv: &mut Kv, spec: vocab::SpecNormalizer) {
     kv.bool(
         "tokenizer.ggml.remove_extra_whitespaces",
         spec.remove_extra_whitespaces,
@@ -115,7 +142,6 @@ fn t5_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
         "tokenizer.ggml.precompiled_charsmap",
         spec.precompiled_charsmap,
     );
-    vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)
 }
 
 /// `set_gguf_parameters`, with the decoder's keys where `decoder` says.
