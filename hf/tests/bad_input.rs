@@ -596,3 +596,21 @@ fn jina_embeddings_v3_task_adapters_are_refused_as_not_yet() {
         "{e}"
     );
 }
+
+#[test]
+fn an_lfm2_embedding_model_with_its_dense_projection_is_refused_as_not_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    as_class(dir.path(), "Lfm2Model", "lfm2", "");
+    std::fs::create_dir(dir.path().join("1_Dense")).unwrap();
+    std::fs::write(
+        dir.path().join("1_Dense/model.safetensors"),
+        safetensors(&[("linear.weight", "F32", vec![4, 8])]),
+    )
+    .unwrap();
+    let e = refused(dir.path());
+    assert!(
+        e.contains("1_Dense") && e.contains("not written yet"),
+        "{e}"
+    );
+}

@@ -541,6 +541,16 @@ FIXTURES += [
         name="LFM2-Tiny-1.2B", seed=7167, arch="lfm2", dtype="bfloat16", kv_heads=2, tie=True,
         bpe="llama-bpe",
     ),
+    # LFM2's embedding models: the bare model with mean pooling, and the bidirectional class
+    Fixture(
+        name="LFM2.5-Tiny-Embedding", seed=7201, arch="lfm2", dtype="bfloat16", kv_heads=2,
+        tie=True, bpe="llama-bpe", bare=True, pooling="mean",
+    ),
+    Fixture(
+        name="LFM2.5-Tiny-ColBERT", seed=7202, arch="lfm2", dtype="bfloat16", kv_heads=2,
+        tie=True, bpe="llama-bpe", bare=True, pooling="cls",
+        architectures="Lfm2BidirectionalModel",
+    ),
     Fixture(
         name="LFM2-Tiny-8B-A1B", seed=7168, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
         extra=dict(config_class="Lfm2MoeConfig", num_hidden_layers=3, num_experts=4,

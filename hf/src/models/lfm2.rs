@@ -173,3 +173,44 @@ impl TextModel for Lfm2Moe {
         })
     }
 }
+
+/// `LFM2ColBertModel(LFM2Model)`: `Lfm2Model`, `Lfm2BidirectionalModel` (LFM2's embedding and
+/// ColBERT models). The bare model's names given `model.`, its pooling, and for the
+/// bidirectional class no causal attention. The `1_Dense` projection some ship
+/// (`dense_2.weight`, written by the reference beside its output width) is not written yet:
+/// a folder with one is refused.
+pub(crate) struct Lfm2ColBert;
+
+impl TextModel for Lfm2ColBert {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Lfm2)
+    }
+
+    fn block_count(&self, hp: &Hparams, names: &[String]) -> Result<u64> {
+        let dense = hp.path.with_file_name("1_Dense").join("model.safetensors");
+        if dense.is_file() {
+            return Err(crate::error::Unsupported::NotYet(format!(
+                "{}: the 1_Dense projection (dense_2) is not written yet",
+                dense.display()
+            ))
+            .into());
+        }
+        Lfm2.block_count(hp, names)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        Lfm2.set_gguf_parameters(cx, kv)?;
+        if cx.class == "Lfm2BidirectionalModel" {
+            kv.bool(&cx.key("attention.causal"), false);
+        }
+        base::pooling(cx, kv)
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let name = match name.starts_with("dense_2") {
+            true => name.to_owned(),
+            false => format!("model.{name}"),
+        };
+        Lfm2.modify_tensors(cx, &name, shape)
+    }
+}

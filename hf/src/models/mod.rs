@@ -363,6 +363,8 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Lfm2ForCausalLM", &tables::LFM2, &lfm2::Lfm2),
     ("LFM2ForCausalLM", &tables::LFM2, &lfm2::Lfm2),
     ("Lfm2MoeForCausalLM", &tables::LFM2MOE, &lfm2::Lfm2Moe),
+    ("Lfm2Model", &tables::LFM2, &lfm2::Lfm2ColBert),
+    ("Lfm2BidirectionalModel", &tables::LFM2, &lfm2::Lfm2ColBert),
     ("JambaForCausalLM", &tables::JAMBA, &jamba::Jamba),
     ("MambaForCausalLM", &tables::MAMBA, &mamba::Mamba),
     ("MambaLMHeadModel", &tables::MAMBA, &mamba::Mamba),
