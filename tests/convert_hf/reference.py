@@ -1677,6 +1677,43 @@ FIXTURES += [
                    rope_theta=10000.0, max_position_embeddings=256, mamba_d_state=16,
                    mamba_d_conv=4, mamba_num_heads=8, mamba_step=2, mamba_enabled=True),
     ),
+    # NeoBERT (remote code): BERT's WordPiece, RoPE, a SwiGLU of two thirds the width, CLS
+    # pooling; the encoder, the masked-LM (its head left out) and the classifier
+    Fixture(
+        name="NeoBERT-tiny", seed=8486, dtype="float32", raw="neobert", bpe="bert-bge",
+        architectures="NeoBERT",
+        extra=dict(model_type="neobert", hidden_size=64, num_hidden_layers=2,
+                   num_attention_heads=4, intermediate_size=96, max_length=256, norm_eps=1e-6),
+    ),
+    Fixture(
+        name="NeoBERT-tiny-mlm", seed=8487, dtype="float32", raw="neobert", bpe="bert-bge",
+        architectures="NeoBERTLMHead",
+        extra=dict(model_type="neobert", hidden_size=64, num_hidden_layers=2,
+                   num_attention_heads=4, intermediate_size=96, max_length=256, norm_eps=1e-6),
+    ),
+    Fixture(
+        name="NeoBERT-tiny-classifier", seed=8488, dtype="float32", raw="neobert",
+        bpe="bert-bge", architectures="NeoBERTForSequenceClassification",
+        extra=dict(model_type="neobert", hidden_size=64, num_hidden_layers=2,
+                   num_attention_heads=4, intermediate_size=96, max_length=256, norm_eps=1e-6,
+                   id2label={"0": "negative", "1": "neutral", "2": "positive"}),
+    ),
+    # refused by both: two labels (the reference looks label 0 up by number in the config as
+    # written, whose keys are strings: `KeyError: 0`), and none (it names the classifier's
+    # dense and output alike: `Duplicated tensor name 'cls.bias'`)
+    Fixture(
+        name="NeoBERT-tiny-classifier-two", seed=8490, dtype="float32", raw="neobert",
+        bpe="bert-bge", architectures="NeoBERTForSequenceClassification",
+        extra=dict(model_type="neobert", hidden_size=64, num_hidden_layers=2,
+                   num_attention_heads=4, intermediate_size=96, max_length=256, norm_eps=1e-6,
+                   id2label={"0": "negative", "1": "positive"}),
+    ),
+    Fixture(
+        name="NeoBERT-tiny-classifier-unlabelled", seed=8489, dtype="float32", raw="neobert",
+        bpe="bert-bge", architectures="NeoBERTForSequenceClassification",
+        extra=dict(model_type="neobert", hidden_size=64, num_hidden_layers=2,
+                   num_attention_heads=4, intermediate_size=96, max_length=256, norm_eps=1e-6),
+    ),
     # ruGPT-3 XL: GPT-2 with separate q, k and v, which the reference joins
     Fixture(
         name="ruGPT3XL-Tiny", seed=8080, dtype="bfloat16", raw="rugpt3xl", bpe="gpt-2",
@@ -2440,6 +2477,31 @@ def plamo2_layout(c: dict) -> list:
     return out if c.get("tie_word_embeddings") else out + [("lm_head.weight", [v, h])]
 
 
+def neobert_layout(c: dict) -> list:
+    """NeoBERT (remote code): its embeddings named `encoder`, layers `transformer_encoder.N`
+    with fused q/k/v and a SwiGLU of two thirds the width (gate and up fused as `w12`), a final
+    `layer_norm`; the masked-LM class under `model.` with its `decoder`, the classifier with its
+    `dense` and `classifier`."""
+    h, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    ff = int(2 * ff / 3)
+    head = c["architectures"][0]
+    p = "" if head == "NeoBERT" else "model."
+    out = [(f"{p}encoder.weight", [v, h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"{p}transformer_encoder.{i}"
+        out += [(f"{b}.attention_norm.weight", [h]), (f"{b}.qkv.weight", [3 * h, h]),
+                (f"{b}.wo.weight", [h, h]), (f"{b}.ffn_norm.weight", [h]),
+                (f"{b}.ffn.w12.weight", [2 * ff, h]), (f"{b}.ffn.w3.weight", [h, ff])]
+    out.append((f"{p}layer_norm.weight", [h]))
+    if head == "NeoBERTLMHead":
+        out += [("decoder.weight", [v, h]), ("decoder.bias", [v])]
+    if head == "NeoBERTForSequenceClassification":
+        n = len(c.get("id2label") or {}) or 2
+        out += [("dense.weight", [h, h]), ("dense.bias", [h]), ("classifier.weight", [n, h]),
+                ("classifier.bias", [n])]
+    return out
+
+
 PLAMO_SPECIALS = ["<|plamo:unk|>", "<|plamo:bos|>", "<|plamo:eos|>", "<|plamo:pad|>",
                   "<|plamo:op|>", "<|plamo:msg|>"]
 
@@ -2595,6 +2657,7 @@ RAW_LAYOUTS = {
     "internlm2": internlm2_layout,
     "plamo3": plamo3_layout,
     "plamo2": plamo2_layout,
+    "neobert": neobert_layout,
     "plamo": plamo_layout,
     "eagle3": eagle3_layout,
     "dflash": dflash_layout,

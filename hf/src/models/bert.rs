@@ -53,13 +53,52 @@ fn token_type_count(hp: &Hparams) -> Result<u32> {
 /// `BertModel.set_gguf_parameters`: `TextModel`'s keys, no causal attention, the pooling and
 /// the classifier's labels.
 fn bert_keys(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    bert_keys_with(cx, kv, classifier_labels)
+}
+
+/// How a class reads its classifier's labels: [`classifier_labels`] where transformers reads
+/// the config, [`raw_classifier_labels`] where the reference reads `config.json` as written.
+type Labels = fn(&Hparams) -> Result<Option<Vec<String>>>;
+
+/// [`bert_keys`] with the labels read by `labels`.
+fn bert_keys_with(cx: &Ctx, kv: &mut Kv, labels: Labels) -> Result<()> {
     base::set_gguf_parameters(cx, kv)?;
     kv.bool(&cx.key("attention.causal"), false);
     base::pooling(cx, kv)?;
-    if let Some(labels) = classifier_labels(cx.hp())? {
+    if let Some(labels) = labels(cx.hp())? {
         kv.strings(&cx.key("classifier.output_labels"), labels);
     }
     Ok(())
+}
+
+/// `id2label` as the reference reads it from a `config.json` transformers does not know: its
+/// keys stay strings, so two labels fail the placeholder check (`cls_out_labels[0]`, a
+/// `KeyError`), and more are ordered by their keys' text.
+fn raw_classifier_labels(hp: &Hparams) -> Result<Option<Vec<String>>> {
+    let Some(Value::Object(map)) = hp.map.get("id2label") else {
+        return Ok(None);
+    };
+    if map.is_empty() {
+        return Ok(None);
+    }
+    if map.len() == 2 {
+        return Err(Error::reference(format!(
+            "KeyError: 0 ({}: id2label's keys are strings as written, and the reference looks \
+             label 0 up by number)",
+            hp.path.display()
+        )));
+    }
+    let mut labels: Vec<(&String, &Value)> = map.iter().collect();
+    labels.sort_by(|a, b| a.0.cmp(b.0));
+    labels
+        .into_iter()
+        .map(|(_, v)| {
+            v.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| Error::field(&hp.path, "id2label", "a label is not a string"))
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
 }
 
 /// `BertModel.filter_tensors`: `bert.` dropped, old `gamma`/`beta` names read as weight and
@@ -88,7 +127,12 @@ fn bert_filter(name: &str) -> Option<String> {
 
 /// `BertModel.modify_tensors`: a classifier's direct projection named as its output.
 fn bert_tensor(cx: &Ctx, name: &str, change: Rearrange) -> Yields {
-    let name = match (classifier_labels(cx.hp())?.is_some(), name) {
+    bert_tensor_with(cx, name, change, classifier_labels)
+}
+
+/// [`bert_tensor`] with the labels read by `labels`.
+fn bert_tensor_with(cx: &Ctx, name: &str, change: Rearrange, labels: Labels) -> Yields {
+    let name = match (labels(cx.hp())?.is_some(), name) {
         (true, "classifier.weight") => "classifier.out_proj.weight",
         (true, "classifier.bias") => "classifier.out_proj.bias",
         _ => name,
@@ -398,5 +442,53 @@ impl TextModel for XlmRoberta {
             }
         }
         bert_filter(&name)
+    }
+}
+
+/// `NeoBert(BertModel)`: `NeoBERT`, `NeoBERTLMHead`, `NeoBERTForSequenceClassification`.
+/// BERT's keys with the SwiGLU width (two thirds of `intermediate_size`), RoPE at 10000
+/// without scaling, an RMS epsilon, and CLS pooling; its masked-LM head left out and `model.`
+/// dropped from the names.
+pub(crate) struct NeoBert;
+
+impl TextModel for NeoBert {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Bert)
+    }
+
+    /// Its config is read as written (remote code): the labels are checked before anything
+    /// else, as `__init__` reads them.
+    fn block_count(&self, hp: &Hparams, names: &[String]) -> Result<u64> {
+        raw_classifier_labels(hp)?;
+        Bert.block_count(hp, names)
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        bert_tensor_with(cx, name, Rearrange::default(), raw_classifier_labels)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        bert_keys_with(cx, kv, raw_classifier_labels)?;
+        let hp = cx.hp();
+        let k = |s: &str| cx.key(s);
+        // `int(2 * intermediate_size / 3)`: a float division, truncated
+        let ff = (2.0 * hp.int(&["intermediate_size"])? as f64 / 3.0) as u32;
+        kv.u32(&k("feed_forward_length"), ff);
+        kv.f32(&k("rope.freq_base"), 10000.0);
+        kv.string(&k("rope.scaling.type"), "none");
+        let eps = match hp.map.get("norm_eps") {
+            None => 1e-6,
+            Some(_) => hp.float(&["norm_eps"])?,
+        };
+        kv.f32(&k("attention.layer_norm_rms_epsilon"), eps);
+        kv.u32(&k("pooling_type"), 2);
+        Ok(())
+    }
+
+    fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
+        if name.starts_with("decoder.") {
+            return None;
+        }
+        bert_filter(name.strip_prefix("model.").unwrap_or(name))
     }
 }

@@ -414,6 +414,13 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::BERT,
         &bert::XlmRoberta,
     ),
+    ("NeoBERT", &tables::NEO_BERT, &bert::NeoBert),
+    ("NeoBERTLMHead", &tables::NEO_BERT, &bert::NeoBert),
+    (
+        "NeoBERTForSequenceClassification",
+        &tables::NEO_BERT,
+        &bert::NeoBert,
+    ),
     ("EuroBertModel", &tables::EUROBERT, &bert::EuroBert),
     ("JinaEmbeddingsV5Model", &tables::EUROBERT, &bert::EuroBert),
     ("ModernBertModel", &tables::MODERN_BERT, &bert::ModernBert),
