@@ -1677,6 +1677,24 @@ FIXTURES += [
                    rope_theta=10000.0, max_position_embeddings=256, mamba_d_state=16,
                    mamba_d_conv=4, mamba_num_heads=8, mamba_step=2, mamba_enabled=True),
     ),
+    # JinaBERT v2 (jina-embeddings-v2; remote code): BERT with ALiBi and a fused GeGLU,
+    # bge-small's WordPiece with mean pooling; the masked-LM (its heads left out)
+    Fixture(
+        name="jina-embeddings-tiny-v2-base-en", seed=8491, dtype="float32", raw="jinabert",
+        bpe="bert-bge", architectures="JinaBertModel", pooling="mean",
+        extra=dict(model_type="bert", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                   intermediate_size=96, max_position_embeddings=256, type_vocab_size=2,
+                   layer_norm_eps=1e-12, position_embedding_type="alibi",
+                   feed_forward_type="geglu"),
+    ),
+    Fixture(
+        name="jina-bert-tiny-mlm", seed=8492, dtype="float16", raw="jinabert", bpe="bert-bge",
+        architectures="JinaBertForMaskedLM",
+        extra=dict(model_type="bert", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                   intermediate_size=96, max_position_embeddings=256, type_vocab_size=2,
+                   layer_norm_eps=1e-12, position_embedding_type="alibi",
+                   feed_forward_type="geglu"),
+    ),
     # NeoBERT (remote code): BERT's WordPiece, RoPE, a SwiGLU of two thirds the width, CLS
     # pooling; the encoder, the masked-LM (its head left out) and the classifier
     Fixture(
@@ -2477,6 +2495,34 @@ def plamo2_layout(c: dict) -> list:
     return out if c.get("tie_word_embeddings") else out + [("lm_head.weight", [v, h])]
 
 
+def jinabert_layout(c: dict) -> list:
+    """JinaBERT v2 (remote code): BERT's names with ALiBi (no position embeddings), a GeGLU
+    whose gate and up are fused (`mlp.gated_layers`) and a norm after it; the masked-LM class
+    under `bert.` with its `cls.predictions` head."""
+    h, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    p = "bert." if c["architectures"][0] == "JinaBertForMaskedLM" else ""
+    out = [(f"{p}embeddings.word_embeddings.weight", [v, h]),
+           (f"{p}embeddings.token_type_embeddings.weight", [c["type_vocab_size"], h]),
+           (f"{p}embeddings.LayerNorm.weight", [h]), (f"{p}embeddings.LayerNorm.bias", [h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"{p}encoder.layer.{i}"
+        for t in ("query", "key", "value"):
+            out += [(f"{b}.attention.self.{t}.weight", [h, h]), (f"{b}.attention.self.{t}.bias", [h])]
+        out += [(f"{b}.attention.output.dense.weight", [h, h]),
+                (f"{b}.attention.output.dense.bias", [h]),
+                (f"{b}.attention.output.LayerNorm.weight", [h]),
+                (f"{b}.attention.output.LayerNorm.bias", [h]),
+                (f"{b}.mlp.gated_layers.weight", [2 * ff, h]), (f"{b}.mlp.wo.weight", [h, ff]),
+                (f"{b}.mlp.wo.bias", [h]), (f"{b}.mlp.layernorm.weight", [h]),
+                (f"{b}.mlp.layernorm.bias", [h])]
+    if p:
+        out += [("cls.predictions.transform.dense.weight", [h, h]),
+                ("cls.predictions.decoder.bias", [v])]
+    else:
+        out += [("pooler.dense.weight", [h, h]), ("pooler.dense.bias", [h])]
+    return out
+
+
 def neobert_layout(c: dict) -> list:
     """NeoBERT (remote code): its embeddings named `encoder`, layers `transformer_encoder.N`
     with fused q/k/v and a SwiGLU of two thirds the width (gate and up fused as `w12`), a final
@@ -2658,6 +2704,7 @@ RAW_LAYOUTS = {
     "plamo3": plamo3_layout,
     "plamo2": plamo2_layout,
     "neobert": neobert_layout,
+    "jinabert": jinabert_layout,
     "plamo": plamo_layout,
     "eagle3": eagle3_layout,
     "dflash": dflash_layout,

@@ -492,3 +492,51 @@ impl TextModel for NeoBert {
         bert_filter(name.strip_prefix("model.").unwrap_or(name))
     }
 }
+
+/// `JinaBertV2Model(BertModel)`: `JinaBertModel`, `JinaBertForMaskedLM` (jina-embeddings-v2).
+/// BERT's conversion, its config read as written (remote code); the vocabulary by
+/// `tokenizer_class`: WordPiece (`BertTokenizer`) as BERT's; RoBERTa's BPE (`RobertaTokenizer`,
+/// the code and bilingual models) is not read yet.
+pub(crate) struct JinaBertV2;
+
+impl TextModel for JinaBertV2 {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Bert)
+    }
+
+    fn block_count(&self, hp: &Hparams, names: &[String]) -> Result<u64> {
+        raw_classifier_labels(hp)?;
+        Bert.block_count(hp, names)
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let path = cx.dir.file("tokenizer_config.json");
+        let config = cx
+            .dir
+            .json("tokenizer_config.json")?
+            .ok_or_else(|| Error::reference(format!("File not found: {}", path.display())))?;
+        let class = config
+            .get("tokenizer_class")
+            .ok_or_else(|| Error::reference("KeyError: 'tokenizer_class'"))?;
+        match class.as_str() {
+            Some("BertTokenizer") => Bert.set_vocab(cx, kv),
+            Some("RobertaTokenizer") => Err(crate::error::Unsupported::NotYet(format!(
+                "{}: JinaBERT with RoBERTa's tokenizer (tokenizer_class RobertaTokenizer) is \
+                 not read yet",
+                path.display()
+            ))
+            .into()),
+            _ => Err(Error::reference(format!(
+                "NotImplementedError: Tokenizer {class} is not supported for JinaBertModel"
+            ))),
+        }
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        bert_keys_with(cx, kv, raw_classifier_labels)
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        bert_tensor_with(cx, name, Rearrange::default(), raw_classifier_labels)
+    }
+}

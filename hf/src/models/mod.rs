@@ -414,6 +414,12 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::BERT,
         &bert::XlmRoberta,
     ),
+    ("JinaBertModel", &tables::JINA_BERT_V2, &bert::JinaBertV2),
+    (
+        "JinaBertForMaskedLM",
+        &tables::JINA_BERT_V2,
+        &bert::JinaBertV2,
+    ),
     ("NeoBERT", &tables::NEO_BERT, &bert::NeoBert),
     ("NeoBERTLMHead", &tables::NEO_BERT, &bert::NeoBert),
     (
