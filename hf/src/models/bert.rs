@@ -354,14 +354,7 @@ pub(crate) fn xlmroberta_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
     }
     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
     let spec = vocab::sentencepiece_spec(&path, &bytes)?;
-    if spec.model_type != 1 {
-        return Err(Error::reference(format!(
-            "AssertionError: {}: trainer_spec.model_type is {}, not UNIGRAM (1)",
-            path.display(),
-            spec.model_type
-        )));
-    }
-    let pieces = vocab::read_sentencepiece(&path, &bytes)?;
+    let pieces = super::t5::unigram_pieces_of(&path, &bytes, &spec)?;
     let hp = cx.hp();
     let size = match hp.opt_int(&["vocab_size"])? {
         Some(n) => (n as usize).max(pieces.len()),

@@ -92,10 +92,7 @@ impl TextModel for FalconH1 {
             d_state,
             dt_rank: d_inner / head_dim,
         };
-        widths.write(cx, kv);
-        kv.u32(&k("ssm.group_count"), groups as u32);
-        kv.f32(&k("attention.layer_norm_rms_epsilon"), eps);
-        kv.u32("general.file_type", cx.file_type);
+        widths.write_mamba2(cx, kv, groups, eps);
         kv.u32(&k("vocab_size"), hp.int(&["vocab_size"])? as u32);
         kv.u32(&k("block_count"), cx.block_count as u32);
         let context = match hp.map.get("max_position_embeddings") {

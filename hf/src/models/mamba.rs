@@ -96,6 +96,15 @@ impl MambaKeys {
         kv.u32(&k("ssm.state_size"), self.d_state as u32);
         kv.u32(&k("ssm.time_step_rank"), self.dt_rank as u32);
     }
+
+    /// Mamba-2's keys (also Falcon-H1's): [`MambaKeys::write`]'s, then the groups, the RMS
+    /// epsilon and the file type.
+    pub(crate) fn write_mamba2(&self, cx: &Ctx, kv: &mut Kv, groups: u64, eps: f64) {
+        self.write(cx, kv);
+        kv.u32(&cx.key("ssm.group_count"), groups as u32);
+        kv.f32(&cx.key("attention.layer_norm_rms_epsilon"), eps);
+        kv.u32("general.file_type", cx.file_type);
+    }
 }
 
 /// `MambaModel`: `MambaForCausalLM`, `MambaLMHeadModel`, `FalconMambaForCausalLM`. Its own
@@ -174,7 +183,6 @@ impl TextModel for Mamba2 {
 
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         let hp = cx.hp();
-        let k = |s: &str| cx.key(s);
         let (d_model, d_inner, groups) = mamba2_widths(hp)?;
         let expand = int_or(hp, &["mamba_expand", "expand"], 2)?;
         let d_conv = int_or(hp, &["conv_kernel", "d_conv"], 4)?;
@@ -194,10 +202,7 @@ impl TextModel for Mamba2 {
             d_state,
             dt_rank: d_inner / head_dim,
         };
-        widths.write(cx, kv);
-        kv.u32(&k("ssm.group_count"), groups as u32);
-        kv.f32(&k("attention.layer_norm_rms_epsilon"), eps);
-        kv.u32("general.file_type", cx.file_type);
+        widths.write_mamba2(cx, kv, groups, eps);
         Ok(())
     }
 

@@ -47,14 +47,7 @@ fn t5_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
         }
         return base::sentencepiece_required(cx, kv);
     }
-    if spec.model_type != 1 {
-        return Err(Error::reference(format!(
-            "AssertionError: {}: trainer_spec.model_type is {}, not UNIGRAM (1)",
-            path.display(),
-            spec.model_type
-        )));
-    }
-    let pieces = vocab::read_sentencepiece(&path, &bytes)?;
+    let pieces = unigram_pieces_of(&path, &bytes, &spec)?;
     let hp = cx.hp();
     let size = match hp.map.get("vocab_size") {
         None => pieces.len(),
@@ -90,6 +83,23 @@ fn t5_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
     kv.bool("tokenizer.ggml.add_space_prefix", spec.add_dummy_prefix);
     normalizer_keys(kv, spec);
     vocab::SpecialVocab::load(cx.dir, Some(n), false)?.add_to(kv)
+}
+
+/// The pieces of a SentencePiece model that must be Unigram (`trainer_spec.model_type` 1, the
+/// reference's assertion otherwise).
+pub(crate) fn unigram_pieces_of(
+    path: &std::path::Path,
+    bytes: &[u8],
+    spec: &vocab::SpecNormalizer,
+) -> Result<Vec<vocab::Piece>> {
+    if spec.model_type != 1 {
+        return Err(Error::reference(format!(
+            "AssertionError: {}: trainer_spec.model_type is {}, not UNIGRAM (1)",
+            path.display(),
+            spec.model_type
+        )));
+    }
+    vocab::read_sentencepiece(path, bytes)
 }
 
 /// A Unigram model's pieces in a vocabulary of `size` (`[PAD{i}]` fillers, UNUSED, scored
