@@ -130,6 +130,18 @@ class Fixture:
     post_save: str | None = None
 
 
+# MiniMax-M3's text configuration (both its classes)
+MINIMAX_M3 = dict(hidden_size=64, intermediate_size=32, dense_intermediate_size=96,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                  rotary_dim=8, max_position_embeddings=256, rms_norm_eps=1e-6,
+                  rope_theta=5000000.0, num_local_experts=4, num_experts_per_tok=2,
+                  n_shared_experts=1, routed_scaling_factor=2.0, scoring_func="sigmoid",
+                  use_qk_norm=True, moe_layer_freq=[0, 1],
+                  sparse_attention_config=dict(sparse_num_index_heads=2, sparse_index_dim=16,
+                                               sparse_topk_blocks=4, sparse_block_size=8,
+                                               sparse_local_block=1))
+
+
 FIXTURES = [
     # Llama, f32, untied, GQA; user-defined pieces in the SentencePiece model,
     # a chat template in tokenizer_config.json, sampling fields in generation_config.json
@@ -1164,6 +1176,19 @@ FIXTURES += [
                    moe_intermediate_size=32, expert_intermediate_size=32, hidden_act="silu",
                    norm_topk_prob=True, nope_on_global_attention=True, sliding_window=32,
                    layer_types=["sliding_attention", "full_attention"]),
+    ),
+    # MiniMax-M3 (remote code): M2 with Gemma's norms, the sparse attention's indexer, a dense
+    # first layer and a shared expert; and its vision-language class's text half
+    Fixture(
+        name="MiniMax-M3-Tiny", seed=7141, dtype="bfloat16", raw="minimax-m3", bpe="gpt-2",
+        architectures="MiniMaxM3SparseForCausalLM",
+        extra=dict(model_type="minimax_m3", **MINIMAX_M3),
+    ),
+    Fixture(
+        name="MiniMax-M3-VL-Tiny", seed=7142, dtype="bfloat16", raw="minimax-m3", bpe="gpt-2",
+        architectures="MiniMaxM3SparseForConditionalGeneration",
+        extra=dict(model_type="minimax_m3_vl", text_config=dict(model_type="minimax_m3", **MINIMAX_M3),
+                   vision_config=dict(hidden_size=32, depth=1)),
     ),
     # DeepSeek-MoE (V1, remote code): Llama's attention, a dense first layer, experts with
     # shared ones; its SentencePiece-free BPE
@@ -2675,6 +2700,45 @@ def deepseek_moe_layout(c: dict) -> list:
     return out
 
 
+def minimax_m3_layout(c: dict) -> list:
+    """MiniMax-M3's tensors (remote code): M2's attention with the sparse attention's indexer
+    (its q and k projections and norms), dense leading layers (`moe_layer_freq` 0), then
+    experts with a shared one and the routing's bias; the text half of the vision-language
+    class under `model.language_model.`, beside a vision tower and its merger."""
+    vl = "text_config" in c
+    c = {**c, **c.get("text_config", {})}
+    prefix = "model.language_model." if vl else "model."
+    h, moe, n = c["hidden_size"], c["intermediate_size"], c["num_local_experts"]
+    sac = c["sparse_attention_config"]
+    iq, idim = sac["sparse_num_index_heads"] * sac["sparse_index_dim"], sac["sparse_index_dim"]
+    dense = dict(c, intermediate_size=c["dense_intermediate_size"])
+    out = []
+    for name, shape in llama_layout(dense, prefix=prefix, qk_norm=True):
+        i = int(name.split(".")[-4]) if ".mlp." in name else None
+        if i is not None and c["moe_layer_freq"][i]:
+            continue
+        out.append((name, shape))
+    for i in range(c["num_hidden_layers"]):
+        a = f"{prefix}layers.{i}.self_attn"
+        out += [(f"{a}.index_q_proj.weight", [iq, h]), (f"{a}.index_k_proj.weight", [idim, h]),
+                (f"{a}.index_q_norm.weight", [idim]), (f"{a}.index_k_norm.weight", [idim])]
+        if not c["moe_layer_freq"][i]:
+            continue
+        b = f"{prefix}layers.{i}.block_sparse_moe"
+        out += [(f"{b}.gate.weight", [n, h]), (f"{b}.e_score_correction_bias", [n])]
+        for x in range(n):
+            out += [(f"{b}.experts.{x}.{w}.weight", [h, moe] if w == "w2" else [moe, h])
+                    for w in ("w1", "w2", "w3")]
+        shared = moe * c["n_shared_experts"]
+        out += [(f"{b}.shared_experts.{p}.weight", [h, shared] if p == "down_proj" else [shared, h])
+                for p in ("gate_proj", "up_proj", "down_proj")]
+    if vl:
+        out += [("model.vision_tower.patch_embed.proj.weight", [32, 3, 2, 2]),
+                ("model.vision_tower.blocks.0.attn.qkv.weight", [96, 32]),
+                ("model.patch_merge_mlp.linear_1.weight", [h, 128])]
+    return out
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
     "grove": grove_layout,
@@ -2682,6 +2746,7 @@ RAW_LAYOUTS = {
     "qwen-moe": qwen_moe_layout,
     "smallthinker": smallthinker_layout,
     "bailing2": bailing2_layout,
+    "minimax-m3": minimax_m3_layout,
     "orion": lambda c: llama_layout(c, norm_bias=True),
     "qk-norm": lambda c: llama_layout(c, qk_norm=True),
     "pangu": lambda c: llama_layout(c, attn_bias=True),
@@ -3926,6 +3991,9 @@ FAST = {
     # NVFP4 kept as it is: q/k rows permuted with their scales, W4A16's listing (a tiny
     # vocabulary: the case costs little)
     "Mistral-Tiny-NVFP4-W4A16__auto",
+    # the +1 of Gemma's norms, the indexer forced F32 under q8_0, the VL class's text half
+    "MiniMax-M3-Tiny__q8_0",
+    "MiniMax-M3-VL-Tiny__bf16",
 }
 
 

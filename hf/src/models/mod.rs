@@ -260,6 +260,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::MINIMAXM2,
         &minimax::MiniMaxM2,
     ),
+    (
+        "MiniMaxM3SparseForCausalLM",
+        &tables::MINIMAXM3,
+        &minimax::MiniMaxM3,
+    ),
+    (
+        "MiniMaxM3SparseForConditionalGeneration",
+        &tables::MINIMAXM3,
+        &minimax::MiniMaxM3,
+    ),
     ("GemmaForCausalLM", &tables::GEMMA, &gemma::Gemma),
     ("Gemma2ForCausalLM", &tables::GEMMA2, &gemma::Gemma2),
     ("Gemma3ForCausalLM", &tables::GEMMA3, &gemma::Gemma3),
