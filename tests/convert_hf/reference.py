@@ -2703,11 +2703,12 @@ def deepseek_moe_layout(c: dict) -> list:
 def minimax_m3_layout(c: dict) -> list:
     """MiniMax-M3's tensors (remote code): M2's attention with the sparse attention's indexer
     (its q and k projections and norms), dense leading layers (`moe_layer_freq` 0), then
-    experts with a shared one and the routing's bias; the text half of the vision-language
-    class under `model.language_model.`, beside a vision tower and its merger."""
+    experts with a shared one and the routing's bias; the vision-language class under the
+    published names (`language_model.model.`, as transformers 5's conversion mapping reads
+    them), beside a vision tower, its projector and its patch merger."""
     vl = "text_config" in c
     c = {**c, **c.get("text_config", {})}
-    prefix = "model.language_model." if vl else "model."
+    prefix = "language_model.model." if vl else "model."
     h, moe, n = c["hidden_size"], c["intermediate_size"], c["num_local_experts"]
     sac = c["sparse_attention_config"]
     iq, idim = sac["sparse_num_index_heads"] * sac["sparse_index_dim"], sac["sparse_index_dim"]
@@ -2733,9 +2734,11 @@ def minimax_m3_layout(c: dict) -> list:
         out += [(f"{b}.shared_experts.{p}.weight", [h, shared] if p == "down_proj" else [shared, h])
                 for p in ("gate_proj", "up_proj", "down_proj")]
     if vl:
-        out += [("model.vision_tower.patch_embed.proj.weight", [32, 3, 2, 2]),
-                ("model.vision_tower.blocks.0.attn.qkv.weight", [96, 32]),
-                ("model.patch_merge_mlp.linear_1.weight", [h, 128])]
+        out = [(n.replace("lm_head.", "language_model.lm_head."), s) for n, s in out]
+        out += [("vision_tower.vision_model.embeddings.patch_embedding.weight", [32, 3, 2, 2]),
+                ("vision_tower.vision_model.encoder.layers.0.self_attn.q_proj.weight", [32, 32]),
+                ("multi_modal_projector.linear_1.weight", [h, 128]),
+                ("patch_merge_mlp.linear_1.weight", [128, 128])]
     return out
 
 
