@@ -142,6 +142,19 @@ MINIMAX_M3 = dict(hidden_size=64, intermediate_size=32, dense_intermediate_size=
                                                sparse_local_block=1))
 
 
+# dots3-note's text configuration, for transformers 5's class (its sliding-window layers'
+# attention given under the released `swa_` names, which it reads)
+DOTS3 = dict(config_class="Dots3NoteTextConfig", pad_token_id=0, moe_intermediate_size=32,
+             num_attention_heads=4, num_key_value_heads=4, n_routed_experts=4, n_shared_experts=1,
+             num_experts_per_tok=2, kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8,
+             v_head_dim=16, qk_nope_head_dim=16, head_dim=24, index_n_heads=2, index_head_dim=16,
+             index_topk=8, first_k_dense_replace=1, swa_num_attention_heads=2,
+             swa_num_key_value_heads=2, swa_q_lora_rank=48, swa_kv_lora_rank=16,
+             swa_head_dim=24, swa_qk_nope_head_dim=16, swa_v_head_dim=16, swa_qk_rope_head_dim=8,
+             layer_types=["full_attention", "sliding_attention"], use_dsa=True,
+             sliding_window_size=32, shared_experts_intermediate_size=32)
+
+
 FIXTURES = [
     # Llama, f32, untied, GQA; user-defined pieces in the SentencePiece model,
     # a chat template in tokenizer_config.json, sampling fields in generation_config.json
@@ -1189,6 +1202,28 @@ FIXTURES += [
         architectures="MiniMaxM3SparseForConditionalGeneration",
         extra=dict(model_type="minimax_m3_vl", text_config=dict(model_type="minimax_m3", **MINIMAX_M3),
                    vision_config=dict(hidden_size=32, depth=1)),
+    ),
+    # rednote's dots3-note (transformers 5 only): DeepSeek V3.2's latent attention, indexer and
+    # experts on the full-attention layers, its own latent attention geometry on the
+    # sliding-window layers, head-wise output gates; as published (its config in the released
+    # form, a prediction layer with its own embeddings), as its any-to-any class publishes it,
+    # and as transformers 5 saves it (which the reference cannot read)
+    Fixture(
+        name="dots3-note-tiny", seed=7143, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        added=["<|endofassistant|>"], post_save="dots3-hub", extra=DOTS3,
+    ),
+    Fixture(
+        name="dots3-note-tiny-text", seed=7144, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        added=["<|endofassistant|>"], post_save="dots3-hub", extra=DOTS3,
+        architectures="Dots3NoteTextForCausalLM",
+    ),
+    Fixture(
+        name="dots3-note-tiny-omni", seed=7145, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        added=["<|endofassistant|>"], post_save="dots3-hub-vl", extra=DOTS3,
+    ),
+    Fixture(
+        name="dots3-note-tiny-tf5", seed=7146, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        added=["<|endofassistant|>"], extra=DOTS3,
     ),
     # DeepSeek-MoE (V1, remote code): Llama's attention, a dense first layer, experts with
     # shared ones; its SentencePiece-free BPE
@@ -3417,6 +3452,58 @@ def as_laguna(folder: Path) -> None:
     tc_path.write_text(json.dumps(tc, indent=2), encoding="utf-8")
 
 
+def as_dots3_hub(folder: Path, vl: bool = False) -> None:
+    """dots3-note as published: its config in the released form transformers 5 normalises on
+    load (`swa_*` for the sliding-window layers' latent attention, `full_attention` for the
+    indexed layers, `use_dsa`, the routing named), a prediction layer stored past the trunk
+    with its own token embeddings (`model.mtp.embed_tokens`); `vl`: the any-to-any class, its
+    vision and audio towers' configs and tensors beside the text model's."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "config.json"
+    c = json.loads(path.read_text(encoding="utf-8"))
+    swa = next(iter(c.pop("per_layer_config").values()))
+    rope = c.pop("rope_parameters")
+    c.pop("mlp_layer_types")
+    c["layer_types"] = ["full_attention" if t == "indexed_attention" else t for t in c["layer_types"]]
+    c.update(use_dsa=True, use_sliding_window=True, sliding_window_size=c.pop("sliding_window"),
+             first_k_dense_replace=1, moe_layer_freq=1, normalization="RMSNorm",
+             final_norm="RMSNorm", k_rope_only_layernorm=True, topk_method="noaux_tc",
+             scoring_func="sigmoid", attention_gate_type="headwise",
+             swa_attention_gate_type="headwise", apply_mla_qkv_lora_rescale=True,
+             rope_theta=rope["indexed_attention"]["rope_theta"],
+             swa_rope_theta=rope["sliding_attention"]["rope_theta"],
+             moe_shared_expert_intermediate_size=c.pop("shared_experts_intermediate_size"),
+             swa_num_attention_heads=swa["num_attention_heads"],
+             swa_num_key_value_heads=swa["num_key_value_heads"],
+             swa_kv_lora_rank=swa["kv_lora_rank"], swa_q_lora_rank=c["q_lora_rank"],
+             swa_qk_nope_head_dim=c["qk_nope_head_dim"], swa_qk_rope_head_dim=c["qk_rope_head_dim"],
+             swa_head_dim=c["qk_nope_head_dim"] + c["qk_rope_head_dim"],
+             swa_v_head_dim=c["v_head_dim"])
+    if vl:
+        # the text fields at the top, as the reference reads them (it reads
+        # `num_hidden_layers` before merging a `text_config`)
+        c.update(architectures=["Dots3NoteForConditionalGeneration"], model_type="dots3_note",
+                 vision_config=dict(hidden_size=32, num_hidden_layers=1),
+                 audio_config=dict(hidden_size=32, num_hidden_layers=1))
+    path.write_text(json.dumps(c, indent=2) + "\n", encoding="utf-8")
+    with_nextn_block(folder, "shared_head.norm")
+    weights = folder / "model.safetensors"
+    tensors = load_file(str(weights))
+    gen = torch.Generator().manual_seed(31)
+    embed = tensors["model.embed_tokens.weight"]
+    extra = {"model.mtp.embed_tokens.weight": list(embed.shape)}
+    if vl:
+        extra.update({"vision_encoder.patch_embed.proj.weight": [32, 3, 2, 2],
+                      "vision_encoder.blocks.0.attn.qkv.weight": [96, 32],
+                      "audio_encoder.speech_encoder.layers.0.fc1.weight": [64, 32],
+                      "audio_encoder.audio_adapter.proj.1.weight": [64, 32]})
+    for name, shape in extra.items():
+        tensors[name] = (0.02 * torch.randn(shape, generator=gen)).to(embed.dtype)
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 POST_SAVE = {
     "laguna": as_laguna,
     "mtp": with_mtp_layer,
@@ -3430,6 +3517,8 @@ POST_SAVE = {
     "spiece-shared-thrice": as_spiece_shared_thrice,
     "nemotron-h-pattern": as_nemotron_h_pattern,
     "nextn-block": with_nextn_block,
+    "dots3-hub": as_dots3_hub,
+    "dots3-hub-vl": lambda folder: as_dots3_hub(folder, vl=True),
     "nextn-block-ds": lambda folder: with_nextn_block(folder, "shared_head.norm"),
     "mxfp4": as_mxfp4,
     "fp8-block-32": lambda folder: as_quantized(folder, "fp8-block-32"),
@@ -3997,6 +4086,10 @@ FAST = {
     # the +1 of Gemma's norms, the indexer forced F32 under q8_0, the VL class's text half
     "MiniMax-M3-Tiny__q8_0",
     "MiniMax-M3-VL-Tiny__bf16",
+    # two latent geometries, the rescaled norms, a prediction layer with its own embeddings;
+    # transformers 5's own save, which the reference refuses
+    "dots3-note-tiny__q8_0",
+    "dots3-note-tiny-tf5__f16",
 }
 
 

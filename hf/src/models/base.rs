@@ -1401,24 +1401,20 @@ pub(crate) fn extra_name(tensor: Tensor) -> String {
     crate::names::format_name(tensor, None, ".weight")
 }
 
-/// `tokenizer.get_added_vocab()`: the added tokens of `tokenizer.json`, then those of
-/// `tokenizer_config.json`'s `added_tokens_decoder`, by content.
+/// `tokenizer.get_added_vocab()`: the added tokens of `tokenizer.json` with the ids the
+/// tokenizer gives them on load (one saved past a gap in the ids is given the next free id,
+/// as transformers' fast tokenizer gives it), then those only `tokenizer_config.json`'s
+/// `added_tokens_decoder` names, by content.
 pub(crate) fn added_vocab(cx: &Ctx) -> Result<Vec<(String, u64)>> {
     let mut out: Vec<(String, u64)> = Vec::new();
-    if let Some(t) = cx.dir.json("tokenizer.json")? {
-        for a in t
-            .get("added_tokens")
-            .and_then(Value::as_array)
+    if cx.dir.file("tokenizer.json").is_file() {
+        let mut added: Vec<(u32, String)> = crate::bpe::engine(cx.dir)?
+            .get_added_tokens_decoder()
             .into_iter()
-            .flatten()
-        {
-            if let (Some(c), Some(i)) = (
-                a.get("content").and_then(Value::as_str),
-                a.get("id").and_then(Value::as_u64),
-            ) {
-                out.push((c.to_owned(), i));
-            }
-        }
+            .map(|(id, t)| (id, t.content))
+            .collect();
+        added.sort();
+        out.extend(added.into_iter().map(|(id, c)| (c, u64::from(id))));
     }
     if let Some(c) = cx.dir.json("tokenizer_config.json")? {
         for (i, a) in c
@@ -1428,9 +1424,8 @@ pub(crate) fn added_vocab(cx: &Ctx) -> Result<Vec<(String, u64)>> {
             .flatten()
         {
             if let (Some(content), Ok(i)) = (a.get("content").and_then(Value::as_str), i.parse()) {
-                match out.iter_mut().find(|(c, _)| c == content) {
-                    Some(entry) => entry.1 = i,
-                    None => out.push((content.to_owned(), i)),
+                if !out.iter().any(|(c, _)| c == content) {
+                    out.push((content.to_owned(), i));
                 }
             }
         }

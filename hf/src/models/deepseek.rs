@@ -110,43 +110,15 @@ impl TextModel for DeepseekV2 {
         Ok(())
     }
 
-    /// `kv_b_proj` (`[kv_heads · (nope + v), kv_lora_rank]`, with the config's kv heads) cut
-    /// per head into `k_b` (transposed: `[kv_heads, kv_lora_rank, nope]`) and `v_b`.
+    /// `kv_b_proj` cut with the config's kv heads ([`split_kv_b`]).
     fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
         if !name.ends_with("kv_b_proj.weight") {
             return base::yield_as(name, Rearrange::default());
         }
         let hp = cx.hp();
-        let n_kv = hp.int(&["num_key_value_heads"])?;
-        let v = hp.int(&["v_head_dim"])?;
-        let nope = hp.int(&["qk_nope_head_dim"])?;
-        let [rows, lora] = shape[..] else {
-            return Err(Error::reference(format!(
-                "{name} is {shape:?}, not a matrix"
-            )));
-        };
-        if rows != n_kv * (v + nope) {
-            return Err(Error::reference(format!(
-                "{name} has {rows} rows, not num_key_value_heads × (v_head_dim + \
-                 qk_nope_head_dim) = {n_kv} × {} (assert data_torch.shape[0] == ...)",
-                v + nope
-            )));
-        }
-        let head = (v + nope) * lora;
-        let k_b = View {
-            offset: 0,
-            axes: [(n_kv, head), (lora, 1), (nope, lora)],
-            three: true,
-        };
-        let v_b = View {
-            offset: nope * lora,
-            axes: [(n_kv, head), (v, lora), (lora, 1)],
-            three: true,
-        };
-        Ok(vec![
-            (name.replace("kv_b_proj", "k_b_proj"), k_b.alone()),
-            (name.replace("kv_b_proj", "v_b_proj"), v_b.alone()),
-        ])
+        let heads = hp.int(&["num_key_value_heads"])?;
+        let geometry = (hp.int(&["qk_nope_head_dim"])?, hp.int(&["v_head_dim"])?);
+        split_kv_b(name, shape, heads, geometry, "num_key_value_heads")
     }
 
     fn experts(&self) -> Option<Experts> {
@@ -271,4 +243,44 @@ impl TextModel for DeepseekV1 {
             ..super::qwen::qwen_experts()
         })
     }
+}
+
+/// Latent attention's `kv_b_proj` (`[heads · (nope + v), kv_lora_rank]`) cut per head into
+/// `k_b` (transposed: `[heads, kv_lora_rank, nope]`) and `v_b` (`[heads, v, kv_lora_rank]`),
+/// for `(nope, v)` = `geometry`; `heads_field` names where the head count came from when the
+/// rows do not match it (the reference's assertion).
+pub(crate) fn split_kv_b(
+    name: &str,
+    shape: &[u64],
+    heads: u64,
+    (nope, v): (u64, u64),
+    heads_field: &str,
+) -> Yields {
+    let [rows, lora] = shape[..] else {
+        return Err(Error::reference(format!(
+            "{name} is {shape:?}, not a matrix"
+        )));
+    };
+    if rows != heads * (v + nope) {
+        return Err(Error::reference(format!(
+            "{name} has {rows} rows, not {heads_field} × (v_head_dim + qk_nope_head_dim) = \
+             {heads} × {} (assert data_torch.shape[0] == ...)",
+            v + nope
+        )));
+    }
+    let head = (v + nope) * lora;
+    let k_b = View {
+        offset: 0,
+        axes: [(heads, head), (lora, 1), (nope, lora)],
+        three: true,
+    };
+    let v_b = View {
+        offset: nope * lora,
+        axes: [(heads, head), (v, lora), (lora, 1)],
+        three: true,
+    };
+    Ok(vec![
+        (name.replace("kv_b_proj", "k_b_proj"), k_b.alone()),
+        (name.replace("kv_b_proj", "v_b_proj"), v_b.alone()),
+    ])
 }

@@ -102,7 +102,11 @@ pub(crate) fn glm_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
 
 /// GPT-2's BPE with its merges, then each special token `(type, token)` by its id among the
 /// added tokens (in that order), where the tokenizer files name none.
-fn gpt2_with_added_specials(cx: &Ctx, kv: &mut Kv, specials: &[(&str, &str)]) -> Result<()> {
+pub(crate) fn gpt2_with_added_specials(
+    cx: &Ctx,
+    kv: &mut Kv,
+    specials: &[(&str, &str)],
+) -> Result<()> {
     let added = base::added_vocab(cx)?;
     base::gpt2_tokens(cx, kv)?;
     let mut special = SpecialVocab::load(cx.dir, None, true)?;

@@ -20,6 +20,7 @@ mod dbrx;
 mod deci;
 mod deepseek;
 mod dots1;
+mod dots3;
 mod dream;
 mod ernie;
 mod exaone;
@@ -254,6 +255,21 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &deepseek::DeepseekV32,
     ),
     ("Dots1ForCausalLM", &tables::DOTS1, &dots1::Dots1),
+    (
+        "Dots3NoteForCausalLM",
+        &tables::DOTS3NOTE,
+        &dots3::Dots3Note,
+    ),
+    (
+        "Dots3NoteForConditionalGeneration",
+        &tables::DOTS3NOTE,
+        &dots3::Dots3Note,
+    ),
+    (
+        "Dots3NoteTextForCausalLM",
+        &tables::DOTS3NOTE,
+        &dots3::Dots3Note,
+    ),
     ("GptOssForCausalLM", &tables::GPT_OSS, &gpt_oss::GptOss),
     (
         "MiniMaxM2ForCausalLM",
