@@ -155,6 +155,28 @@ DOTS3 = dict(config_class="Dots3NoteTextConfig", pad_token_id=0, moe_intermediat
              sliding_window_size=32, shared_experts_intermediate_size=32)
 
 
+# Step 3.5's text configuration (remote code), as published: a RoPE base per layer kind, the
+# sliding layers' own head count, Llama 3's RoPE scaling, a dense first layer, a prediction
+# layer, SwiGLU clamps (one null, both lists short of the blocks), the experts' layers unsorted
+STEP35 = dict(model_type="step3p5", hidden_size=64, intermediate_size=96, num_hidden_layers=3,
+              num_attention_heads=4, num_attention_groups=2, head_dim=16,
+              attention_other_setting=dict(attention_type="sliding_attention",
+                                           num_attention_heads=6, num_attention_groups=2,
+                                           head_dim=16),
+              layer_types=["full_attention", "sliding_attention", "sliding_attention",
+                           "sliding_attention"],
+              partial_rotary_factors=[0.5, 1.0, 1.0, 1.0],
+              rope_theta=[5000000.0, 10000.0, 10000.0, 10000.0],
+              rope_scaling=dict(rope_type="llama3", factor=2.0, low_freq_factor=1.0,
+                                high_freq_factor=32.0, original_max_position_embeddings=128),
+              sliding_window=32, use_head_wise_attn_gate=True, use_qk_norm=True,
+              zero_centered=True, moe_layers_enum="2, 1", moe_num_experts=4, moe_top_k=2,
+              moe_intermediate_size=32, share_expert_dim=32, moe_router_activation="sigmoid",
+              moe_router_scaling_factor=3.0, norm_expert_weight=True, use_moe_router_bias=True,
+              moe_every_n_layer=1, swiglu_limits=[0.0, 7.0, None], swiglu_limits_shared=[0.0, 16.0],
+              num_nextn_predict_layers=1, max_position_embeddings=512, rms_norm_eps=1e-5)
+
+
 FIXTURES = [
     # Llama, f32, untied, GQA; user-defined pieces in the SentencePiece model,
     # a chat template in tokenizer_config.json, sampling fields in generation_config.json
@@ -1224,6 +1246,18 @@ FIXTURES += [
     Fixture(
         name="dots3-note-tiny-tf5", seed=7146, dtype="bfloat16", tf5="saved", bpe="qwen2",
         added=["<|endofassistant|>"], extra=DOTS3,
+    ),
+    # StepFun's Step 3.5 (remote code): per-layer head counts and RoPE bases, head-wise gates,
+    # packed experts, a prediction layer; and Step 3.7's text half
+    Fixture(
+        name="Step-3.5-Tiny-Flash", seed=7147, dtype="bfloat16", raw="step35", bpe="llama-bpe",
+        architectures="Step3p5ForCausalLM", extra=STEP35,
+    ),
+    Fixture(
+        name="Step-3.7-Tiny-Flash", seed=7148, dtype="bfloat16", raw="step35", bpe="llama-bpe",
+        architectures="Step3p7ForConditionalGeneration",
+        extra=dict(model_type="step3p7", text_config=STEP35,
+                   vision_config=dict(hidden_size=32, num_hidden_layers=1)),
     ),
     # DeepSeek-MoE (V1, remote code): Llama's attention, a dense first layer, experts with
     # shared ones; its SentencePiece-free BPE
@@ -2777,6 +2811,57 @@ def minimax_m3_layout(c: dict) -> list:
     return out
 
 
+def step35_layout(c: dict) -> list:
+    """Step 3.5's tensors (`modeling_step3p5.py`, remote code): q/k norms and a head-wise gate
+    with the layer's own head count (`attention_other_setting` on sliding layers), dense layers
+    outside `moe_layers_enum`, packed experts (`moe.{gate,up,down}_proj`, `[experts, out, in]`)
+    with the routing's bias beside a shared expert, and the prediction layers past the trunk
+    (dense, with their shared head under `transformer.`); Step 3.7's text under
+    `model.language_model.` beside its vision model and projector."""
+    vl = "text_config" in c
+    c = {**c, **c.get("text_config", {})}
+    prefix = "model.language_model." if vl else "model."
+    h, v, ff, hd = c["hidden_size"], c["vocab_size"], c["intermediate_size"], c["head_dim"]
+    n, mtp = c["num_hidden_layers"], c["num_nextn_predict_layers"]
+    moe_layers = {int(i) for i in c["moe_layers_enum"].split(",")}
+    e, moe, shared = c["moe_num_experts"], c["moe_intermediate_size"], c["share_expert_dim"]
+    kv = c["num_attention_groups"]
+    out = [(f"{prefix}embed_tokens.weight", [v, h]), (f"{prefix}norm.weight", [h])]
+    for i in range(n + mtp):
+        b = f"{prefix}layers.{i}"
+        sliding = c["layer_types"][i] == "sliding_attention"
+        heads = c["attention_other_setting"]["num_attention_heads"] if sliding else c["num_attention_heads"]
+        out += [(f"{b}.input_layernorm.weight", [h]), (f"{b}.post_attention_layernorm.weight", [h]),
+                (f"{b}.self_attn.q_proj.weight", [heads * hd, h]),
+                (f"{b}.self_attn.k_proj.weight", [kv * hd, h]),
+                (f"{b}.self_attn.v_proj.weight", [kv * hd, h]),
+                (f"{b}.self_attn.o_proj.weight", [h, heads * hd]),
+                (f"{b}.self_attn.q_norm.weight", [hd]), (f"{b}.self_attn.k_norm.weight", [hd]),
+                (f"{b}.self_attn.g_proj.weight", [heads, h])]
+        if i in moe_layers:
+            out += [(f"{b}.moe.gate.weight", [e, h]), (f"{b}.moe.router_bias", [e]),
+                    (f"{b}.moe.gate_proj.weight", [e, moe, h]),
+                    (f"{b}.moe.up_proj.weight", [e, moe, h]),
+                    (f"{b}.moe.down_proj.weight", [e, h, moe]),
+                    (f"{b}.share_expert.gate_proj.weight", [shared, h]),
+                    (f"{b}.share_expert.up_proj.weight", [shared, h]),
+                    (f"{b}.share_expert.down_proj.weight", [h, shared])]
+        else:
+            out += [(f"{b}.mlp.gate_proj.weight", [ff, h]), (f"{b}.mlp.up_proj.weight", [ff, h]),
+                    (f"{b}.mlp.down_proj.weight", [h, ff])]
+        if i >= n:
+            out += [(f"{b}.enorm.weight", [h]), (f"{b}.hnorm.weight", [h]),
+                    (f"{b}.eh_proj.weight", [h, 2 * h]),
+                    (f"{b}.transformer.shared_head.norm.weight", [h]),
+                    (f"{b}.transformer.shared_head.output.weight", [v, h])]
+    out.append(("lm_head.weight", [v, h]))
+    if vl:
+        out += [("model.vision_model.conv1.weight", [32, 3, 2, 2]),
+                ("model.vision_model.transformer.resblocks.0.attn.in_proj.weight", [96, 32]),
+                ("model.vit_large_projector.weight", [h, 128])]
+    return out
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
     "grove": grove_layout,
@@ -2785,6 +2870,7 @@ RAW_LAYOUTS = {
     "smallthinker": smallthinker_layout,
     "bailing2": bailing2_layout,
     "minimax-m3": minimax_m3_layout,
+    "step35": step35_layout,
     "orion": lambda c: llama_layout(c, norm_bias=True),
     "qk-norm": lambda c: llama_layout(c, qk_norm=True),
     "pangu": lambda c: llama_layout(c, attn_bias=True),
@@ -4090,6 +4176,10 @@ FAST = {
     # transformers 5's own save, which the reference refuses
     "dots3-note-tiny__q8_0",
     "dots3-note-tiny-tf5__f16",
+    # per-layer head counts and RoPE bases, Llama 3's factors over the full layers' width, the
+    # prediction layer's shared head renamed
+    "Step-3.5-Tiny-Flash__q8_0",
+    "Step-3.7-Tiny-Flash__bf16",
 }
 
 

@@ -66,6 +66,7 @@ mod smallthinker;
 mod spark2_5;
 mod stablelm;
 mod starcoder;
+mod step3;
 mod t5;
 mod talkie;
 mod xverse;
@@ -255,6 +256,12 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &deepseek::DeepseekV32,
     ),
     ("Dots1ForCausalLM", &tables::DOTS1, &dots1::Dots1),
+    ("Step3p5ForCausalLM", &tables::STEP35, &step3::Step35),
+    (
+        "Step3p7ForConditionalGeneration",
+        &tables::STEP35,
+        &step3::Step35,
+    ),
     (
         "Dots3NoteForCausalLM",
         &tables::DOTS3NOTE,
