@@ -1259,6 +1259,18 @@ FIXTURES += [
         extra=dict(model_type="step3p7", text_config=STEP35,
                    vision_config=dict(hidden_size=32, num_hidden_layers=1)),
     ),
+    # inclusionAI's Ling 1 (remote code): fused q/k/v written apart, experts with shared ones
+    Fixture(
+        name="Ling-tiny-lite-1.5", seed=7149, dtype="bfloat16", raw="bailing1", bpe="llama-bpe",
+        architectures="BailingMoeForCausalLM",
+        extra=dict(model_type="bailing_moe", hidden_size=64, intermediate_size=96,
+                   moe_intermediate_size=32, num_experts=4, num_shared_experts=2,
+                   num_experts_per_tok=2, norm_topk_prob=True, num_attention_heads=4,
+                   num_key_value_heads=2, num_hidden_layers=2, first_k_dense_replace=0,
+                   max_position_embeddings=256, rope_theta=600000, rope_scaling=None,
+                   rms_norm_eps=1e-6, use_bias=False, use_qkv_bias=False, norm_head=False,
+                   norm_softmax=False),
+    ),
     # DeepSeek-MoE (V1, remote code): Llama's attention, a dense first layer, experts with
     # shared ones; its SentencePiece-free BPE
     Fixture(
@@ -2862,6 +2874,30 @@ def step35_layout(c: dict) -> list:
     return out
 
 
+def bailing1_layout(c: dict) -> list:
+    """Ling 1's tensors (`modeling_bailing_moe.py`): fused q/k/v without norms, experts in
+    every layer (as every published Ling 1 has them) with shared ones, no routing bias."""
+    h, v, moe = c["hidden_size"], c["vocab_size"], c["moe_intermediate_size"]
+    heads, kv = c["num_attention_heads"], c["num_key_value_heads"]
+    hd, n = h // heads, c["num_experts"]
+    out = [("model.word_embeddings.weight", [v, h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.{i}"
+        out += [(f"{b}.input_layernorm.weight", [h]),
+                (f"{b}.attention.query_key_value.weight", [(heads + 2 * kv) * hd, h]),
+                (f"{b}.attention.dense.weight", [h, heads * hd]),
+                (f"{b}.post_attention_layernorm.weight", [h]),
+                (f"{b}.mlp.gate.weight", [n, h])]
+        for x in range(n):
+            out += [(f"{b}.mlp.experts.{x}.{p}.weight", [h, moe] if p == "down_proj" else [moe, h])
+                    for p in ("gate_proj", "up_proj", "down_proj")]
+        shared = moe * c["num_shared_experts"]
+        out += [(f"{b}.mlp.shared_experts.{p}.weight", [h, shared] if p == "down_proj" else [shared, h])
+                for p in ("gate_proj", "up_proj", "down_proj")]
+    out += [("model.norm.weight", [h]), ("lm_head.weight", [v, h])]
+    return out
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
     "grove": grove_layout,
@@ -2869,6 +2905,7 @@ RAW_LAYOUTS = {
     "qwen-moe": qwen_moe_layout,
     "smallthinker": smallthinker_layout,
     "bailing2": bailing2_layout,
+    "bailing1": bailing1_layout,
     "minimax-m3": minimax_m3_layout,
     "step35": step35_layout,
     "orion": lambda c: llama_layout(c, norm_bias=True),
@@ -4180,6 +4217,7 @@ FAST = {
     # prediction layer's shared head renamed
     "Step-3.5-Tiny-Flash__q8_0",
     "Step-3.7-Tiny-Flash__bf16",
+    "Ling-tiny-lite-1.5__q8_0",
 }
 
 

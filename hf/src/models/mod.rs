@@ -480,6 +480,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
     ("GlmMoeDsaForCausalLM", &tables::GLM_DSA, &glm::GlmMoeDsa),
     (
+        "BailingMoeForCausalLM",
+        &tables::BAILINGMOE,
+        &bailingmoe::BailingMoe,
+    ),
+    (
         "BailingMoeV2ForCausalLM",
         &tables::BAILINGMOE2,
         &bailingmoe::BailingMoeV2,
