@@ -1271,6 +1271,18 @@ FIXTURES += [
                    rms_norm_eps=1e-6, use_bias=False, use_qkv_bias=False, norm_head=False,
                    norm_softmax=False),
     ),
+    # Snowflake Arctic (remote code): a dense residual MLP beside experts in every layer; its
+    # SentencePiece vocabulary with pieces redefined by tokenizer_config.json
+    Fixture(
+        name="snowflake-arctic-tiny-instruct", seed=7150, dtype="bfloat16", raw="arctic",
+        architectures="ArcticForCausalLM", post_save="arctic-vocab",
+        spm=dict(model_type="bpe", vocab_size=384, byte_fallback=True),
+        extra=dict(model_type="arctic", hidden_size=64, intermediate_size=32,
+                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                   num_local_experts=4, num_experts_per_tok=2, moe_layer_frequency=1,
+                   parallel_attn_mlp_res=True, use_residual=True, hidden_act="silu",
+                   rms_norm_eps=1e-5, rope_theta=10000.0, max_position_embeddings=256),
+    ),
     # DeepSeek-MoE (V1, remote code): Llama's attention, a dense first layer, experts with
     # shared ones; its SentencePiece-free BPE
     Fixture(
@@ -2898,6 +2910,38 @@ def bailing1_layout(c: dict) -> list:
     return out
 
 
+def arctic_layout(c: dict) -> list:
+    """Snowflake Arctic's tensors (`modeling_arctic.py`): Llama's attention, a dense residual
+    MLP as wide as the model (`residual_mlp`, its own norm) beside experts in every layer."""
+    h, ff, n = c["hidden_size"], c["intermediate_size"], c["num_local_experts"]
+    out = [t for t in llama_layout(c) if ".mlp." not in t[0]]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.{i}"
+        out += [(f"{b}.residual_layernorm.weight", [h])]
+        out += [(f"{b}.residual_mlp.{w}.weight", [h, h]) for w in ("w1", "w2", "w3")]
+        out.append((f"{b}.block_sparse_moe.gate.weight", [n, h]))
+        for x in range(n):
+            out += [(f"{b}.block_sparse_moe.experts.{x}.{w}.weight", [h, ff] if w == "w2" else [ff, h])
+                    for w in ("w1", "w2", "w3")]
+    return out
+
+
+def as_arctic_vocab(folder: Path) -> None:
+    """Arctic's vocabulary files: `tokenizer_config.json` redefines the model's last two
+    pieces as special tokens (its turn markers) and one more as a plain token, and names one
+    past the vocabulary."""
+    path = folder / "tokenizer_config.json"
+    c = json.loads(path.read_text(encoding="utf-8"))
+    n = json.loads((folder / "config.json").read_text(encoding="utf-8"))["vocab_size"]
+    entry = dict(lstrip=False, normalized=False, rstrip=False, single_word=False)
+    c["added_tokens_decoder"].update({
+        str(n - 3): dict(entry, content="<|plain|>", special=False),
+        str(n - 2): dict(entry, content="<|im_start|>", special=True),
+        str(n - 1): dict(entry, content="<|im_end|>", special=True),
+        str(n + 5): dict(entry, content="<|past|>", special=True)})
+    path.write_text(json.dumps(c, indent=2) + "\n", encoding="utf-8")
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
     "grove": grove_layout,
@@ -2906,6 +2950,7 @@ RAW_LAYOUTS = {
     "smallthinker": smallthinker_layout,
     "bailing2": bailing2_layout,
     "bailing1": bailing1_layout,
+    "arctic": arctic_layout,
     "minimax-m3": minimax_m3_layout,
     "step35": step35_layout,
     "orion": lambda c: llama_layout(c, norm_bias=True),
@@ -3641,6 +3686,7 @@ POST_SAVE = {
     "nemotron-h-pattern": as_nemotron_h_pattern,
     "nextn-block": with_nextn_block,
     "dots3-hub": as_dots3_hub,
+    "arctic-vocab": as_arctic_vocab,
     "dots3-hub-vl": lambda folder: as_dots3_hub(folder, vl=True),
     "nextn-block-ds": lambda folder: with_nextn_block(folder, "shared_head.norm"),
     "mxfp4": as_mxfp4,
@@ -4218,6 +4264,7 @@ FAST = {
     "Step-3.5-Tiny-Flash__q8_0",
     "Step-3.7-Tiny-Flash__bf16",
     "Ling-tiny-lite-1.5__q8_0",
+    "snowflake-arctic-tiny-instruct__bf16",
 }
 
 

@@ -9,6 +9,7 @@
 //! checks every line against the reference's `TEXT_MODEL_MAP` (generated into `tables.rs`).
 
 mod afmoe;
+mod arctic;
 mod bailingmoe;
 pub(crate) mod base;
 mod bert;
@@ -479,6 +480,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &bert::Roberta,
     ),
     ("GlmMoeDsaForCausalLM", &tables::GLM_DSA, &glm::GlmMoeDsa),
+    ("ArcticForCausalLM", &tables::ARCTIC, &arctic::Arctic),
     (
         "BailingMoeForCausalLM",
         &tables::BAILINGMOE,
