@@ -797,6 +797,17 @@ fn modify_tensors(
             if change.squeeze {
                 shape.retain(|&n| n != 1);
             }
+            if let Some((dims, rank)) = change.reshape {
+                let dims = &dims[..rank.min(4)];
+                if dims.iter().product::<u64>() != shape.iter().product::<u64>() {
+                    return Err(Error::field(
+                        &ckpt.parts[e.part].path,
+                        format!("{}.shape", e.name),
+                        format!("{shape:?} cannot be reshaped to {dims:?}"),
+                    ));
+                }
+                shape = dims.to_vec();
+            }
             if change.drop_if_embeddings && repeats_embeddings(cx, ckpt, &yielded, e, &shape) {
                 continue;
             }
@@ -1343,6 +1354,7 @@ impl Segment<'_> {
             && self.change.scale.is_none()
             && self.change.row_scales.is_none()
             && !self.change.neg_exp
+            && !self.change.exp
             && self.change.cols == Order::Stored
             && self.change.negate_upper_half == 0
             && self.values.plain();
@@ -1430,6 +1442,9 @@ impl Segment<'_> {
         if self.change.neg_exp {
             f32s.iter_mut()
                 .for_each(|x| *x = -(f64::from(*x).exp() as f32));
+        } else if self.change.exp {
+            f32s.iter_mut()
+                .for_each(|x| *x = f64::from(*x).exp() as f32);
         }
         if self.change.add != 0.0 {
             f32s.iter_mut().for_each(|x| *x += self.change.add);
@@ -1438,7 +1453,8 @@ impl Segment<'_> {
             && (self.change.add != 0.0
                 || self.change.scale.is_some()
                 || self.change.row_scales.is_some()
-                || self.change.neg_exp)
+                || self.change.neg_exp
+                || self.change.exp)
         {
             // torch's arithmetic on a float16 tensor gives float16: the result is rounded.
             round_to_f16(&mut f32s);

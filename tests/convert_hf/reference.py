@@ -177,6 +177,26 @@ STEP35 = dict(model_type="step3p5", hidden_size=64, intermediate_size=96, num_hi
               num_nextn_predict_layers=1, max_position_embeddings=512, rms_norm_eps=1e-5)
 
 
+# Ling 3's text configuration (remote code), as published: three delta-attention layers to a
+# latent one (and the tail), a dense first layer, a prediction layer, SwiGLU clamps
+LING3 = dict(model_type="bailing_hybrid", hidden_size=64, intermediate_size=96,
+             num_hidden_layers=5, num_attention_heads=4, num_key_value_heads=4, head_dim=16,
+             q_lora_rank=48, kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8,
+             qk_head_dim=24, v_head_dim=16, rotary_dim=8, partial_rotary_factor=0.5,
+             rope_theta=6000000, rope_interleave=True, layer_group_size=3,
+             short_conv_kernel_size=4, no_kda_lora=True, use_kda_lora=False, kda_safe_gate=True,
+             kda_lower_bound=-5, num_kv_heads_for_linear_attn=0,
+             gated_attention_proj_granularity_type="head_wise", group_norm_size=1, n_group=2,
+             topk_group=1, topk_method="noaux_tc", score_function="sigmoid",
+             scoring_func="sigmoid", norm_topk_prob=True, routed_scaling_factor=2.5,
+             moe_router_enable_expert_bias=True, num_experts=4, num_experts_per_tok=2,
+             moe_intermediate_size=32, moe_shared_expert_intermediate_size=32,
+             num_shared_experts=1, first_k_dense_replace=1, num_nextn_predict_layers=1,
+             mtp_use_kda=False, expert_swiglu_limit_list=[None, 0.0, 0.0, 4.0, 7.0],
+             share_expert_swiglu_limit_list=[None, 0.0, 0.0, 5.0], rms_norm_eps=1e-6,
+             max_position_embeddings=256)
+
+
 FIXTURES = [
     # Llama, f32, untied, GQA; user-defined pieces in the SentencePiece model,
     # a chat template in tokenizer_config.json, sampling fields in generation_config.json
@@ -1282,6 +1302,18 @@ FIXTURES += [
                    num_local_experts=4, num_experts_per_tok=2, moe_layer_frequency=1,
                    parallel_attn_mlp_res=True, use_residual=True, hidden_act="silu",
                    rms_norm_eps=1e-5, rope_theta=10000.0, max_position_embeddings=256),
+    ),
+    # inclusionAI's Ling 3 (remote code): Kimi's delta attention and latent attention, experts,
+    # a prediction layer; and its VL class's text half
+    Fixture(
+        name="Ling-3.0-tiny-flash", seed=7151, dtype="bfloat16", raw="bailing3", bpe="llama-bpe",
+        architectures="BailingMoeV3ForCausalLM", extra=LING3,
+    ),
+    Fixture(
+        name="Ling-3.0-tiny-flash-VL", seed=7152, dtype="bfloat16", raw="bailing3",
+        bpe="llama-bpe", architectures="BailingMoeV3VLForConditionalGeneration",
+        extra=dict(model_type="bailing_hybrid_vl", text_config=dict(LING3, mrope_section=[2, 1, 1]),
+                   vision_config=dict(hidden_size=32, depth=1)),
     ),
     # DeepSeek-MoE (V1, remote code): Llama's attention, a dense first layer, experts with
     # shared ones; its SentencePiece-free BPE
@@ -2942,6 +2974,64 @@ def as_arctic_vocab(folder: Path) -> None:
     path.write_text(json.dumps(c, indent=2) + "\n", encoding="utf-8")
 
 
+def bailing3_layout(c: dict) -> list:
+    """Ling 3's tensors (`modeling_bailing_moe_v3.py`, remote code): Kimi's delta attention
+    (q/k/v with depthwise short convolutions, a full-rank forget gate, beta, `A_log`,
+    `dt_bias`, a gated output norm) on most layers; latent attention with a head-wise gate
+    (`dense` its output) on every `layer_group_size`-th layer, the tail and the prediction
+    layer; a dense first layer, then experts one by one with a shared one and the routing's
+    bias; the VL class's text under `model.language_model.` beside its tower and projector."""
+    vl = "text_config" in c
+    c = {**c, **c.get("text_config", {})}
+    prefix = "model.language_model." if vl else "model."
+    h, v, ff = c["hidden_size"], c["vocab_size"], c["intermediate_size"]
+    nh, d, n, g = c["num_attention_heads"], c["head_dim"], c["num_hidden_layers"], c["layer_group_size"]
+    e, moe = c["num_experts"], c["moe_intermediate_size"]
+    shared = c["moe_shared_expert_intermediate_size"] * c["num_shared_experts"]
+    lora, rope = c["kv_lora_rank"], c["qk_rope_head_dim"]
+    qk = c["qk_nope_head_dim"] + rope
+    p, w = nh * d, c["short_conv_kernel_size"]
+    out = [(f"{prefix}word_embeddings.weight", [v, h]), (f"{prefix}norm.weight", [h])]
+    for i in range(n + c["num_nextn_predict_layers"]):
+        b = f"{prefix}layers.{i}"
+        a = f"{b}.attention"
+        out += [(f"{b}.input_layernorm.weight", [h]), (f"{b}.post_attention_layernorm.weight", [h])]
+        if i >= n or (i + 1) % g == 0 or i >= n // g * g:
+            out += [(f"{a}.q_a_proj.weight", [c["q_lora_rank"], h]),
+                    (f"{a}.q_a_layernorm.weight", [c["q_lora_rank"]]),
+                    (f"{a}.q_b_proj.weight", [nh * qk, c["q_lora_rank"]]),
+                    (f"{a}.kv_a_proj_with_mqa.weight", [lora + rope, h]),
+                    (f"{a}.kv_a_layernorm.weight", [lora]),
+                    (f"{a}.kv_b_proj.weight", [nh * (c["qk_nope_head_dim"] + c["v_head_dim"]), lora]),
+                    (f"{a}.g_proj.weight", [nh, h]),
+                    (f"{a}.dense.weight", [h, nh * c["v_head_dim"]])]
+        else:
+            out += [(f"{a}.{x}_proj.weight", [p, h]) for x in "qkv"]
+            out += [(f"{a}.{x}_conv1d.weight", [p, 1, w]) for x in "qkv"]
+            out += [(f"{a}.f_proj.weight", [p, h]), (f"{a}.b_proj.weight", [nh, h]),
+                    (f"{a}.g_proj.weight", [p, h]), (f"{a}.A_log", [nh]), (f"{a}.dt_bias", [p]),
+                    (f"{a}.o_norm.weight", [d]), (f"{a}.o_proj.weight", [h, p])]
+        if i < c["first_k_dense_replace"]:
+            out += [(f"{b}.mlp.gate_proj.weight", [ff, h]), (f"{b}.mlp.up_proj.weight", [ff, h]),
+                    (f"{b}.mlp.down_proj.weight", [h, ff])]
+        else:
+            out += [(f"{b}.mlp.gate.weight", [e, h]), (f"{b}.mlp.gate.expert_bias", [e])]
+            for x in range(e):
+                out += [(f"{b}.mlp.experts.{x}.{q}.weight", [h, moe] if q == "down_proj" else [moe, h])
+                        for q in ("gate_proj", "up_proj", "down_proj")]
+            out += [(f"{b}.mlp.shared_experts.{q}.weight", [h, shared] if q == "down_proj" else [shared, h])
+                    for q in ("gate_proj", "up_proj", "down_proj")]
+        if i >= n:
+            out += [(f"{b}.enorm.weight", [h]), (f"{b}.hnorm.weight", [h]),
+                    (f"{b}.eh_proj.weight", [h, 2 * h]), (f"{b}.final_layernorm.weight", [h])]
+    out.append(("lm_head.weight", [v, h]))
+    if vl:
+        out += [("model.vision_tower.patch_embed.proj.weight", [32, 3, 2, 2]),
+                ("model.vision_tower.blocks.0.attn.qkv.weight", [96, 32]),
+                ("linear_proj.linear_1.weight", [h, 128])]
+    return out
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
     "grove": grove_layout,
@@ -2951,6 +3041,7 @@ RAW_LAYOUTS = {
     "bailing2": bailing2_layout,
     "bailing1": bailing1_layout,
     "arctic": arctic_layout,
+    "bailing3": bailing3_layout,
     "minimax-m3": minimax_m3_layout,
     "step35": step35_layout,
     "orion": lambda c: llama_layout(c, norm_bias=True),
@@ -4265,6 +4356,10 @@ FAST = {
     "Step-3.7-Tiny-Flash__bf16",
     "Ling-tiny-lite-1.5__q8_0",
     "snowflake-arctic-tiny-instruct__bf16",
+    # delta attention beside latent attention: exp(A_log), the convolutions reshaped, gates
+    # named by their layer's kind
+    "Ling-3.0-tiny-flash__q8_0",
+    "Ling-3.0-tiny-flash-VL__bf16",
 }
 
 

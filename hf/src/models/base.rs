@@ -143,8 +143,14 @@ pub(crate) struct Rearrange {
     /// before `add`. The exact value, rounded: torch's own `exp` is MKL's or SLEEF's by the
     /// machine, within one unit in the last place of it.
     pub neg_exp: bool,
+    /// Every element `x` becomes `exp(x)` (`torch.exp`, as [`Rearrange::neg_exp`] but not
+    /// negated).
+    pub exp: bool,
     /// Every axis of length 1 dropped (`squeeze()`: a convolution's `[channels, 1, kernel]`).
     pub squeeze: bool,
+    /// The output's shape, its first `.1` axes (`reshape(...)` of the stored elements in their
+    /// order), after every other change of shape.
+    pub reshape: Option<([u64; 4], usize)>,
     /// Each output row multiplied again, after `scale`, by the factor of the first part whose
     /// end row lies past it (Falcon-H1's `in_proj`, whose parts have their own multipliers);
     /// rows past the last end unchanged.
@@ -1399,6 +1405,29 @@ pub(crate) fn norm_offset(name: &str) -> f32 {
 /// The name of a computed tensor outside the blocks (`format_tensor_name(key)` + `.weight`).
 pub(crate) fn extra_name(tensor: Tensor) -> String {
     crate::names::format_name(tensor, None, ".weight")
+}
+
+/// A per-layer list of SwiGLU clamps (null as 0) cut or padded with 0 to the blocks, where
+/// the config has one (Step 3.5's and Ling 3's `clamp_limits`).
+pub(crate) fn clamp_list(hp: &Hparams, key: &str, blocks: u64) -> Result<Option<Vec<f32>>> {
+    let values = match hp.map.get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(Error::field(&hp.path, key, "not a list")),
+    };
+    let mut out = values
+        .iter()
+        .take(blocks as usize)
+        .map(|v| match v {
+            Value::Null => Ok(0.0),
+            v => v
+                .as_f64()
+                .map(|x| x as f32)
+                .ok_or_else(|| Error::field(&hp.path, key, format!("{v} is not a number"))),
+        })
+        .collect::<Result<Vec<f32>>>()?;
+    out.resize(blocks as usize, 0.0);
+    Ok(Some(out))
 }
 
 /// `tokenizer.get_added_vocab()`: the added tokens of `tokenizer.json` with the ids the

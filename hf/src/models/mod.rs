@@ -11,6 +11,7 @@
 mod afmoe;
 mod arctic;
 mod bailingmoe;
+mod bailingmoe3;
 pub(crate) mod base;
 mod bert;
 mod chameleon;
@@ -485,6 +486,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         "BailingMoeForCausalLM",
         &tables::BAILINGMOE,
         &bailingmoe::BailingMoe,
+    ),
+    (
+        "BailingMoeV3ForCausalLM",
+        &tables::BAILINGMOE3,
+        &bailingmoe3::BailingMoeV3,
+    ),
+    (
+        "BailingMoeV3VLForConditionalGeneration",
+        &tables::BAILINGMOE3,
+        &bailingmoe3::BailingMoeV3Vl,
     ),
     (
         "BailingMoeV2ForCausalLM",

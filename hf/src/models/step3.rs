@@ -74,26 +74,6 @@ fn rope_with_list(hp: &Hparams) -> Result<Option<(f64, f64)>> {
     Ok(Some((at(0)?, at(1)?)))
 }
 
-/// The clamps of `key` (null as 0), padded with 0 over every block, if the config has them.
-fn clamps(hp: &Hparams, key: &str, blocks: u64) -> Result<Option<Vec<f32>>> {
-    let Some(Value::Array(a)) = hp.map.get(key) else {
-        return Ok(None);
-    };
-    let values = a
-        .iter()
-        .map(|v| match v {
-            Value::Null => Ok(0.0),
-            v => v
-                .as_f64()
-                .map(|x| x as f32)
-                .ok_or_else(|| Error::field(&hp.path, key, format!("{v} is not a number"))),
-        })
-        .collect::<Result<Vec<f32>>>()?;
-    let mut values: Vec<f32> = values.into_iter().take(blocks as usize).collect();
-    values.resize(blocks as usize, 0.0);
-    Ok(Some(values))
-}
-
 impl TextModel for Step35 {
     /// The trunk and the prediction layers.
     fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
@@ -229,7 +209,7 @@ impl TextModel for Step35 {
             ("swiglu_limits", "swiglu_clamp_exp"),
             ("swiglu_limits_shared", "swiglu_clamp_shexp"),
         ] {
-            if let Some(values) = clamps(&hp, from, blocks)? {
+            if let Some(values) = base::clamp_list(&hp, from, blocks)? {
                 kv.f32s(&k(to), values);
             }
         }
