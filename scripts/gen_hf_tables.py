@@ -18,6 +18,7 @@ of scripts/peers.sh has them. What is read:
   its chain of `if chkhsh == ...: res = ...` (the BPE pre-tokenizer names by hash).
 """
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -252,6 +253,17 @@ def main() -> None:
         w("")
     w("/// Every architecture, in `MODEL_ARCH`'s order.")
     w("pub const ARCHS: &[&ArchTable] = &[" + ", ".join(f"&{a.name}" for a in MODEL_ARCH) + "];")
+    w("")
+    # the chat templates the converter ships and writes where a model has none of its own
+    bundled = sorted({m for py in sorted((root / "conversion").glob("*.py"))
+                      for m in re.findall(r'"templates" / "([^"]+\.jinja)"', py.read_text(encoding="utf-8"))})
+    w("/// The chat templates of the reference tree (`models/templates/`) its classes write: (file")
+    w("/// name, text).")
+    w("pub const BUNDLED_TEMPLATES: &[(&str, &str)] = &[")
+    for name in bundled:
+        text = (root / "models" / "templates" / name).read_text(encoding="utf-8")
+        w(f"    ({rust_str(name)}, {rust_str(text)}),")
+    w("];")
     w("")
     text_map, mmproj_map = class_maps(root)
     for const, cmap, doc, mmproj in (("TEXT_CLASSES", text_map, "TEXT_MODEL_MAP", False),

@@ -1315,6 +1315,38 @@ FIXTURES += [
         extra=dict(model_type="bailing_hybrid_vl", text_config=dict(LING3, mrope_section=[2, 1, 1]),
                    vision_config=dict(hidden_size=32, depth=1)),
     ),
+    # MiniMax-Text-01 and M1 (remote code; transformers' own MiniMax class writes the same
+    # tensors): lightning attention beside softmax attention, experts, the published config's
+    # norm factors; added tokens with zero embeddings suppressed; the bundled template where the
+    # folder has none of its own; and as transformers saves it, with its decay buffers (which
+    # neither converts)
+    Fixture(
+        name="MiniMax-Text-01-tiny", seed=7153, arch="minimax", dtype="bfloat16", kv_heads=2,
+        bpe="gpt-2", architectures="MiniMaxText01ForCausalLM", extra_vocab=6,
+        max_shard_size=400_000, post_save="minimax01-jinja", chat_template=CHAT_TEMPLATE,
+        saved_extra=dict(rotary_dim=8, attn_type_list=[0, 1], layernorm_full_attention_alpha=3.5,
+                         layernorm_full_attention_beta=1.0, layernorm_linear_attention_alpha=3.5,
+                         layernorm_linear_attention_beta=1.0, layernorm_mlp_alpha=3.5,
+                         layernorm_mlp_beta=1.0),
+    ),
+    Fixture(
+        name="MiniMax-Text-01-tiny-saved", seed=7155, arch="minimax", dtype="bfloat16",
+        kv_heads=2, bpe="gpt-2", architectures="MiniMaxText01ForCausalLM",
+        max_shard_size=400_000,
+        saved_extra=dict(rotary_dim=8, attn_type_list=[0, 1], layernorm_full_attention_alpha=3.5,
+                         layernorm_full_attention_beta=1.0, layernorm_linear_attention_alpha=3.5,
+                         layernorm_linear_attention_beta=1.0, layernorm_mlp_alpha=3.5,
+                         layernorm_mlp_beta=1.0),
+    ),
+    Fixture(
+        name="MiniMax-M1-tiny-40k", seed=7154, arch="minimax", dtype="bfloat16", kv_heads=2,
+        bpe="gpt-2", architectures="MiniMaxM1ForCausalLM", extra_vocab=6,
+        max_shard_size=400_000, post_save="minimax01", chat_template=CHAT_TEMPLATE,
+        saved_extra=dict(rotary_dim=8, attn_type_list=[0, 1], layernorm_full_attention_alpha=3.5,
+                         layernorm_full_attention_beta=1.0, layernorm_linear_attention_alpha=3.5,
+                         layernorm_linear_attention_beta=1.0, layernorm_mlp_alpha=3.5,
+                         layernorm_mlp_beta=1.0),
+    ),
     # DeepSeek-MoE (V1, remote code): Llama's attention, a dense first layer, experts with
     # shared ones; its SentencePiece-free BPE
     Fixture(
@@ -3763,6 +3795,30 @@ def as_dots3_hub(folder: Path, vl: bool = False) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def as_minimax01(folder: Path) -> None:
+    """MiniMax-01 as published: without the lightning attention's decay buffers, which
+    transformers computes and saves (the reference maps none of them); two added tokens past
+    the vocabulary left untrained (zero embedding rows: the reference suppresses them)."""
+    from safetensors.torch import load_file, save_file
+
+    index_path = folder / "model.safetensors.index.json"
+    index = json.loads(index_path.read_text(encoding="utf-8"))
+    buffers = ("slope_rate", "query_decay", "key_decay", "diagonal_decay")
+    embed_part = index["weight_map"]["model.embed_tokens.weight"]
+    base = len(json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"])
+    for part in sorted(set(index["weight_map"].values())):
+        tensors = load_file(str(folder / part))
+        tensors = {k: v for k, v in tensors.items() if not k.endswith(buffers)}
+        if part == embed_part:
+            embed = tensors["model.embed_tokens.weight"].clone()
+            embed[base + 1] = 0
+            embed[base + 3] = -0.0
+            tensors["model.embed_tokens.weight"] = embed
+        save_file(tensors, str(folder / part), metadata={"format": "pt"})
+    index["weight_map"] = {k: v for k, v in index["weight_map"].items() if not k.endswith(buffers)}
+    index_path.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+
+
 POST_SAVE = {
     "laguna": as_laguna,
     "mtp": with_mtp_layer,
@@ -3778,6 +3834,9 @@ POST_SAVE = {
     "nextn-block": with_nextn_block,
     "dots3-hub": as_dots3_hub,
     "arctic-vocab": as_arctic_vocab,
+    "minimax01": as_minimax01,
+    "minimax01-jinja": lambda folder: (as_minimax01(folder), (folder / "chat_template.jinja")
+                                       .write_text(CHAT_TEMPLATE, encoding="utf-8")),
     "dots3-hub-vl": lambda folder: as_dots3_hub(folder, vl=True),
     "nextn-block-ds": lambda folder: with_nextn_block(folder, "shared_head.norm"),
     "mxfp4": as_mxfp4,
@@ -4079,6 +4138,8 @@ CONFIGS = {
     "qwen2_moe": ("Qwen2MoeConfig", dict(shared_expert_intermediate_size=64)),
     "qwen3_moe": ("Qwen3MoeConfig", {}),
     "mixtral": ("MixtralConfig", dict(num_local_experts=4, num_experts_per_tok=2)),
+    "minimax": ("MiniMaxConfig", dict(num_local_experts=4, num_experts_per_tok=2,
+                                      layer_types=["linear_attention", "full_attention"])),
     "olmoe": ("OlmoeConfig", dict(num_experts=4, num_experts_per_tok=2)),
     "phimoe": ("PhimoeConfig", dict(num_local_experts=4, num_experts_per_tok=2,
                                     original_max_position_embeddings=256)),
@@ -4360,6 +4421,8 @@ FAST = {
     # named by their layer's kind
     "Ling-3.0-tiny-flash__q8_0",
     "Ling-3.0-tiny-flash-VL__bf16",
+    # suppressed zero embeddings (of either sign), the bundled template
+    "MiniMax-M1-tiny-40k__q8_0",
 }
 
 

@@ -30,15 +30,7 @@ impl TextModel for Arctic {
 
     /// Mixtral's names, stacked under `layers.{bid}.feed_forward.experts`.
     fn experts(&self) -> Option<Experts> {
-        Some(Experts {
-            count_keys: &["num_local_experts"],
-            marker: "block_sparse_moe.experts",
-            unless: "",
-            packed: &[],
-            expert: "model.layers.{bid}.block_sparse_moe.experts.{xid}.{w}.weight",
-            merged: "layers.{bid}.feed_forward.experts.{w}.weight",
-            weights: &["w1", "w2", "w3"],
-        })
+        Some(super::llama::mixtral_experts())
     }
 
     /// The SentencePiece pieces over `vocab_size` ids (the rest `[PAD{i}]`, unused), then

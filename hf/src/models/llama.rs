@@ -129,15 +129,7 @@ impl TextModel for Llama {
     /// Mixtral's (`block_sparse_moe.experts.{xid}.w{1,2,3}`), counted by `num_local_experts`
     /// alone.
     fn experts(&self) -> Option<Experts> {
-        Some(Experts {
-            count_keys: &["num_local_experts"],
-            marker: "block_sparse_moe.experts",
-            unless: "",
-            packed: &[],
-            expert: "model.layers.{bid}.block_sparse_moe.experts.{xid}.{w}.weight",
-            merged: "layers.{bid}.feed_forward.experts.{w}.weight",
-            weights: &["w1", "w2", "w3"],
-        })
+        Some(mixtral_experts())
     }
 
     /// An EAGLE-3 draft's is its target's (read with the draft's config).
@@ -147,6 +139,21 @@ impl TextModel for Llama {
             return llama_vocab(&Ctx { dir: target, ..*cx }, kv);
         }
         llama_vocab(cx, kv)
+    }
+}
+
+/// Mixtral's experts (`block_sparse_moe.experts.{xid}.w{1,2,3}`), counted by
+/// `num_local_experts` alone and stacked under `layers.{bid}.feed_forward.experts` (Arctic's
+/// and MiniMax-01's too).
+pub(crate) fn mixtral_experts() -> Experts {
+    Experts {
+        count_keys: &["num_local_experts"],
+        marker: "block_sparse_moe.experts",
+        unless: "",
+        packed: &[],
+        expert: "model.layers.{bid}.block_sparse_moe.experts.{xid}.{w}.weight",
+        merged: "layers.{bid}.feed_forward.experts.{w}.weight",
+        weights: &["w1", "w2", "w3"],
     }
 }
 

@@ -109,3 +109,111 @@ impl TextModel for MiniMaxM3 {
             .then_some(Force::Type(GgmlType::F32))
     }
 }
+
+/// `MiniMaxText01Model`: `MiniMaxText01ForCausalLM`, `MiniMaxM1ForCausalLM` (MiniMax-Text-01,
+/// MiniMax-M1). Lightning (linear) attention on most layers beside softmax attention, experts
+/// in every layer; the added tokens whose embeddings are zero suppressed; the bundled chat
+/// template written where the folder has no `chat_template.jinja`.
+pub(crate) struct MiniMaxText01;
+
+/// The template the reference ships for these models.
+const M1_TEMPLATE: &str = "MiniMax-M1.jinja";
+
+/// `_get_suppress_tokens`: the rows of `model.embed_tokens.weight` past the tokenizer's own
+/// vocabulary (its added tokens) that are all zero, read from the part
+/// `model.safetensors.index.json` names.
+fn suppress_tokens(cx: &Ctx) -> Result<Vec<i32>> {
+    let embed = "model.embed_tokens.weight";
+    let index = cx.dir.file("model.safetensors.index.json");
+    let map = cx
+        .dir
+        .json("model.safetensors.index.json")?
+        .ok_or_else(|| Error::reference(format!("FileNotFoundError: {}", index.display())))?;
+    map.get("weight_map")
+        .and_then(|m| m.get(embed))
+        .ok_or_else(|| Error::field(&index, format!("weight_map.{embed}"), "missing"))?;
+    let base = crate::bpe::engine(cx.dir)?.get_vocab_size(false) as u64;
+    let ckpt = crate::safetensors::open_checkpoint(&cx.dir.path)?;
+    let e = ckpt
+        .entries
+        .iter()
+        .find(|e| e.name == embed)
+        .ok_or_else(|| Error::field(&index, format!("weight_map.{embed}"), "not in the parts"))?;
+    let (rows, width) = match e.shape[..] {
+        [rows, width] => (rows, width),
+        _ => return Err(Error::field(&index, embed, "not a matrix")),
+    };
+    let size = e.dtype.size() as u64;
+    let bytes = ckpt.bytes(e);
+    let row_bytes = (width * size) as usize;
+    let mut out = Vec::new();
+    for r in base..rows {
+        let row = &bytes[r as usize * row_bytes..(r as usize + 1) * row_bytes];
+        // a float is zero (either sign) when every bit but the sign is
+        let zero = row.chunks(size as usize).all(|x| {
+            let (last, rest) = x.split_last().expect("a float has bytes");
+            rest.iter().all(|&b| b == 0) && last & 0x7f == 0
+        });
+        if zero {
+            out.push(r as i32);
+        }
+    }
+    Ok(out)
+}
+
+impl TextModel for MiniMaxText01 {
+    /// GPT-2's BPE, then the chat template of `chat_template.jinja`, else the bundled one.
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::gpt2(cx, kv)?;
+        let own = cx.dir.file("chat_template.jinja");
+        let text = match own.is_file() {
+            true => std::fs::read_to_string(&own).map_err(|e| Error::io(&own, e))?,
+            false => crate::tables::BUNDLED_TEMPLATES
+                .iter()
+                .find(|(name, _)| *name == M1_TEMPLATE)
+                .map(|(_, text)| (*text).to_owned())
+                .expect("the tables hold the bundled templates"),
+        };
+        kv.string("tokenizer.chat_template", &text);
+        Ok(())
+    }
+
+    /// `TextModel`'s keys, the suppressed tokens, the residual scale (the norms' alpha, every
+    /// alpha equal and every beta 1, as the reference asserts) and the rotated width.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        base::set_gguf_parameters(cx, kv)?;
+        let suppress = suppress_tokens(cx)?;
+        if !suppress.is_empty() {
+            kv.i32s("tokenizer.ggml.suppress_tokens", suppress);
+        }
+        let hp = cx.hp();
+        let f = |key: &str| hp.float(&[key]);
+        let alphas = [
+            f("layernorm_full_attention_alpha")?,
+            f("layernorm_linear_attention_alpha")?,
+            f("layernorm_mlp_alpha")?,
+        ];
+        let betas = [
+            f("layernorm_full_attention_beta")?,
+            f("layernorm_linear_attention_beta")?,
+            f("layernorm_mlp_beta")?,
+        ];
+        if alphas.iter().any(|a| *a != alphas[0]) || betas.iter().any(|b| *b != 1.0) {
+            return Err(Error::reference(format!(
+                "AssertionError: the layer norms' alphas {alphas:?} are not all equal, or their \
+                 betas {betas:?} not all 1.0"
+            )));
+        }
+        kv.f32(&cx.key("residual_scale"), alphas[0]);
+        kv.u32(
+            &cx.key("rope.dimension_count"),
+            base::int32(hp, &["rotary_dim"])?,
+        );
+        Ok(())
+    }
+
+    /// Mixtral's names, stacked under `layers.{bid}.feed_forward.experts`.
+    fn experts(&self) -> Option<Experts> {
+        Some(super::llama::mixtral_experts())
+    }
+}

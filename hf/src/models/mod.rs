@@ -286,6 +286,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &minimax::MiniMaxM2,
     ),
     (
+        "MiniMaxText01ForCausalLM",
+        &tables::MINIMAX01,
+        &minimax::MiniMaxText01,
+    ),
+    (
+        "MiniMaxM1ForCausalLM",
+        &tables::MINIMAX01,
+        &minimax::MiniMaxText01,
+    ),
+    (
         "MiniMaxM3SparseForCausalLM",
         &tables::MINIMAXM3,
         &minimax::MiniMaxM3,
