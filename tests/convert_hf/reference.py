@@ -1877,6 +1877,33 @@ FIXTURES += [
                    layer_norm_eps=1e-12, position_embedding_type="alibi",
                    feed_forward_type="geglu"),
     ),
+    # nomic-embed-text v1.5 (remote code): BERT's WordPiece, fused q/k/v, a SwiGLU, RoPE, the
+    # context it was trained for, mean pooling
+    Fixture(
+        name="nomic-embed-text-tiny-v1.5", seed=8493, dtype="float32", raw="nomic",
+        bpe="bert-bge", architectures="NomicBertModel", pooling="mean",
+        extra=dict(model_type="nomic_bert", n_embd=64, n_head=4, n_inner=96, n_layer=2,
+                   n_positions=8192, max_trained_positions=2048, activation_function="swiglu",
+                   causal=False, qkv_proj_bias=False, mlp_fc1_bias=False, mlp_fc2_bias=False,
+                   prenorm=False, rotary_emb_fraction=1.0, rotary_emb_interleaved=False,
+                   rotary_emb_scale_base=None, rotary_emb_base=1000, layer_norm_epsilon=1e-12,
+                   type_vocab_size=2, pad_token_id=0),
+    ),
+    # nomic-embed-text-v2-moe: biases, GELU, experts every second layer stored as one matrix
+    # each; XLM-R's Unigram vocabulary padded to XLM-R's size (the reference sets `<mask>` at
+    # id 250001)
+    Fixture(
+        name="nomic-embed-text-tiny-v2-moe", seed=8494, dtype="float32", raw="nomic",
+        spm=dict(model_type="unigram", vocab_size=320), architectures="NomicBertModel",
+        pooling="mean", post_save="nomic-moe-vocab",
+        extra=dict(model_type="nomic_bert", n_embd=64, n_head=4, n_inner=96, n_layer=2,
+                   n_positions=2048, max_trained_positions=2048, activation_function="gelu",
+                   causal=False, qkv_proj_bias=True, mlp_fc1_bias=True, mlp_fc2_bias=True,
+                   prenorm=False, rotary_emb_fraction=1.0, rotary_emb_interleaved=False,
+                   rotary_emb_scale_base=None, rotary_emb_base=10000, layer_norm_epsilon=1e-5,
+                   type_vocab_size=1, moe_every_n_layers=2, num_experts=4, moe_top_k=2,
+                   pad_token_id=1, bos_token_id=0, eos_token_id=2, vocab_size=250002),
+    ),
     # NeoBERT (remote code): BERT's WordPiece, RoPE, a SwiGLU of two thirds the width, CLS
     # pooling; the encoder, the masked-LM (its head left out) and the classifier
     Fixture(
@@ -3064,6 +3091,37 @@ def bailing3_layout(c: dict) -> list:
     return out
 
 
+def nomic_layout(c: dict) -> list:
+    """nomic-embed-text (`NomicBertModel`, remote code): fused q/k/v, norms after each part, a
+    SwiGLU (`fc11`, `fc12`, `fc2`) without biases; v2-moe: biases, a GELU MLP (`fc1`, `fc2`),
+    and every `moe_every_n_layers`-th layer (from the second) experts stored as one matrix
+    each (`experts.mlp.w1`, `w2`: `[experts · n_inner, n_embd]`) with a shared bias."""
+    h, ff, v = c["n_embd"], c["n_inner"], c["vocab_size"]
+    moe = bool(c.get("moe_every_n_layers"))
+    out = [("embeddings.word_embeddings.weight", [v, h]),
+           ("embeddings.token_type_embeddings.weight", [c["type_vocab_size"], h]),
+           ("emb_ln.weight", [h]), ("emb_ln.bias", [h])]
+    for i in range(c["n_layer"]):
+        b = f"encoder.layers.{i}"
+        out += [(f"{b}.attn.Wqkv.weight", [3 * h, h]), (f"{b}.attn.out_proj.weight", [h, h]),
+                (f"{b}.norm1.weight", [h]), (f"{b}.norm1.bias", [h]),
+                (f"{b}.norm2.weight", [h]), (f"{b}.norm2.bias", [h])]
+        if not moe:
+            out += [(f"{b}.mlp.fc11.weight", [ff, h]), (f"{b}.mlp.fc12.weight", [ff, h]),
+                    (f"{b}.mlp.fc2.weight", [h, ff])]
+            continue
+        out += [(f"{b}.attn.Wqkv.bias", [3 * h]), (f"{b}.attn.out_proj.bias", [h])]
+        if i % c["moe_every_n_layers"] == 1:
+            e = c["num_experts"]
+            out += [(f"{b}.mlp.router.layer.weight", [e, h]),
+                    (f"{b}.mlp.experts.mlp.w1", [e * ff, h]),
+                    (f"{b}.mlp.experts.mlp.w2", [e * ff, h]), (f"{b}.mlp.experts.bias", [h])]
+        else:
+            out += [(f"{b}.mlp.fc1.weight", [ff, h]), (f"{b}.mlp.fc1.bias", [ff]),
+                    (f"{b}.mlp.fc2.weight", [h, ff]), (f"{b}.mlp.fc2.bias", [h])]
+    return out
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
     "grove": grove_layout,
@@ -3074,6 +3132,7 @@ RAW_LAYOUTS = {
     "bailing1": bailing1_layout,
     "arctic": arctic_layout,
     "bailing3": bailing3_layout,
+    "nomic": nomic_layout,
     "minimax-m3": minimax_m3_layout,
     "step35": step35_layout,
     "orion": lambda c: llama_layout(c, norm_bias=True),
@@ -3819,6 +3878,23 @@ def as_minimax01(folder: Path) -> None:
     index_path.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
 
 
+def as_nomic_moe_vocab(folder: Path) -> None:
+    """nomic-embed-text-v2-moe's vocabulary files: XLM-R's Unigram SentencePiece model as
+    `sentencepiece.bpe.model`, and the fast tokenizer's `tokenizer.json` made from it."""
+    import tempfile
+
+    from transformers import XLMRobertaTokenizerFast
+    # sentencepiece's protobuf module is generated for protobuf >= 5 (see load_reference)
+    from transformers.utils import sentencepiece_model_pb2_new
+    sys.modules["sentencepiece.sentencepiece_model_pb2"] = sentencepiece_model_pb2_new
+
+    as_xlmr_spm(folder)
+    tok = XLMRobertaTokenizerFast(vocab_file=str(folder / "sentencepiece.bpe.model"))
+    with tempfile.TemporaryDirectory() as tmp:
+        tok.save_pretrained(tmp)
+        shutil.copy(Path(tmp) / "tokenizer.json", folder / "tokenizer.json")
+
+
 POST_SAVE = {
     "laguna": as_laguna,
     "mtp": with_mtp_layer,
@@ -3835,6 +3911,7 @@ POST_SAVE = {
     "dots3-hub": as_dots3_hub,
     "arctic-vocab": as_arctic_vocab,
     "minimax01": as_minimax01,
+    "nomic-moe-vocab": as_nomic_moe_vocab,
     "minimax01-jinja": lambda folder: (as_minimax01(folder), (folder / "chat_template.jinja")
                                        .write_text(CHAT_TEMPLATE, encoding="utf-8")),
     "dots3-hub-vl": lambda folder: as_dots3_hub(folder, vl=True),
@@ -4423,6 +4500,7 @@ FAST = {
     "Ling-3.0-tiny-flash-VL__bf16",
     # suppressed zero embeddings (of either sign), the bundled template
     "MiniMax-M1-tiny-40k__q8_0",
+    "nomic-embed-text-tiny-v1.5__f16",
 }
 
 

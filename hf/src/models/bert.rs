@@ -1,10 +1,11 @@
 //! `conversion/bert.py`: BERT-like encoders (`BertModel` and its WordPiece vocabulary,
 //! DistilBERT, RoBERTa).
 
-use super::base::{self, Ctx, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, Rearrange, TextModel, View, Yields};
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
+use crate::tables::{self, ArchTable};
 use crate::vocab;
 use serde_json::Value;
 
@@ -342,6 +343,13 @@ impl TextModel for EuroBert {
 /// tokenizer model, padded to the config's vocabulary, realigned to fairseq's ids (`<s>`,
 /// `<pad>`, `</s>`, `<unk>` first), with the normalizer's settings.
 pub(crate) fn xlmroberta_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    xlmroberta_vocab_with(cx, kv, None)
+}
+
+/// [`xlmroberta_vocab`], with `<mask>` set at id `mask` (CONTROL, score 0) after the
+/// realignment where given (nomic-bert-moe's, whose model lacks it): an id past the
+/// vocabulary is the reference's `IndexError`.
+fn xlmroberta_vocab_with(cx: &Ctx, kv: &mut Kv, mask: Option<usize>) -> Result<()> {
     use crate::vocab::token_type::{CONTROL, UNKNOWN};
     let path = cx.dir.file("sentencepiece.bpe.model");
     if !path.is_file() {
@@ -381,10 +389,23 @@ pub(crate) fn xlmroberta_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
         .into_iter()
         .chain(scores[3..size - 1].iter().copied())
         .collect();
-    let types: Vec<i32> = [CONTROL, CONTROL, CONTROL, UNKNOWN]
+    let mut types: Vec<i32> = [CONTROL, CONTROL, CONTROL, UNKNOWN]
         .into_iter()
         .chain(types[3..size - 1].iter().copied())
         .collect();
+    let (mut tokens, mut scores) = (tokens, scores);
+    if let Some(at) = mask {
+        if at >= tokens.len() {
+            return Err(Error::reference(format!(
+                "IndexError: <mask> is set at id {at}, past the {} tokens of {}",
+                tokens.len(),
+                path.display()
+            )));
+        }
+        tokens[at] = "<mask>".into();
+        scores[at] = 0.0;
+        types[at] = CONTROL;
+    }
     let n = super::t5::t5_tokens(kv, tokens, scores, types);
     kv.bool("tokenizer.ggml.add_space_prefix", spec.add_dummy_prefix);
     kv.u32("tokenizer.ggml.token_type_count", token_type_count(hp)?);
@@ -531,5 +552,174 @@ impl TextModel for JinaBertV2 {
 
     fn modify_tensors(&self, cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
         bert_tensor_with(cx, name, Rearrange::default(), raw_classifier_labels)
+    }
+}
+
+/// `NomicBertModel(BertModel)`: `NomicBertModel` (nomic-embed-text v1 and v1.5; v2-moe as
+/// `nomic-bert-moe`). BERT's conversion of its remote-code layout: fused q/k/v, a SwiGLU (or,
+/// with experts every `moe_every_n_layers`, GELU experts stored as one matrix each), RoPE, the
+/// context it was trained for; WordPiece or XLM-R's Unigram by `tokenizer.json`'s model.
+pub(crate) struct NomicBert;
+
+/// Experts every so many layers: the `nomic-bert-moe` form.
+fn nomic_moe(hp: &Hparams) -> bool {
+    hp.map.get("moe_every_n_layers").is_some_and(vocab::truthy)
+}
+
+/// `_is_tokenizer_xlmroberta`: whether `tokenizer.json`'s model is Unigram (XLM-R's) rather
+/// than WordPiece.
+fn nomic_unigram(cx: &Ctx) -> Result<bool> {
+    let path = cx.dir.file("tokenizer.json");
+    let t = cx
+        .dir
+        .json("tokenizer.json")?
+        .ok_or_else(|| Error::reference(format!("FileNotFoundError: {}", path.display())))?;
+    match t
+        .get("model")
+        .and_then(|m| m.get("type"))
+        .and_then(Value::as_str)
+    {
+        Some("Unigram") => Ok(true),
+        Some("WordPiece") => Ok(false),
+        other => Err(Error::field(
+            &path,
+            "model.type",
+            format!("unknown tokenizer: {other:?}"),
+        )),
+    }
+}
+
+/// The context it was trained for, from `n_positions` and `max_trained_positions` (the two
+/// pairs the reference recognises).
+fn nomic_context(hp: &Hparams) -> Result<u64> {
+    let npos = hp.int(&["n_positions"])?;
+    let mtp = match hp.map.get("max_trained_positions") {
+        None => 2048,
+        Some(_) => hp.int(&["max_trained_positions"])?,
+    };
+    match (npos, mtp) {
+        (8192, 2048) => Ok(2048),
+        (2048, 2048) => Ok(512),
+        _ => Err(Error::reference(format!(
+            "ValueError: unrecognized parameters: n_positions={npos}, max_trained_positions={mtp}"
+        ))),
+    }
+}
+
+impl TextModel for NomicBert {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Bert)
+    }
+
+    fn arch(&self, hp: &Hparams, line: &'static ArchTable) -> &'static ArchTable {
+        match nomic_moe(hp) {
+            true => &tables::NOMIC_BERT_MOE,
+            false => line,
+        }
+    }
+
+    /// `__init__`'s checks: the recognised context, and the one form of each model (its
+    /// activation, no causal attention, biases only with experts, norms after each part,
+    /// plain RoPE over whole heads).
+    fn block_count(&self, hp: &Hparams, names: &[String]) -> Result<u64> {
+        nomic_context(hp)?;
+        let moe = nomic_moe(hp);
+        let get = |key: &str| {
+            hp.map
+                .get(key)
+                .ok_or_else(|| Error::reference(format!("KeyError: '{key}'")))
+        };
+        let want = |key: &str, v: Value| -> Result<()> {
+            let have = get(key)?;
+            let same = match (&v, have) {
+                (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+                (a, b) => a == b,
+            };
+            if !same {
+                return Err(Error::reference(format!(
+                    "AssertionError: {key} is {have}, not {v} ({})",
+                    hp.path.display()
+                )));
+            }
+            Ok(())
+        };
+        want(
+            "activation_function",
+            (if moe { "gelu" } else { "swiglu" }).into(),
+        )?;
+        want("causal", false.into())?;
+        for key in ["qkv_proj_bias", "mlp_fc1_bias", "mlp_fc2_bias"] {
+            want(key, moe.into())?;
+        }
+        want("prenorm", false.into())?;
+        want("rotary_emb_fraction", 1.0.into())?;
+        want("rotary_emb_interleaved", false.into())?;
+        want("rotary_emb_scale_base", Value::Null)?;
+        Bert.block_count(hp, names)
+    }
+
+    /// BERT's keys with the trained context, then the experts' spacing and count used.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let mut hp = cx.hp().clone();
+        hp.map
+            .insert("n_positions".into(), nomic_context(&hp)?.into());
+        let cx = cx.with_hparams(&hp);
+        bert_keys(&cx, kv)?;
+        if nomic_moe(&hp) {
+            let k = |s: &str| cx.key(s);
+            kv.u32(
+                &k("moe_every_n_layers"),
+                base::int32(&hp, &["moe_every_n_layers"])?,
+            );
+            kv.u32(&k("expert_used_count"), base::int32(&hp, &["moe_top_k"])?);
+        }
+        Ok(())
+    }
+
+    fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        match nomic_unigram(cx)? {
+            true => {
+                let mask = nomic_moe(cx.hp()).then_some(250_001);
+                xlmroberta_vocab_with(cx, kv, mask)
+            }
+            false => Bert.set_vocab(cx, kv),
+        }
+    }
+
+    /// The experts' biases left out.
+    fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
+        if name.contains("mlp.experts.bias") {
+            return None;
+        }
+        bert_filter(name)
+    }
+
+    /// The experts' matrices (`[experts · n_inner, n_embd]`) as `[experts, n_inner, n_embd]`,
+    /// the down projection's transposed to `[experts, n_embd, n_inner]`.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let (up, down) = (
+            name.contains("mlp.experts.mlp.w1"),
+            name.contains("mlp.experts.mlp.w2"),
+        );
+        if !up && !down {
+            return bert_tensor(cx, name, Rearrange::default());
+        }
+        let hp = cx.hp();
+        let n = hp.int(&["num_local_experts", "num_experts"])?;
+        let (inner, embd) = (hp.int(&["n_inner"])?, hp.int(&["n_embd"])?);
+        if shape.iter().product::<u64>() != n * inner * embd {
+            return Err(Error::reference(format!(
+                "RuntimeError: {name} of shape {shape:?} cannot be viewed as [{n}, {inner}, {embd}]"
+            )));
+        }
+        let view = match down {
+            true => View::transposed(n, inner, embd),
+            false => View {
+                offset: 0,
+                axes: [(n, inner * embd), (inner, embd), (embd, 1)],
+                three: true,
+            },
+        };
+        bert_tensor(cx, &format!("{name}.weight"), view.alone())
     }
 }

@@ -465,6 +465,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::JINA_BERT_V2,
         &bert::JinaBertV2,
     ),
+    ("NomicBertModel", &tables::NOMIC_BERT, &bert::NomicBert),
     ("NeoBERT", &tables::NEO_BERT, &bert::NeoBert),
     ("NeoBERTLMHead", &tables::NEO_BERT, &bert::NeoBert),
     (
