@@ -197,6 +197,11 @@ LING3 = dict(model_type="bailing_hybrid", hidden_size=64, intermediate_size=96,
              max_position_embeddings=256)
 
 
+# MiMo V2-Flash's configuration, for transformers 5's class
+MIMO2 = dict(config_class="MiMoV2FlashConfig", pad_token_id=0, head_dim=24, v_head_dim=16,
+             moe_intermediate_size=32, n_routed_experts=4, num_experts_per_tok=2)
+
+
 FIXTURES = [
     # Llama, f32, untied, GQA; user-defined pieces in the SentencePiece model,
     # a chat template in tokenizer_config.json, sampling fields in generation_config.json
@@ -1346,6 +1351,23 @@ FIXTURES += [
                          layernorm_full_attention_beta=1.0, layernorm_linear_attention_alpha=3.5,
                          layernorm_linear_attention_beta=1.0, layernorm_mlp_alpha=3.5,
                          layernorm_mlp_beta=1.0),
+    ),
+    # Xiaomi's MiMo V2-Flash (transformers 5 only): sliding-window layers with their own kv
+    # heads and sinks beside full ones, experts after a dense first layer, three prediction
+    # layers; as published (config in the released form, the prediction layers, which
+    # transformers 5 drops) under both its classes, and as transformers 5 saves it (which the
+    # reference cannot read)
+    Fixture(
+        name="MiMo-V2-Tiny-Flash", seed=7156, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        post_save="mimo-hub", extra=MIMO2,
+    ),
+    Fixture(
+        name="MiMo-V2.5-Tiny", seed=7157, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        post_save="mimo-hub-v2", extra=MIMO2,
+    ),
+    Fixture(
+        name="MiMo-V2-Tiny-Flash-tf5", seed=7158, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        extra=MIMO2,
     ),
     # DeepSeek-MoE (V1, remote code): Llama's attention, a dense first layer, experts with
     # shared ones; its SentencePiece-free BPE
@@ -3895,6 +3917,52 @@ def as_nomic_moe_vocab(folder: Path) -> None:
         shutil.copy(Path(tmp) / "tokenizer.json", folder / "tokenizer.json")
 
 
+def as_mimo_hub(folder: Path, arch: str = "MiMoV2FlashForCausalLM") -> None:
+    """MiMo V2 as published: its config in the released form (`hybrid_layer_pattern`, the
+    sliding layers' `swa_*` geometry, `layernorm_epsilon`, the RoPE bases and rotated fraction
+    at the top, `moe_layer_freq`, the routing named) and its three prediction layers
+    (`model.mtp.layers.{0,1,2}`: the two norms and projection joining the states, a
+    sliding-window attention with its sink, a dense MLP after `pre_mlp_layernorm`, a final
+    norm), which transformers drops on load and so does not save."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "config.json"
+    c = json.loads(path.read_text(encoding="utf-8"))
+    rope = c.pop("rope_parameters")
+    hybrid = [1 if t == "sliding_attention" else 0 for t in c.pop("layer_types")]
+    moe = [1 if t == "sparse" else 0 for t in c.pop("mlp_layer_types")]
+    c.update(architectures=[arch], hybrid_layer_pattern=hybrid, moe_layer_freq=moe,
+             swa_num_attention_heads=c["num_attention_heads"],
+             swa_num_key_value_heads=2 * c["num_key_value_heads"], swa_head_dim=c["head_dim"],
+             swa_v_head_dim=c["v_head_dim"], sliding_window=c["sliding_window"] - 1,
+             sliding_window_size=c["sliding_window"] - 1, layernorm_epsilon=c.pop("rms_norm_eps"),
+             partial_rotary_factor=rope["full_attention"]["partial_rotary_factor"],
+             rope_theta=rope["full_attention"]["rope_theta"],
+             swa_rope_theta=rope["sliding_attention"]["rope_theta"], scoring_func="sigmoid",
+             topk_method="noaux_tc", n_shared_experts=None, routed_scaling_factor=None,
+             add_swa_attention_sink_bias=True, add_full_attention_sink_bias=False)
+    path.write_text(json.dumps(c, indent=2) + "\n", encoding="utf-8")
+    weights = folder / "model.safetensors"
+    tensors = load_file(str(weights))
+    h, ff, heads, kv = c["hidden_size"], c["intermediate_size"], c["num_attention_heads"], c["swa_num_key_value_heads"]
+    d, dv = c["head_dim"], c["v_head_dim"]
+    gen = torch.Generator().manual_seed(37)
+    dtype = tensors["model.embed_tokens.weight"].dtype
+    for k in range(3):
+        b = f"model.mtp.layers.{k}"
+        shapes = {f"{b}.enorm.weight": [h], f"{b}.hnorm.weight": [h], f"{b}.eh_proj.weight": [h, 2 * h],
+                  f"{b}.input_layernorm.weight": [h], f"{b}.self_attn.q_proj.weight": [heads * d, h],
+                  f"{b}.self_attn.k_proj.weight": [kv * d, h], f"{b}.self_attn.v_proj.weight": [kv * dv, h],
+                  f"{b}.self_attn.o_proj.weight": [h, heads * dv],
+                  f"{b}.self_attn.attention_sink_bias": [heads], f"{b}.pre_mlp_layernorm.weight": [h],
+                  f"{b}.mlp.gate_proj.weight": [ff, h], f"{b}.mlp.up_proj.weight": [ff, h],
+                  f"{b}.mlp.down_proj.weight": [h, ff], f"{b}.final_layernorm.weight": [h]}
+        for name, shape in shapes.items():
+            tensors[name] = (0.02 * torch.randn(shape, generator=gen)).to(dtype)
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 POST_SAVE = {
     "laguna": as_laguna,
     "mtp": with_mtp_layer,
@@ -3911,6 +3979,8 @@ POST_SAVE = {
     "dots3-hub": as_dots3_hub,
     "arctic-vocab": as_arctic_vocab,
     "minimax01": as_minimax01,
+    "mimo-hub": as_mimo_hub,
+    "mimo-hub-v2": lambda folder: as_mimo_hub(folder, "MiMoV2ForCausalLM"),
     "nomic-moe-vocab": as_nomic_moe_vocab,
     "minimax01-jinja": lambda folder: (as_minimax01(folder), (folder / "chat_template.jinja")
                                        .write_text(CHAT_TEMPLATE, encoding="utf-8")),
@@ -4501,6 +4571,7 @@ FAST = {
     # suppressed zero embeddings (of either sign), the bundled template
     "MiniMax-M1-tiny-40k__q8_0",
     "nomic-embed-text-tiny-v1.5__f16",
+    "MiMo-V2-Tiny-Flash__q8_0",
 }
 
 

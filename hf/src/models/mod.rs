@@ -47,6 +47,7 @@ mod maincoder;
 mod mamba;
 mod maple;
 mod mellum;
+mod mimo;
 mod minicpm;
 mod minimax;
 mod mistral3;
@@ -285,6 +286,8 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::MINIMAXM2,
         &minimax::MiniMaxM2,
     ),
+    ("MiMoV2FlashForCausalLM", &tables::MIMO2, &mimo::MimoV2),
+    ("MiMoV2ForCausalLM", &tables::MIMO2, &mimo::MimoV2),
     (
         "MiniMaxText01ForCausalLM",
         &tables::MINIMAX01,
