@@ -276,7 +276,29 @@ pub fn open_checkpoint(dir: &Path) -> Result<Checkpoint> {
     if let Some(index_names) = index_names {
         check_index(&index_path, &index_names, &weight_map, &entries)?;
     }
+    check_unique(&parts, &entries)?;
     Ok(Checkpoint { parts, entries })
+}
+
+/// A tensor stored in two parts (a tensor-parallel checkpoint's slices under one name, as
+/// Grok-2 ships its experts) is refused: the reference keeps the last part's alone and writes
+/// a model whose shapes contradict its config.
+fn check_unique(parts: &[Part], entries: &[Entry]) -> Result<()> {
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for e in entries {
+        if let Some(first) = seen.insert(e.name.as_str(), e.part) {
+            return Err(Error::field(
+                &parts[e.part].path,
+                e.name.as_str(),
+                format!(
+                    "also stored in {}: slices of one tensor under one name (a tensor-parallel \
+                     checkpoint) are not joined; refused rather than keep one slice",
+                    parts[first].path.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn list_parts(dir: &Path) -> Result<Vec<String>> {

@@ -232,14 +232,12 @@ fn a_class_the_reference_converts_is_refused_naming_its_module() {
     let config = std::fs::read_to_string(dir.path().join("config.json")).unwrap();
     std::fs::write(
         dir.path().join("config.json"),
-        config.replace("LlamaForCausalLM", "ArcticForCausalLM"),
+        config.replace("LlamaForCausalLM", "Grok1ForCausalLM"),
     )
     .unwrap();
     let e = refused(dir.path());
     assert!(
-        e.contains("ArcticForCausalLM")
-            && e.contains("conversion/arctic.py")
-            && e.contains("--list"),
+        e.contains("Grok1ForCausalLM") && e.contains("conversion/grok.py") && e.contains("--list"),
         "{e}"
     );
 }
@@ -611,6 +609,30 @@ fn an_lfm2_embedding_model_with_its_dense_projection_is_refused_as_not_yet() {
     let e = refused(dir.path());
     assert!(
         e.contains("1_Dense") && e.contains("not written yet"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_tensor_stored_in_two_parts_is_refused_naming_both() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    // a tensor-parallel checkpoint's slices: one name in two files (Grok-2's experts)
+    std::fs::rename(
+        dir.path().join("model.safetensors"),
+        dir.path().join("model-00001-of-00002.safetensors"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("model-00002-of-00002.safetensors"),
+        safetensors(&[("model.norm.weight", "F32", vec![8])]),
+    )
+    .unwrap();
+    let e = refused(dir.path());
+    assert!(
+        e.contains("model.norm.weight")
+            && e.contains("model-00001-of-00002.safetensors")
+            && e.contains("model-00002-of-00002.safetensors"),
         "{e}"
     );
 }
