@@ -4619,6 +4619,23 @@ def listing(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 
 
+@contextlib.contextmanager
+def as_fresh_process():
+    """The reference's process-wide state as a fresh process has it, for one case: gguf-py's
+    `TensorNameMap.__init__` updates the class's own `block_mappings_cfg` with an
+    architecture's overrides (Arctic's `residual_layernorm` as `ffn_norm`, …), which every
+    later conversion in the same process would map by; a user's conversion runs alone."""
+    gguf = sys.modules.get("gguf")
+    cls = getattr(gguf, "TensorNameMap", None)
+    saved = dict(cls.block_mappings_cfg) if cls is not None else None
+    try:
+        yield
+    finally:
+        if saved is not None:
+            cls.block_mappings_cfg.clear()
+            cls.block_mappings_cfg.update(saved)
+
+
 def run_case(module, case: Case, fixture: Path, folder: Path, recorder: Recorder) -> dict:
     if folder.exists():
         shutil.rmtree(folder)
@@ -4639,7 +4656,7 @@ def run_case(module, case: Case, fixture: Path, folder: Path, recorder: Recorder
         # stdout is the summary line's: the reference prints (--dry-run's plan) go to stderr
         patch = next((fx.reference_config for fx in FIXTURES if fx.name == case.fixture), {})
         with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr), \
-                as_457_reads(fixture), with_reference_config(fixture, patch):
+                as_457_reads(fixture), with_reference_config(fixture, patch), as_fresh_process():
             warnings.simplefilter("default")  # once per location and case
             module.main()
     except SystemExit as e:
