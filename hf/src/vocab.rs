@@ -212,6 +212,20 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// `tokenizer.model`'s path and bytes, or the reference's error where the classes that read
+/// it themselves find none (`Error: Missing …`, then `sys.exit(1)`).
+pub(crate) fn tokenizer_model(dir: &ModelDir) -> Result<(std::path::PathBuf, Vec<u8>)> {
+    let path = dir.file("tokenizer.model");
+    if !path.is_file() {
+        return Err(Error::reference(format!(
+            "Error: Missing {}",
+            path.display()
+        )));
+    }
+    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    Ok((path, bytes))
+}
+
 /// Token texts, scores and types, as the GGUF arrays hold them.
 pub struct Vocab {
     /// `tokenizer.ggml.tokens`.
@@ -323,14 +337,7 @@ fn base_vocab(dir: &ModelDir, pieces: &[Piece], n: usize) -> Result<Vocab> {
 /// tokens of `tokenizer_config.json` and `tokenizer.json` are taken as written (CONTROL when
 /// special, else USER_DEFINED) and an id past the vocabulary is an error, as it is there.
 pub fn sentencepiece_phi3(dir: &ModelDir, vocab_size: Option<u64>) -> Result<Vocab> {
-    let path = dir.file("tokenizer.model");
-    if !path.is_file() {
-        return Err(Error::reference(format!(
-            "Error: Missing {}",
-            path.display()
-        )));
-    }
-    let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+    let (path, bytes) = tokenizer_model(dir)?;
     let pieces = read_sentencepiece(&path, &bytes)?;
     let n = match vocab_size {
         Some(v) => padded_size(dir, v, pieces.len())?,

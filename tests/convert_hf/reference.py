@@ -202,6 +202,13 @@ MIMO2 = dict(config_class="MiMoV2FlashConfig", pad_token_id=0, head_dim=24, v_he
              moe_intermediate_size=32, n_routed_experts=4, num_experts_per_tok=2)
 
 
+# MiniMax-01's config fields as published, which transformers' class does not keep
+MINIMAX01_SAVED = dict(rotary_dim=8, attn_type_list=[0, 1], layernorm_full_attention_alpha=3.5,
+                       layernorm_full_attention_beta=1.0, layernorm_linear_attention_alpha=3.5,
+                       layernorm_linear_attention_beta=1.0, layernorm_mlp_alpha=3.5,
+                       layernorm_mlp_beta=1.0)
+
+
 FIXTURES = [
     # Llama, f32, untied, GQA; user-defined pieces in the SentencePiece model,
     # a chat template in tokenizer_config.json, sampling fields in generation_config.json
@@ -1329,28 +1336,19 @@ FIXTURES += [
         name="MiniMax-Text-01-tiny", seed=7153, arch="minimax", dtype="bfloat16", kv_heads=2,
         bpe="gpt-2", architectures="MiniMaxText01ForCausalLM", extra_vocab=6,
         max_shard_size=400_000, post_save="minimax01-jinja", chat_template=CHAT_TEMPLATE,
-        saved_extra=dict(rotary_dim=8, attn_type_list=[0, 1], layernorm_full_attention_alpha=3.5,
-                         layernorm_full_attention_beta=1.0, layernorm_linear_attention_alpha=3.5,
-                         layernorm_linear_attention_beta=1.0, layernorm_mlp_alpha=3.5,
-                         layernorm_mlp_beta=1.0),
+        saved_extra=MINIMAX01_SAVED,
     ),
     Fixture(
         name="MiniMax-Text-01-tiny-saved", seed=7155, arch="minimax", dtype="bfloat16",
         kv_heads=2, bpe="gpt-2", architectures="MiniMaxText01ForCausalLM",
         max_shard_size=400_000,
-        saved_extra=dict(rotary_dim=8, attn_type_list=[0, 1], layernorm_full_attention_alpha=3.5,
-                         layernorm_full_attention_beta=1.0, layernorm_linear_attention_alpha=3.5,
-                         layernorm_linear_attention_beta=1.0, layernorm_mlp_alpha=3.5,
-                         layernorm_mlp_beta=1.0),
+        saved_extra=MINIMAX01_SAVED,
     ),
     Fixture(
         name="MiniMax-M1-tiny-40k", seed=7154, arch="minimax", dtype="bfloat16", kv_heads=2,
         bpe="gpt-2", architectures="MiniMaxM1ForCausalLM", extra_vocab=6,
         max_shard_size=400_000, post_save="minimax01", chat_template=CHAT_TEMPLATE,
-        saved_extra=dict(rotary_dim=8, attn_type_list=[0, 1], layernorm_full_attention_alpha=3.5,
-                         layernorm_full_attention_beta=1.0, layernorm_linear_attention_alpha=3.5,
-                         layernorm_linear_attention_beta=1.0, layernorm_mlp_alpha=3.5,
-                         layernorm_mlp_beta=1.0),
+        saved_extra=MINIMAX01_SAVED,
     ),
     # Xiaomi's MiMo V2-Flash (transformers 5 only): sliding-window layers with their own kv
     # heads and sinks beside full ones, experts after a dense first layer, three prediction
@@ -2812,6 +2810,17 @@ def plamo_tokenizer(folder: Path, fx: "Fixture") -> int:
 TOKENIZER_REWRITES = {"plamo": plamo_tokenizer}
 
 
+def gated_mlp(prefix: str, ff: int, h: int) -> list:
+    """A gated MLP's three projections under `prefix` (`gate_proj`, `up_proj`, `down_proj`)."""
+    return [(f"{prefix}.{p}.weight", [h, ff] if p == "down_proj" else [ff, h])
+            for p in ("gate_proj", "up_proj", "down_proj")]
+
+
+def experts_one_by_one(prefix: str, n: int, moe: int, h: int) -> list:
+    """`n` experts stored one by one under `prefix` (`experts.{x}`), each a gated MLP."""
+    return [t for x in range(n) for t in gated_mlp(f"{prefix}.experts.{x}", moe, h)]
+
+
 def bailing2_layout(c: dict) -> list:
     """Ling 2.0's tensors (`modeling_bailing_moe_v2.py`): fused q/k/v, q/k norms, dense leading
     layers, then experts with shared ones and the routing's bias."""
@@ -2936,9 +2945,7 @@ def minimax_m3_layout(c: dict) -> list:
         for x in range(n):
             out += [(f"{b}.experts.{x}.{w}.weight", [h, moe] if w == "w2" else [moe, h])
                     for w in ("w1", "w2", "w3")]
-        shared = moe * c["n_shared_experts"]
-        out += [(f"{b}.shared_experts.{p}.weight", [h, shared] if p == "down_proj" else [shared, h])
-                for p in ("gate_proj", "up_proj", "down_proj")]
+        out += gated_mlp(f"{b}.shared_experts", moe * c["n_shared_experts"], h)
     if vl:
         out = [(n.replace("lm_head.", "language_model.lm_head."), s) for n, s in out]
         out += [("vision_tower.vision_model.embeddings.patch_embedding.weight", [32, 3, 2, 2]),
@@ -3013,12 +3020,8 @@ def bailing1_layout(c: dict) -> list:
                 (f"{b}.attention.dense.weight", [h, heads * hd]),
                 (f"{b}.post_attention_layernorm.weight", [h]),
                 (f"{b}.mlp.gate.weight", [n, h])]
-        for x in range(n):
-            out += [(f"{b}.mlp.experts.{x}.{p}.weight", [h, moe] if p == "down_proj" else [moe, h])
-                    for p in ("gate_proj", "up_proj", "down_proj")]
-        shared = moe * c["num_shared_experts"]
-        out += [(f"{b}.mlp.shared_experts.{p}.weight", [h, shared] if p == "down_proj" else [shared, h])
-                for p in ("gate_proj", "up_proj", "down_proj")]
+        out += experts_one_by_one(f"{b}.mlp", n, moe, h)
+        out += gated_mlp(f"{b}.mlp.shared_experts", moe * c["num_shared_experts"], h)
     out += [("model.norm.weight", [h]), ("lm_head.weight", [v, h])]
     return out
 
@@ -3093,15 +3096,11 @@ def bailing3_layout(c: dict) -> list:
                     (f"{a}.g_proj.weight", [p, h]), (f"{a}.A_log", [nh]), (f"{a}.dt_bias", [p]),
                     (f"{a}.o_norm.weight", [d]), (f"{a}.o_proj.weight", [h, p])]
         if i < c["first_k_dense_replace"]:
-            out += [(f"{b}.mlp.gate_proj.weight", [ff, h]), (f"{b}.mlp.up_proj.weight", [ff, h]),
-                    (f"{b}.mlp.down_proj.weight", [h, ff])]
+            out += gated_mlp(f"{b}.mlp", ff, h)
         else:
             out += [(f"{b}.mlp.gate.weight", [e, h]), (f"{b}.mlp.gate.expert_bias", [e])]
-            for x in range(e):
-                out += [(f"{b}.mlp.experts.{x}.{q}.weight", [h, moe] if q == "down_proj" else [moe, h])
-                        for q in ("gate_proj", "up_proj", "down_proj")]
-            out += [(f"{b}.mlp.shared_experts.{q}.weight", [h, shared] if q == "down_proj" else [shared, h])
-                    for q in ("gate_proj", "up_proj", "down_proj")]
+            out += experts_one_by_one(f"{b}.mlp", e, moe, h)
+            out += gated_mlp(f"{b}.mlp.shared_experts", shared, h)
         if i >= n:
             out += [(f"{b}.enorm.weight", [h]), (f"{b}.hnorm.weight", [h]),
                     (f"{b}.eh_proj.weight", [h, 2 * h]), (f"{b}.final_layernorm.weight", [h])]

@@ -38,14 +38,7 @@ impl TextModel for Arctic {
     /// it is `unk_token`) with score 0, another USER_DEFINED with score -10000; ids past the
     /// vocabulary skipped.
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        let path = cx.dir.file("tokenizer.model");
-        if !path.is_file() {
-            return Err(Error::reference(format!(
-                "Error: Missing {}",
-                path.display()
-            )));
-        }
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let (path, bytes) = vocab::tokenizer_model(cx.dir)?;
         let pieces = vocab::read_sentencepiece(&path, &bytes)?;
         let n = match cx.hp().opt_int(&["vocab_size"])? {
             Some(n) => vocab::padded_size(cx.dir, n, pieces.len())?,

@@ -104,12 +104,8 @@ impl TextModel for BailingMoeV2 {
         Ok(hp.int(&["num_hidden_layers"])? + base::nextn_layers(hp)?)
     }
 
-    /// `expert_bias` becomes `expert_bias.bias`.
     fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
-        match name.strip_suffix(".expert_bias") {
-            Some(stem) => base::filter_tensors(&format!("{stem}.expert_bias.bias")),
-            None => base::filter_tensors(name),
-        }
+        expert_bias_filter(name)
     }
 
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
@@ -153,5 +149,14 @@ impl TextModel for BailingMoeV2 {
             packed: &[],
             ..super::qwen::qwen_experts()
         })
+    }
+}
+
+/// `TextModel`'s filter with the routing's `expert_bias` named as a bias
+/// (`expert_bias.bias`), as Ling 2.0's and Ling 3's classes name it.
+pub(crate) fn expert_bias_filter(name: &str) -> Option<String> {
+    match name.strip_suffix(".expert_bias") {
+        Some(stem) => base::filter_tensors(&format!("{stem}.expert_bias.bias")),
+        None => base::filter_tensors(name),
     }
 }

@@ -33,10 +33,7 @@ impl TextModel for BailingMoeV3 {
 
     /// `expert_bias` becomes `expert_bias.bias`.
     fn filter_tensors(&self, _cx: &Ctx, name: &str) -> Option<String> {
-        match name.strip_suffix(".expert_bias") {
-            Some(stem) => base::filter_tensors(&format!("{stem}.expert_bias.bias")),
-            None => base::filter_tensors(name),
-        }
+        super::bailingmoe::expert_bias_filter(name)
     }
 
     /// `TextModel`'s keys with one kv head, then a kv head on the latent-attention layers

@@ -65,14 +65,7 @@ impl TextModel for InternLm2 {
     /// `tokenizer_config.json` and `tokenizer.json` laid over their ids; eos moved to
     /// `<|im_end|>` where it is one of them.
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        let path = cx.dir.file("tokenizer.model");
-        if !path.is_file() {
-            return Err(Error::reference(format!(
-                "Error: Missing {}",
-                path.display()
-            )));
-        }
-        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        let (path, bytes) = vocab::tokenizer_model(cx.dir)?;
         let pieces = vocab::read_sentencepiece(&path, &bytes)?;
         let add_prefix = vocab::sentencepiece_dummy_prefix(&path, &bytes)?;
         let n = match cx.hp().opt_int(&["vocab_size"])? {
