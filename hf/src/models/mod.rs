@@ -766,8 +766,8 @@ mod tests {
 
     #[test]
     fn a_class_not_converted_names_the_references_module() {
-        let e = for_class("ArcticForCausalLM").err().unwrap().to_string();
-        assert!(e.contains("conversion/arctic.py"), "{e}");
+        let e = for_class("Grok1ForCausalLM").err().unwrap().to_string();
+        assert!(e.contains("conversion/grok.py"), "{e}");
         let e = for_class("NoSuchForCausalLM").err().unwrap().to_string();
         assert!(e.contains("does not convert it either"), "{e}");
     }
