@@ -85,14 +85,8 @@ impl TextModel for FalconH1 {
         if head_dim == 0 {
             return Err(Error::field(&hp.path, "mamba_d_head", "is 0"));
         }
-        let widths = mamba::MambaKeys {
-            d_model,
-            d_conv,
-            d_inner,
-            d_state,
-            dt_rank: d_inner / head_dim,
-        };
-        widths.write_mamba2(cx, kv, groups, eps);
+        mamba::MambaKeys::mamba2(d_model, d_conv, d_inner, d_state, head_dim)
+            .write_mamba2(cx, kv, groups, eps);
         kv.u32(&k("vocab_size"), hp.int(&["vocab_size"])? as u32);
         kv.u32(&k("block_count"), cx.block_count as u32);
         let context = match hp.map.get("max_position_embeddings") {

@@ -82,6 +82,24 @@ pub(crate) struct MambaKeys {
 }
 
 impl MambaKeys {
+    /// Mamba-2's widths (also Falcon-H1's): the time-step rank is the head count, the inner
+    /// width over `head_dim`.
+    pub(crate) fn mamba2(
+        d_model: u64,
+        d_conv: u64,
+        d_inner: u64,
+        d_state: u64,
+        head_dim: u64,
+    ) -> Self {
+        MambaKeys {
+            d_model,
+            d_conv,
+            d_inner,
+            d_state,
+            dt_rank: d_inner / head_dim,
+        }
+    }
+
     /// Context, width, placeholders, layers, then the convolution, inner width, state and
     /// time-step rank.
     pub(crate) fn write(&self, cx: &Ctx, kv: &mut Kv) {
@@ -195,14 +213,8 @@ impl TextModel for Mamba2 {
                  ({d_inner}, {expand} × {d_model}, head_dim {head_dim})"
             )));
         }
-        let widths = MambaKeys {
-            d_model,
-            d_conv,
-            d_inner,
-            d_state,
-            dt_rank: d_inner / head_dim,
-        };
-        widths.write_mamba2(cx, kv, groups, eps);
+        MambaKeys::mamba2(d_model, d_conv, d_inner, d_state, head_dim)
+            .write_mamba2(cx, kv, groups, eps);
         Ok(())
     }
 
