@@ -39,6 +39,8 @@ PINS=(
     "truststore==0.10.5"
     "typer==0.29.2"
     "typing-inspection==0.4.5"
+    # the image processors that write the vision fixtures' preprocessor_config.json
+    "pillow==12.3.0"
 )
 
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"

@@ -30,6 +30,10 @@ pub struct Args {
     /// Write the vocabulary and metadata only.
     #[arg(long)]
     vocab_only: bool,
+    /// Write the multimodal projector (vision or audio encoder; architecture `clip`) instead
+    /// of the text model; a folder output is named `mmproj-<name>-<type>.gguf`.
+    #[arg(long)]
+    mmproj: bool,
     /// Write a big-endian file.
     #[arg(long)]
     bigendian: bool,
@@ -154,6 +158,7 @@ pub fn run(args: Args) -> ExitCode {
         target_model_dir: args.target_model_dir,
         name_type: None,
         threads: args.threads.unwrap_or(0),
+        mmproj: args.mmproj,
     };
     if let Some(preset) = &args.quantize {
         return convert_and_quantize(&model, options, preset, &args.via, &args.quantize_options);

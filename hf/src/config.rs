@@ -17,6 +17,9 @@ pub struct Hparams {
     /// The class the reference converts it as (`get_model_architecture`), where it is not
     /// the merged `architectures`.
     pub class: Option<String>,
+    /// The config as `load_hparams` returns it, `text_config` not lifted: what a projector
+    /// (`MmprojModel`) reads.
+    pub raw: Map<String, Value>,
 }
 
 /// The configuration class a model class's `config.json` is read with, and its defaults
@@ -103,6 +106,7 @@ impl Hparams {
         for text in renamed.into_iter().flatten() {
             map.insert("text_config".into(), text);
         }
+        let raw = map.clone();
         // `get_model_architecture`: the text config's class where it names one, except for
         // the families the reference routes on their own top-level class
         const TOP_LEVEL: [&str; 5] = [
@@ -128,7 +132,12 @@ impl Hparams {
                 map.insert(k, v);
             }
         }
-        Ok(Hparams { map, path, class })
+        Ok(Hparams {
+            map,
+            path,
+            class,
+            raw,
+        })
     }
 
     /// `find_hparam(keys, optional=True)`: the first key present (even if null).
@@ -181,6 +190,21 @@ impl Hparams {
                 .map(Some)
                 .ok_or_else(|| Error::field(&self.path, keys[0], format!("{v} is not a bool"))),
         }
+    }
+
+    /// The class a projector is converted as (`get_model_architecture` for `MMPROJ`): the
+    /// vision config's `architectures` where it names one, else the config's.
+    pub fn mmproj_architecture(&self) -> Result<String> {
+        let first = |v: Option<&Value>| {
+            v.and_then(|v| v.get("architectures"))
+                .and_then(Value::as_array)
+                .and_then(|a| a.first())
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        first(self.raw.get("vision_config"))
+            .or_else(|| first(Some(&Value::Object(self.raw.clone()))))
+            .ok_or_else(|| Error::field(&self.path, "architectures", "missing or empty"))
     }
 
     /// `hparams["architectures"][0]`.

@@ -103,6 +103,8 @@ pub struct Options {
     pub name_type: Option<String>,
     /// Threads converting rows (0: every processor). The bytes are the same for every count.
     pub threads: usize,
+    /// `--mmproj`: the class's projector (architecture `clip`), not its text model.
+    pub mmproj: bool,
 }
 
 /// One output tensor.
@@ -189,6 +191,12 @@ pub fn convert_quantized(
     run_options: &ggufrw::quantize::Run,
     progress: &dyn Progress,
 ) -> Result<(Report, Option<ggufrw::quantize::Report>)> {
+    if options.mmproj {
+        return Err(Error::options(
+            "a projector (--mmproj) is not quantized by llama-quantize: convert it with \
+             --outtype instead",
+        ));
+    }
     if options.split_max_tensors != 0
         || options.split_max_size != 0
         || options.no_tensor_first_split
@@ -211,8 +219,15 @@ fn run(
     quantize: Quantize<'_>,
 ) -> Result<(Report, Option<ggufrw::quantize::Report>)> {
     let folder = ModelDir::open(dir)?;
-    let class = folder.hparams.architecture()?;
-    let (line_arch, model) = models::for_class(&class)?;
+    let (class, line_arch, model) = if options.mmproj {
+        let class = folder.hparams.mmproj_architecture()?;
+        let model = models::for_mmproj_class(&class)?;
+        (class, &tables::MMPROJ, model)
+    } else {
+        let class = folder.hparams.architecture()?;
+        let (arch, model) = models::for_class(&class)?;
+        (class, arch, model)
+    };
     let mut hparams = folder.hparams.clone();
     model.init_hparams(&class, &mut hparams);
     let hp = &hparams;
@@ -224,6 +239,11 @@ fn run(
     let mut ckpt = open_checkpoint(dir)?;
     let names: Vec<String> = ckpt.entries.iter().map(|e| e.name.clone()).collect();
     let block_count = model.block_count(hp, &names)?;
+    if options.mmproj && options.vocab_only {
+        return Err(Error::reference(
+            "ValueError: MmprojModel does not support vocab writing",
+        ));
+    }
     let mut cx = Ctx {
         dir: &folder,
         hp,
@@ -291,7 +311,18 @@ fn run(
     }
     let target = options.outfile.clone().unwrap_or_else(|| dir.to_owned());
     let out_path = if target.is_dir() {
-        let stem = if options.vocab_only {
+        let stem = if options.mmproj {
+            let stem = ggufrw::naming::naming_convention(
+                meta.get("name"),
+                meta.get("basename"),
+                meta.get("finetune"),
+                meta.get("version"),
+                None,
+                Some(type_name),
+                None,
+            );
+            format!("mmproj-{stem}")
+        } else if options.vocab_only {
             ggufrw::naming::naming_convention(
                 meta.get("name"),
                 meta.get("basename"),
@@ -1099,7 +1130,8 @@ fn metadata(
     let mut kv = Kv::default();
     kv.string("general.architecture", cx.arch.name);
     kv.extend(early);
-    kv.string("general.type", "model");
+    let projector = std::ptr::eq(cx.arch, &tables::MMPROJ);
+    kv.string("general.type", if projector { "mmproj" } else { "model" });
     meta.add_to(&mut kv)?;
     model.set_gguf_parameters(cx, &mut kv)?;
     kv.u32("general.quantization_version", 2);

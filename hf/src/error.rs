@@ -92,6 +92,25 @@ pub enum Unsupported {
          (`ggufrw convert-hf --list` shows the classes that are)"
     )]
     UnknownClass(String),
+    /// A projector (`--mmproj`) the reference converts that ggufrw does not yet.
+    #[error(
+        "The projector of {class} is not converted by ggufrw yet: the reference converts it \
+         with conversion/{module}.py ({py_class}); `ggufrw convert-hf --list` shows every class"
+    )]
+    Mmproj {
+        /// The `architectures` name.
+        class: String,
+        /// The reference's module that handles it.
+        module: &'static str,
+        /// The reference's Python projector class.
+        py_class: &'static str,
+    },
+    /// A class without a projector in the reference (`--mmproj` of a text model).
+    #[error(
+        "Model {0} has no projector to convert: the reference's MMPROJ_MODEL_MAP does not name \
+         it (`ggufrw convert-hf --list` shows the classes that have one)"
+    )]
+    NoMmproj(String),
     /// Something of a class ggufrw converts that it does not convert yet: a feature, a kind of
     /// tokenizer, a key. The message says what.
     #[error("{0}")]

@@ -40,6 +40,7 @@ impl ModelDir {
                 map: serde_json::Map::new(),
                 path: path.join("config.json"),
                 class: None,
+                raw: serde_json::Map::new(),
             },
             json: Mutex::new(HashMap::new()),
         }

@@ -128,6 +128,14 @@ class Fixture:
     raw_ints: dict = field(default_factory=dict)
     # the saved folder rewritten into another class's form (POST_SAVE)
     post_save: str | None = None
+    # the image processor saved beside the model (its `save_pretrained`: preprocessor_config.json):
+    # the transformers class's name under "class", the rest its arguments
+    processor: dict | None = None
+    # processor_config.json's fields, where the published processor keeps some (Gemma 3's
+    # image_seq_length) and building it needs more than the fixture has
+    processor_config: dict | None = None
+    # the outtypes of `--mmproj` cases (the projector file)
+    mmproj: list = field(default_factory=list)
 
 
 # MiniMax-M3's text configuration (both its classes)
@@ -207,6 +215,11 @@ MINIMAX01_SAVED = dict(rotary_dim=8, attn_type_list=[0, 1], layernorm_full_atten
                        layernorm_full_attention_beta=1.0, layernorm_linear_attention_alpha=3.5,
                        layernorm_linear_attention_beta=1.0, layernorm_mlp_alpha=3.5,
                        layernorm_mlp_beta=1.0)
+
+
+# the `--mmproj` cases of a vision-language fixture: the projector's outtypes, and the
+# vocabulary alone, which the reference refuses for a projector
+MMPROJ_TYPES = ["f32", "f16", "bf16", "q8_0", "auto", "vocab-only"]
 
 
 FIXTURES = [
@@ -1058,6 +1071,19 @@ FIXTURES += [
                                     "partial_rotary_factor": 0.5, "mrope_section": [2, 1, 1]},
                    vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
                                out_hidden_size=64, image_size=28, patch_size=14)),
+    ),
+    # Gemma 3 as the Hub publishes it: the text half, and the projector (SigLIP, its pooling
+    # projector with Gemma's norm; the image processor's own file, the processor's sequence
+    # length that makes the scale factor a key)
+    Fixture(
+        name="gemma-3-tiny-vl-it", seed=7177, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
+        extra=dict(config_class="Gemma3Config", head_dim=16, towers=dict(mm_tokens_per_image=4),
+                   vision=dict(model_type="siglip_vision_model", hidden_size=32,
+                               intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                               image_size=56, patch_size=14, vision_use_head=False)),
+        processor=dict({"class": "Gemma3ImageProcessor"}, size={"height": 56, "width": 56}),
+        processor_config=dict(image_seq_length=4, processor_class="Gemma3Processor"),
+        mmproj=MMPROJ_TYPES, post_save="siglip-hub",
     ),
     # Qwen2.5-VL and Qwen2-VL (transformers 5 saves them as the Hub publishes them): Qwen 2's
     # text half with M-RoPE sections
@@ -3962,7 +3988,22 @@ def as_mimo_hub(folder: Path, arch: str = "MiMoV2FlashForCausalLM") -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def with_prefixes(folder: Path, prefixes: dict) -> None:
+    """Tensor names whose prefix is a key of `prefixes` given its value instead (what
+    transformers 5 saves under another name than the published checkpoints)."""
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "model.safetensors"
+    tensors = {}
+    for name, t in load_file(str(path)).items():
+        old = next((p for p in prefixes if name.startswith(p)), None)
+        tensors[name if old is None else prefixes[old] + name[len(old):]] = t
+    save_file(tensors, str(path), metadata={"format": "pt"})
+
+
 POST_SAVE = {
+    # SigLIP's tower as the Hub publishes Gemma 3 (transformers 5 drops the `vision_model.`)
+    "siglip-hub": lambda folder: with_prefixes(folder, {"vision_tower.": "vision_tower.vision_model."}),
     "laguna": as_laguna,
     "mtp": with_mtp_layer,
     "mtp-copy": with_mtp_layer_copy,
@@ -4133,6 +4174,12 @@ def save_tf5_model(fx: Fixture, folder: Path, cfg, original: bool = True,
             if name.endswith("layer_scalar"):
                 b.copy_(0.5 + 0.1 * torch.randn(b.shape, generator=gen))
     model.to(getattr(torch, fx.dtype)).save_pretrained(str(folder), save_original_format=original)
+    if fx.processor is not None:
+        kw = dict(fx.processor)
+        getattr(transformers, kw.pop("class"))(**kw).save_pretrained(str(folder))
+    if fx.processor_config is not None:
+        (folder / "processor_config.json").write_text(json.dumps(fx.processor_config, indent=2) + "\n",
+                                                      encoding="utf-8")
     if fx.generation is not None:
         path = folder / "generation_config.json"
         saved = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
@@ -4422,6 +4469,10 @@ def all_cases() -> list[Case]:
         if fx is not FIXTURES[0]:  # the first fixture's vocab-only case is among its extras
             name = f"{fx.name}__vocab-only"
             cases.append(Case(name, fx.name, ["--vocab-only", "--outfile", f"{name}.gguf", *fx.args]))
+        for t in fx.mmproj:
+            name = f"{fx.name}__mmproj-{t}"
+            how = ["--vocab-only"] if t == "vocab-only" else ["--outtype", t]
+            cases.append(Case(name, fx.name, ["--mmproj", *how, "--outfile", f"{name}.gguf", *fx.args]))
         if fx.post_save in ("fp8-block-32", "ct-fp8-channel", "modelopt-fp8", "ct-int8-channel"):
             # the weights stored as FP8 to Q8_0 (the rest bf16); int8 weights are not FP8
             name = f"{fx.name}__fp8-as-q8"

@@ -1,10 +1,90 @@
 //! `conversion/gemma.py`.
 
-use super::base::{self, Ctx, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, Force, Rearrange, TextModel, Yields};
+use super::mmproj;
+use ggufrw::quant::GgmlType;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::vocab;
 use serde_json::Value;
+
+/// `Gemma3VisionModel`: Gemma 3's projector (SigLIP, then a pooling projector whose norm is
+/// stored as `weight - 1`).
+pub(crate) struct Gemma3Vision;
+
+impl TextModel for Gemma3Vision {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&mmproj::VISION)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        mmproj::VISION.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        kv.string("clip.projector_type", "gemma3");
+        let eps = hp.opt_float(&["layer_norm_eps"])?.unwrap_or(1e-6);
+        kv.f32("clip.vision.attention.layer_norm_epsilon", eps);
+        kv.bool("clip.use_gelu", true);
+        // the pooling's factor, written only where it is not the default 4 (a test model)
+        let seq = match mmproj::preprocessor_config(cx)?.get("image_seq_length") {
+            Some(v) => v.as_f64().ok_or_else(|| {
+                Error::field(&cx.dir.file("processor_config.json"), "image_seq_length", "not a number")
+            })?,
+            None => 256.0,
+        };
+        let per_side = seq.sqrt() as u64;
+        let side = hp.int(&["image_size"])? / hp.int(&["patch_size"])?.max(1);
+        let factor = side.checked_div(per_side).unwrap_or(0);
+        if factor > 0 && factor != 4 {
+            kv.u32("clip.vision.projector.scale_factor", base::count32(hp, "image_size", factor)?);
+        }
+        Ok(())
+    }
+
+    fn tensor_force_quant(
+        &self,
+        cx: &Ctx,
+        name: &str,
+        new_name: &str,
+        bid: Option<u64>,
+        n_dims: usize,
+    ) -> Option<Force> {
+        if name.contains("input_projection") {
+            return Some(Force::Type(GgmlType::F16));
+        }
+        if name.contains(".embeddings.") {
+            return Some(Force::Type(GgmlType::F32));
+        }
+        mmproj::VISION.tensor_force_quant(cx, name, new_name, bid, n_dims)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        const KEPT: [&str; 4] = [
+            "multi_modal_projector.",
+            "vision_tower.",
+            "multimodal_projector.",
+            "vision_model.",
+        ];
+        if name.contains("vision_model.head.") || !KEPT.iter().any(|p| name.starts_with(p)) {
+            return None;
+        }
+        mmproj::VISION.filter_tensors(cx, &name.replace("_weight", ".weight"))
+    }
+
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        let add = if name.contains("soft_emb_norm.weight") {
+            1.0
+        } else {
+            0.0
+        };
+        base::yield_as(
+            name,
+            Rearrange {
+                add,
+                ..Rearrange::default()
+            },
+        )
+    }
+}
 
 /// `GemmaModel`: Gemma 1.
 pub(crate) struct Gemma;

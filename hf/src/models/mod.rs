@@ -51,6 +51,7 @@ mod mimo;
 mod minicpm;
 mod minimax;
 mod mistral3;
+mod mmproj;
 mod mpt;
 mod nanbeige;
 mod nemotron;
@@ -659,6 +660,13 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ),
 ];
 
+/// Every class whose projector ggufrw converts (`--mmproj`, architecture `clip`): the
+/// `architectures` name and the model (the Python projector class's behaviour).
+pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[(
+    "Gemma3ForConditionalGeneration",
+    &gemma::Gemma3Vision,
+)];
+
 /// Classes the reference registers but cannot convert, with what stops it: ggufrw refuses
 /// them too (with this reason), rather than write what the reference never has.
 pub(crate) const REFERENCE_FAILS: &[(&str, &str)] = &[
@@ -692,6 +700,25 @@ pub(crate) fn for_class(class: &str) -> Result<(&'static ArchTable, &'static dyn
         None => Unsupported::UnknownClass(class.to_owned()),
     }
     .into())
+}
+
+/// The projector model of an `architectures` class name (`--mmproj`); a class ggufrw does
+/// not convert is refused, naming the reference's module for it when there is one.
+pub(crate) fn for_mmproj_class(class: &str) -> Result<&'static dyn TextModel> {
+    if let Some((_, m)) = MMPROJ_CLASSES.iter().find(|(c, _)| *c == class) {
+        return Ok(*m);
+    }
+    Err(
+        match tables::MMPROJ_CLASSES.iter().find(|r| r.hf == class) {
+            Some(r) => Unsupported::Mmproj {
+                class: class.to_owned(),
+                module: r.module,
+                py_class: r.class,
+            },
+            None => Unsupported::NoMmproj(class.to_owned()),
+        }
+        .into(),
+    )
 }
 
 /// The reference's entry for a text class, if it converts it.
@@ -754,6 +781,19 @@ mod tests {
             assert!(
                 reference_class(class).is_some(),
                 "{class} is not in the reference's TEXT_MODEL_MAP"
+            );
+        }
+    }
+
+    /// Every projector line names a class the reference has a projector for, once.
+    #[test]
+    fn the_projector_registry_is_the_references() {
+        let mut seen = std::collections::HashSet::new();
+        for (class, _) in MMPROJ_CLASSES {
+            assert!(seen.insert(*class), "{class} is registered twice");
+            assert!(
+                tables::MMPROJ_CLASSES.iter().any(|r| r.hf == *class),
+                "{class} is not in the reference's MMPROJ_MODEL_MAP"
             );
         }
     }
