@@ -748,23 +748,31 @@ fn modify_tensors(
         }
         for (name, mut change) in model.modify_tensors(cx, name, &e.shape)? {
             if let Some(view) = change.view {
+                // a view alone, its output given another shape at most
                 let alone = Rearrange {
                     view: Some(view),
+                    reshape: change.reshape,
+                    named: change.named,
                     ..Rearrange::default()
                 };
                 let fits = view.last().is_some_and(|last| last < e.numel());
-                if change != alone || !fits {
+                let shape = match change.reshape {
+                    Some((dims, rank)) => dims[..rank.min(4)].to_vec(),
+                    None => view.shape(),
+                };
+                let same = shape.iter().product::<u64>() == view.shape().iter().product::<u64>();
+                if change != alone || !fits || !same {
                     return Err(Error::field(
                         &ckpt.parts[e.part].path,
                         format!("{}.shape", e.name),
-                        format!("{:?} cannot be read as {:?}", e.shape, view.shape()),
+                        format!("{:?} cannot be read as {shape:?}", e.shape),
                     ));
                 }
                 let src = Src::Entry {
                     index: *index,
                     change: Box::new(change),
                 };
-                yielded.push((name, bid, src, e.read_dtype(), view.shape()));
+                yielded.push((name, bid, src, e.read_dtype(), shape));
                 continue;
             }
             let mut shape = e.shape.clone();

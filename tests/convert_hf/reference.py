@@ -1092,15 +1092,18 @@ FIXTURES += [
         extra=dict(config_class="Qwen2_5_VLConfig", tie_word_embeddings=True,
                    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
                                     "mrope_section": [2, 3, 3]},
-                   vision=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
-                               out_hidden_size=64, fullatt_block_indexes=[1])),
+                   # three blocks at least: the projector's `merger.mlp.2` is named by block
+                   vision=dict(depth=4, hidden_size=32, intermediate_size=64, num_heads=2,
+                               out_hidden_size=64, fullatt_block_indexes=[1, 3])),
+        processor={"class": "Qwen2VLImageProcessor"}, mmproj=MMPROJ_TYPES,
     ),
     Fixture(
         name="Qwen2-VL-Tiny-2B-Instruct", seed=7151, dtype="bfloat16", tf5="saved", bpe="qwen2",
         extra=dict(config_class="Qwen2VLConfig",
                    rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
                                     "mrope_section": [2, 3, 3]},
-                   vision=dict(depth=1, embed_dim=32, hidden_size=64, num_heads=2)),
+                   vision=dict(depth=3, embed_dim=32, hidden_size=64, num_heads=2)),
+        processor={"class": "Qwen2VLImageProcessor"}, mmproj=MMPROJ_TYPES,
     ),
     # text halves of vision-language and audio-language classes on Llama and Qwen 2 (transformers
     # 5 saves them as the Hub publishes them)

@@ -662,10 +662,12 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
 
 /// Every class whose projector ggufrw converts (`--mmproj`, architecture `clip`): the
 /// `architectures` name and the model (the Python projector class's behaviour).
-pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[(
-    "Gemma3ForConditionalGeneration",
-    &gemma::Gemma3Vision,
-)];
+pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
+    ("Gemma3ForConditionalGeneration", &gemma::Gemma3Vision),
+    ("Qwen2VLModel", &qwenvl::Qwen2VlVision),
+    ("Qwen2VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
+    ("Qwen2_5_VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
+];
 
 /// Classes the reference registers but cannot convert, with what stops it: ggufrw refuses
 /// them too (with this reason), rather than write what the reference never has.

@@ -1,10 +1,15 @@
 //! `conversion/qwenvl.py`: the text halves of Qwen2-VL, Qwen2.5-VL and Qwen2.5-Omni (their
 //! vision and audio towers are the projector's, not converted here).
 
-use super::base::{self, Ctx, TextModel};
+use super::base::{self, Ctx, Force, Rearrange, TextModel, View, Yields};
+use super::mmproj;
 use super::qwen::Qwen2;
-use crate::error::Result;
+use crate::config::Hparams;
+use crate::error::{Error, Result};
 use crate::kv::Kv;
+use crate::tables::Tensor;
+use ggufrw::quant::GgmlType;
+use serde_json::Value;
 
 /// `Qwen2VLModel`: `TextModel` with Qwen 2's vocabulary (SentencePiece where there is a
 /// `tokenizer.model`, else GPT-2's BPE); an omni model's thinker is its text half.
@@ -19,3 +24,152 @@ impl TextModel for Qwen2Vl {
         Qwen2.set_vocab(cx, kv)
     }
 }
+
+/// `Qwen2VLVisionModel`: the projector of Qwen2-VL, Qwen2.5-VL and Qwen2.5-Omni's vision
+/// tower: fused q/k/v written apart, the Conv3D patch embedding as two Conv2Ds (one per
+/// temporal patch), Qwen2.5's window-attention pattern.
+pub(crate) struct Qwen2VlVision;
+
+impl TextModel for Qwen2VlVision {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&mmproj::VISION)
+    }
+
+    /// `__init__`'s renames of the vision config's fields.
+    fn init_hparams(&self, class: &str, hp: &mut Hparams) {
+        mmproj::VISION.init_hparams(class, hp);
+        let m = &mut hp.map;
+        if !m.contains_key("image_size") {
+            m.insert("image_size".into(), 560.into());
+        }
+        let heads = m.get("num_heads").cloned().unwrap_or(Value::Null);
+        m.insert("num_attention_heads".into(), heads);
+        let depth = m.get("depth").cloned().unwrap_or(Value::Null);
+        m.insert("num_hidden_layers".into(), depth);
+        if m.contains_key("embed_dim") {
+            let hidden = m.get("hidden_size").cloned().unwrap_or(Value::Null);
+            m.insert("intermediate_size".into(), hidden);
+            let embed = m.get("embed_dim").cloned().unwrap_or(Value::Null);
+            m.insert("hidden_size".into(), embed);
+        }
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        mmproj::VISION.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let model_type = hp.raw.get("model_type").and_then(Value::as_str).unwrap_or("");
+        match model_type {
+            "qwen2_vl" => kv.string("clip.projector_type", "qwen2vl_merger"),
+            "qwen2_5_vl" | "qwen2_5_omni" => {
+                let projector = match model_type {
+                    "qwen2_5_omni" => "qwen2.5o",
+                    _ => "qwen2.5vl_merger",
+                };
+                kv.string("clip.projector_type", projector);
+                kv.bool("clip.use_silu", true);
+                let full: Vec<u64> = match hp.map.get("fullatt_block_indexes") {
+                    Some(Value::Array(a)) => a.iter().filter_map(Value::as_u64).collect(),
+                    _ => Vec::new(),
+                };
+                let Some(first) = full.first() else {
+                    return Err(Error::field(
+                        &hp.path,
+                        "vision_config.fullatt_block_indexes",
+                        "missing (AssertionError: fullatt_block_indexes is required for qwen2_5_vl)",
+                    ));
+                };
+                let pattern = first + 1;
+                if full.windows(2).any(|w| w[1].checked_sub(w[0]) != Some(pattern)) {
+                    return Err(Error::reference(format!(
+                        "ValueError: Invalid fullatt_block_indexes: {full:?}"
+                    )));
+                }
+                kv.u32(
+                    "clip.vision.n_wa_pattern",
+                    base::count32(hp, "fullatt_block_indexes", pattern)?,
+                );
+            }
+            other => {
+                return Err(Error::reference(format!(
+                    "ValueError: Unknown QwenVL model type: {other}"
+                )))
+            }
+        }
+        // The reference reads `rms_norm_eps` from the loaded config's top level, where
+        // transformers' composite config keeps none: the default, which is also the
+        // vision tower's own.
+        kv.f32("clip.vision.attention.layer_norm_epsilon", 1e-6);
+        Ok(())
+    }
+
+    fn tensor_force_quant(
+        &self,
+        cx: &Ctx,
+        name: &str,
+        new_name: &str,
+        bid: Option<u64>,
+        n_dims: usize,
+    ) -> Option<Force> {
+        if new_name.contains(".position_embd.") {
+            return Some(Force::Type(GgmlType::F32));
+        }
+        mmproj::VISION.tensor_force_quant(cx, name, new_name, bid, n_dims)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        if !name.starts_with("visual.") {
+            return None;
+        }
+        mmproj::VISION.filter_tensors(cx, name)
+    }
+
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        if name.contains(".qkv.") {
+            let c3 = shape.first().copied().unwrap_or(0);
+            if c3 % 3 != 0 {
+                return Err(Error::reference(format!(
+                    "AssertionError: {name}: {c3} rows are not q, k and v alike"
+                )));
+            }
+            let c = c3 / 3;
+            return Ok(["q", "k", "v"]
+                .iter()
+                .zip(0..)
+                .map(|(part, i)| {
+                    let change = Rearrange {
+                        rows: Some((i * c, (i + 1) * c)),
+                        ..Rearrange::default()
+                    };
+                    (name.replace("qkv", part), change)
+                })
+                .collect());
+        }
+        if name.contains("patch_embed.proj.weight") {
+            let &[c1, c2, kt, kh, kw] = shape else {
+                return Err(Error::reference(format!(
+                    "{name}: {shape:?} is not a Conv3D weight"
+                )));
+            };
+            if kt != 2 {
+                return Err(Error::reference(
+                    "AssertionError: Current implementation only support temporal_patch_size of 2",
+                ));
+            }
+            let patch = base::extra_name(Tensor::V_ENC_EMBD_PATCH);
+            // `data_torch[:, :, t, ...]`: each temporal patch's `[c1, c2, kh, kw]`
+            let half = |t: u64| Rearrange {
+                view: Some(View {
+                    offset: t * kh * kw,
+                    axes: [(c1 * c2, kt * kh * kw), (1, 0), (kh * kw, 1)],
+                    three: false,
+                }),
+                reshape: Some(([c1, c2, kh, kw], 4)),
+                named: true,
+                ..Rearrange::default()
+            };
+            return Ok(vec![(patch.clone(), half(0)), (format!("{patch}.1"), half(1))]);
+        }
+        Ok(vec![(name.to_owned(), Rearrange::default())])
+    }
+}
+
