@@ -1011,6 +1011,7 @@ FIXTURES += [
                                     "mrope_section": [2, 1, 1]},
                    vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
                                out_hidden_size=64, num_position_embeddings=16)),
+        processor={"class": "Qwen2VLImageProcessor"}, mmproj=MMPROJ_TYPES,
     ),
     # and its mixture
     Fixture(
@@ -1023,6 +1024,7 @@ FIXTURES += [
                    layer_types=["linear_attention", "full_attention"], mtp_num_hidden_layers=1,
                    vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
                                out_hidden_size=64, num_position_embeddings=16)),
+        processor={"class": "Qwen2VLImageProcessor"}, mmproj=MMPROJ_TYPES,
     ),
     # Qwen3-VL (transformers 5 saves it as the Hub publishes it): the text half, M-RoPE
     # sections, the vision tower's deepstack layers counted
@@ -1034,6 +1036,7 @@ FIXTURES += [
                    vision=dict(depth=2, hidden_size=32, intermediate_size=64, num_heads=2,
                                out_hidden_size=64, num_position_embeddings=16,
                                deepstack_visual_indexes=[0, 1])),
+        processor={"class": "Qwen2VLImageProcessor"}, mmproj=MMPROJ_TYPES,
     ),
     # its mixture, the experts packed as the Hub stores them (`[experts, hidden, 2·ffn]`); the
     # test converts a copy with them the other way round, as transformers 5 saves them (from
@@ -1048,6 +1051,7 @@ FIXTURES += [
                    vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
                                out_hidden_size=64, num_position_embeddings=16,
                                deepstack_visual_indexes=[0])),
+        processor={"class": "Qwen2VLImageProcessor"}, mmproj=MMPROJ_TYPES,
     ),
     # GLM-4.1V (transformers 5 saves it as the Hub publishes it): GLM-4's text half, M-RoPE,
     # q and k (biases too) with each head's rotated pairs made halves

@@ -3,7 +3,8 @@
 //! A projector class is a [`TextModel`] whose parent is [`VISION`] or [`AUDIO`] (or
 //! [`BOTH`]): the trait's methods are the same Python methods, `MmprojModel`'s here.
 
-use super::base::{self, Ctx, Force, TextModel};
+use super::base::{self, Ctx, Force, Rearrange, TextModel, View, Yields};
+use crate::tables::Tensor;
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
@@ -219,6 +220,45 @@ impl TextModel for Mmproj {
     fn set_vocab(&self, _cx: &Ctx, _kv: &mut Kv) -> Result<()> {
         Ok(())
     }
+}
+
+/// A Conv3D patch embedding (`[c1, c2, 2, kh, kw]`) yielded as two Conv2Ds,
+/// `v.patch_embd.weight` and `.weight.1`: `data_torch[:, :, t, ...]` for each temporal patch
+/// `t`, read through a strided view.
+pub(crate) fn conv3d_halves(name: &str, shape: &[u64], why: &str) -> Yields {
+    let &[c1, c2, kt, kh, kw] = shape else {
+        return Err(Error::reference(format!(
+            "{name}: {shape:?} is not a Conv3D weight"
+        )));
+    };
+    if kt != 2 {
+        return Err(Error::reference(why.to_owned()));
+    }
+    let patch = base::extra_name(Tensor::V_ENC_EMBD_PATCH);
+    let half = |t: u64| Rearrange {
+        view: Some(View {
+            offset: t * kh * kw,
+            axes: [(c1 * c2, kt * kh * kw), (1, 0), (kh * kw, 1)],
+            three: false,
+        }),
+        reshape: Some(([c1, c2, kh, kw], 4)),
+        named: true,
+        ..Rearrange::default()
+    };
+    Ok(vec![
+        (patch.clone(), half(0)),
+        (format!("{patch}.1"), half(1)),
+    ])
+}
+
+/// A tensor yielded under its GGUF name (`yield (new_name, data_torch)`, or a name that
+/// `map_tensor_name` maps to itself).
+pub(crate) fn named(name: String) -> (String, Rearrange) {
+    let change = Rearrange {
+        named: true,
+        ..Rearrange::default()
+    };
+    (name, change)
 }
 
 /// `self.preprocessor_config`: `preprocessor_config.json` (its `media_proc_cfg` lifted),

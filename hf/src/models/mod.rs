@@ -667,6 +667,10 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Qwen2VLModel", &qwenvl::Qwen2VlVision),
     ("Qwen2VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
     ("Qwen2_5_VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
+    ("Qwen3VLForConditionalGeneration", &qwen3vl::Qwen3VlVision),
+    ("Qwen3VLMoeForConditionalGeneration", &qwen3vl::Qwen3VlVision),
+    ("Qwen3_5ForConditionalGeneration", &qwen3vl::Qwen3VlVision),
+    ("Qwen3_5MoeForConditionalGeneration", &qwen3vl::Qwen3VlVision),
 ];
 
 /// Classes the reference registers but cannot convert, with what stops it: ggufrw refuses

@@ -1,13 +1,12 @@
 //! `conversion/qwenvl.py`: the text halves of Qwen2-VL, Qwen2.5-VL and Qwen2.5-Omni (their
 //! vision and audio towers are the projector's, not converted here).
 
-use super::base::{self, Ctx, Force, Rearrange, TextModel, View, Yields};
+use super::base::{self, Ctx, Force, Rearrange, TextModel, Yields};
 use super::mmproj;
 use super::qwen::Qwen2;
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::tables::Tensor;
 use ggufrw::quant::GgmlType;
 use serde_json::Value;
 
@@ -145,29 +144,11 @@ impl TextModel for Qwen2VlVision {
                 .collect());
         }
         if name.contains("patch_embed.proj.weight") {
-            let &[c1, c2, kt, kh, kw] = shape else {
-                return Err(Error::reference(format!(
-                    "{name}: {shape:?} is not a Conv3D weight"
-                )));
-            };
-            if kt != 2 {
-                return Err(Error::reference(
-                    "AssertionError: Current implementation only support temporal_patch_size of 2",
-                ));
-            }
-            let patch = base::extra_name(Tensor::V_ENC_EMBD_PATCH);
-            // `data_torch[:, :, t, ...]`: each temporal patch's `[c1, c2, kh, kw]`
-            let half = |t: u64| Rearrange {
-                view: Some(View {
-                    offset: t * kh * kw,
-                    axes: [(c1 * c2, kt * kh * kw), (1, 0), (kh * kw, 1)],
-                    three: false,
-                }),
-                reshape: Some(([c1, c2, kh, kw], 4)),
-                named: true,
-                ..Rearrange::default()
-            };
-            return Ok(vec![(patch.clone(), half(0)), (format!("{patch}.1"), half(1))]);
+            return mmproj::conv3d_halves(
+                name,
+                shape,
+                "AssertionError: Current implementation only support temporal_patch_size of 2",
+            );
         }
         Ok(vec![(name.to_owned(), Rearrange::default())])
     }
