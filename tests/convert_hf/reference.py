@@ -136,6 +136,8 @@ class Fixture:
     processor_config: dict | None = None
     # the outtypes of `--mmproj` cases (the projector file)
     mmproj: list = field(default_factory=list)
+    # the text model's cases too (a class the reference converts only the projector of: no)
+    text: bool = True
 
 
 # MiniMax-M3's text configuration (both its classes)
@@ -1117,14 +1119,32 @@ FIXTURES += [
                    vision=dict(model_type="clip_vision_model", hidden_size=32, intermediate_size=64,
                                num_hidden_layers=2, num_attention_heads=2, image_size=28,
                                patch_size=14)),
+        # a CLIP tower, whose projector the reference refuses (Pixtral's alone is converted)
+        processor={"class": "CLIPImageProcessor"}, mmproj=["f16"],
     ),
     Fixture(
         name="Mistral-Small-Tiny-3.1-Instruct", seed=7153, dtype="bfloat16", tf5="saved",
         bpe="llama-bpe",
         extra=dict(config_class="Mistral3Config", head_dim=16,
+                   # three blocks at least: the projector's `linear_2` is named by block
                    vision=dict(model_type="pixtral", hidden_size=32, intermediate_size=64,
-                               num_hidden_layers=1, num_attention_heads=2, head_dim=16,
+                               num_hidden_layers=3, num_attention_heads=2, head_dim=16,
                                image_size=28, patch_size=14)),
+        # Pixtral's image tokens, the projector's [IMG_BREAK] among them
+        added=["[IMG]", "[IMG_BREAK]", "[IMG_END]"],
+        processor={"class": "PixtralImageProcessor"}, mmproj=MMPROJ_TYPES,
+    ),
+    # SmolVLM (its text half is not a class the reference converts): SigLIP and the pixel
+    # shuffle's connector, the image processor's longest edge
+    Fixture(
+        name="SmolVLM-Tiny-Instruct", seed=7178, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
+        text=False,
+        extra=dict(config_class="SmolVLMConfig", head_dim=16,
+                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                               num_attention_heads=2, image_size=56, patch_size=14)),
+        processor=dict({"class": "SmolVLMImageProcessor"}, size={"longest_edge": 112},
+                       max_image_size={"longest_edge": 56}),
+        mmproj=MMPROJ_TYPES,
     ),
     # Llama 4 as the Hub publishes it: the vision-language class, whose text half is Llama 4's
     # interleaved experts (its vision tower and projector are the projector's)
@@ -4470,10 +4490,10 @@ class Case:
 def all_cases() -> list[Case]:
     cases = []
     for fx in FIXTURES:
-        for t in OUTTYPES:
+        for t in OUTTYPES if fx.text else []:
             name = f"{fx.name}__{t}"
             cases.append(Case(name, fx.name, ["--outtype", t, "--outfile", f"{name}.gguf", *fx.args]))
-        if fx is not FIXTURES[0]:  # the first fixture's vocab-only case is among its extras
+        if fx is not FIXTURES[0] and fx.text:  # the first fixture's is among its extras
             name = f"{fx.name}__vocab-only"
             cases.append(Case(name, fx.name, ["--vocab-only", "--outfile", f"{name}.gguf", *fx.args]))
         for t in fx.mmproj:

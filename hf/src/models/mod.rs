@@ -43,6 +43,7 @@ mod laguna;
 mod lfm2;
 mod llada;
 mod llama;
+mod llava;
 mod maincoder;
 mod mamba;
 mod maple;
@@ -67,6 +68,7 @@ mod qwen3vl;
 mod qwenvl;
 mod refact;
 mod smallthinker;
+mod smolvlm;
 mod spark2_5;
 mod stablelm;
 mod starcoder;
@@ -671,6 +673,10 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Qwen3VLMoeForConditionalGeneration", &qwen3vl::Qwen3VlVision),
     ("Qwen3_5ForConditionalGeneration", &qwen3vl::Qwen3VlVision),
     ("Qwen3_5MoeForConditionalGeneration", &qwen3vl::Qwen3VlVision),
+    ("LlavaForConditionalGeneration", &llava::LlavaVision),
+    ("Mistral3ForConditionalGeneration", &llava::LlavaVision),
+    ("Idefics3ForConditionalGeneration", &smolvlm::SmolVlm),
+    ("SmolVLMForConditionalGeneration", &smolvlm::SmolVlm),
 ];
 
 /// Classes the reference registers but cannot convert, with what stops it: ggufrw refuses
