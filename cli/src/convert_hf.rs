@@ -124,6 +124,20 @@ pub fn class_table() -> String {
             c.class, c.module, c.py_class
         ));
     }
+    let projectors = ggufrw_hf::mmproj_classes();
+    let converted = projectors.iter().filter(|c| c.converted).count();
+    out.push_str(&format!(
+        "\n{converted} of the reference's {} projector classes (`--mmproj`) are converted.\n\n\
+         | class | projector | reference |\n|---|---|---|\n",
+        projectors.len()
+    ));
+    for c in &projectors {
+        let state = if c.converted { "converted" } else { "not yet" };
+        out.push_str(&format!(
+            "| `{}` | {state} | `conversion/{}.py` {} |\n",
+            c.class, c.module, c.py_class
+        ));
+    }
     out
 }
 

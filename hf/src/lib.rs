@@ -48,6 +48,6 @@ pub use convert::{convert, convert_quantized, convert_with, Options, OutType, Re
 pub use error::{Error, Result, Unsupported};
 pub use export::{export_hf, Dtype, ExportOptions, ExportReport};
 pub use model_dir::ModelDir;
-pub use models::{classes, ClassState};
+pub use models::{classes, mmproj_classes, ClassState, MmprojState};
 
 pub(crate) use json::read_json;

@@ -4649,6 +4649,12 @@ FAST = {
     "MiniMax-M1-tiny-40k__q8_0",
     "nomic-embed-text-tiny-v1.5__f16",
     "MiMo-V2-Tiny-Flash__q8_0",
+    # projectors: SigLIP with Gemma 3's pooling projector (its norm's +1, the scale factor from
+    # processor_config.json); Qwen3-VL's Conv3D halves and deepstack mergers; Pixtral's permuted
+    # q and k
+    "gemma-3-tiny-vl-it__mmproj-f16",
+    "Qwen3-VL-Tiny-2B-Instruct__mmproj-q8_0",
+    "Mistral-Small-Tiny-3.1-Instruct__mmproj-bf16",
 }
 
 

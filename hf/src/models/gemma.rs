@@ -2,10 +2,10 @@
 
 use super::base::{self, Ctx, Force, Rearrange, TextModel, Yields};
 use super::mmproj;
-use ggufrw::quant::GgmlType;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
 use crate::vocab;
+use ggufrw::quant::GgmlType;
 use serde_json::Value;
 
 /// `Gemma3VisionModel`: Gemma 3's projector (SigLIP, then a pooling projector whose norm is
@@ -27,7 +27,11 @@ impl TextModel for Gemma3Vision {
         // the pooling's factor, written only where it is not the default 4 (a test model)
         let seq = match mmproj::preprocessor_config(cx)?.get("image_seq_length") {
             Some(v) => v.as_f64().ok_or_else(|| {
-                Error::field(&cx.dir.file("processor_config.json"), "image_seq_length", "not a number")
+                Error::field(
+                    &cx.dir.file("processor_config.json"),
+                    "image_seq_length",
+                    "not a number",
+                )
             })?,
             None => 256.0,
         };
@@ -35,7 +39,10 @@ impl TextModel for Gemma3Vision {
         let side = hp.int(&["image_size"])? / hp.int(&["patch_size"])?.max(1);
         let factor = side.checked_div(per_side).unwrap_or(0);
         if factor > 0 && factor != 4 {
-            kv.u32("clip.vision.projector.scale_factor", base::count32(hp, "image_size", factor)?);
+            kv.u32(
+                "clip.vision.projector.scale_factor",
+                base::count32(hp, "image_size", factor)?,
+            );
         }
         Ok(())
     }

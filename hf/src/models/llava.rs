@@ -25,7 +25,10 @@ const VISION_PREFIXES: [&str; 6] = [
 ];
 
 fn model_type(hp: &Hparams) -> &str {
-    hp.map.get("model_type").and_then(Value::as_str).unwrap_or("")
+    hp.map
+        .get("model_type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// `get_token_id("[IMG_BREAK]")`: `tokenizer_config.json`'s added tokens, then
@@ -133,7 +136,12 @@ impl TextModel for LlavaVision {
         let hp = cx.hp();
         if VISION_PREFIXES.iter().any(|p| name.starts_with(p)) {
             let heads = hp.int(&["num_attention_heads"])?;
-            let qk = ["q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias"];
+            let qk = [
+                "q_proj.weight",
+                "q_proj.bias",
+                "k_proj.weight",
+                "k_proj.bias",
+            ];
             let order = match qk.iter().any(|s| name.ends_with(s)) {
                 true => Order::LlamaHeads(heads),
                 false => Order::Stored,

@@ -4,10 +4,10 @@
 //! [`BOTH`]): the trait's methods are the same Python methods, `MmprojModel`'s here.
 
 use super::base::{self, Ctx, Force, Rearrange, TextModel, View, Yields};
-use crate::tables::Tensor;
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
+use crate::tables::Tensor;
 use ggufrw::quant::GgmlType;
 use serde_json::{Map, Value};
 
@@ -91,7 +91,9 @@ pub(crate) fn n_embd_text(hp: &Hparams) -> Result<u64> {
     };
     match n {
         Some(n) if n > 0 => Ok(n),
-        _ => Err(Error::reference("AssertionError: n_embd not found in hparams")),
+        _ => Err(Error::reference(
+            "AssertionError: n_embd not found in hparams",
+        )),
     }
 }
 

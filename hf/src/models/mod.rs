@@ -670,9 +670,15 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Qwen2VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
     ("Qwen2_5_VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
     ("Qwen3VLForConditionalGeneration", &qwen3vl::Qwen3VlVision),
-    ("Qwen3VLMoeForConditionalGeneration", &qwen3vl::Qwen3VlVision),
+    (
+        "Qwen3VLMoeForConditionalGeneration",
+        &qwen3vl::Qwen3VlVision,
+    ),
     ("Qwen3_5ForConditionalGeneration", &qwen3vl::Qwen3VlVision),
-    ("Qwen3_5MoeForConditionalGeneration", &qwen3vl::Qwen3VlVision),
+    (
+        "Qwen3_5MoeForConditionalGeneration",
+        &qwen3vl::Qwen3VlVision,
+    ),
     ("LlavaForConditionalGeneration", &llava::LlavaVision),
     ("Mistral3ForConditionalGeneration", &llava::LlavaVision),
     ("Idefics3ForConditionalGeneration", &smolvlm::SmolVlm),
@@ -775,6 +781,32 @@ pub fn classes() -> Vec<ClassState> {
                     .find(|(c, _)| *c == r.hf)
                     .map(|(_, why)| *why),
             }
+        })
+        .collect()
+}
+
+/// One reference projector class (`--mmproj`) and whether ggufrw converts it.
+#[derive(Clone, Debug)]
+pub struct MmprojState {
+    /// The `architectures` name.
+    pub class: &'static str,
+    /// The reference's module (`conversion/<module>.py`).
+    pub module: &'static str,
+    /// The Python projector class.
+    pub py_class: &'static str,
+    /// Whether `convert-hf --mmproj` converts it.
+    pub converted: bool,
+}
+
+/// Every class of the reference's `MMPROJ_MODEL_MAP` (sorted), with its state here.
+pub fn mmproj_classes() -> Vec<MmprojState> {
+    tables::MMPROJ_CLASSES
+        .iter()
+        .map(|r| MmprojState {
+            class: r.hf,
+            module: r.module,
+            py_class: r.class,
+            converted: MMPROJ_CLASSES.iter().any(|(c, _)| *c == r.hf),
         })
         .collect()
 }

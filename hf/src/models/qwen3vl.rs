@@ -171,7 +171,10 @@ impl TextModel for Qwen3VlVision {
         mmproj::VISION.init_hparams(class, hp);
         let m = &mut hp.map;
         if !m.contains_key("image_size") {
-            let n = m.get("num_position_embeddings").and_then(Value::as_f64).unwrap_or(2304.0);
+            let n = m
+                .get("num_position_embeddings")
+                .and_then(Value::as_f64)
+                .unwrap_or(2304.0);
             let patch = m.get("patch_size").and_then(Value::as_f64).unwrap_or(16.0);
             m.insert("image_size".into(), ((n.sqrt() * patch) as u64).into());
         }
@@ -187,12 +190,19 @@ impl TextModel for Qwen3VlVision {
         kv.string("clip.projector_type", "qwen3vl_merger");
         kv.bool("clip.use_gelu", true);
         if let Some(n) = hp.opt_int(&["spatial_merge_size"])? {
-            kv.u32("clip.vision.spatial_merge_size", base::count32(hp, "spatial_merge_size", n)?);
+            kv.u32(
+                "clip.vision.spatial_merge_size",
+                base::count32(hp, "spatial_merge_size", n)?,
+            );
         }
         let text = hp.raw.get("text_config");
         let eps = match text.and_then(|t| t.get("rms_norm_eps")) {
             Some(v) => v.as_f64().ok_or_else(|| {
-                Error::field(&hp.path, "text_config.rms_norm_eps", format!("{v} is not a number"))
+                Error::field(
+                    &hp.path,
+                    "text_config.rms_norm_eps",
+                    format!("{v} is not a number"),
+                )
             })?,
             None => 1e-6,
         };
@@ -234,13 +244,17 @@ impl TextModel for Qwen3VlVision {
         if let Some(rest) = name.strip_prefix("visual.deepstack_merger_list.") {
             let (i, target) = rest.split_once('.').unwrap_or((rest, ""));
             let indexes = deepstack_indexes(hp)?;
-            let idx = i.parse::<usize>().ok().and_then(|i| indexes.get(i)).ok_or_else(|| {
-                Error::field(
-                    &hp.path,
-                    "vision_config.deepstack_visual_indexes",
-                    format!("has no entry for {name} (IndexError)"),
-                )
-            })?;
+            let idx = i
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| indexes.get(i))
+                .ok_or_else(|| {
+                    Error::field(
+                        &hp.path,
+                        "vision_config.deepstack_visual_indexes",
+                        format!("has no entry for {name} (IndexError)"),
+                    )
+                })?;
             let (part, suffix) = target.split_once('.').unwrap_or((target, ""));
             let tensor = match part {
                 "norm" => Tensor::V_DS_NORM,

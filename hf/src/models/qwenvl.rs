@@ -56,7 +56,11 @@ impl TextModel for Qwen2VlVision {
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         mmproj::VISION.set_gguf_parameters(cx, kv)?;
         let hp = cx.hp();
-        let model_type = hp.raw.get("model_type").and_then(Value::as_str).unwrap_or("");
+        let model_type = hp
+            .raw
+            .get("model_type")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         match model_type {
             "qwen2_vl" => kv.string("clip.projector_type", "qwen2vl_merger"),
             "qwen2_5_vl" | "qwen2_5_omni" => {
@@ -78,7 +82,10 @@ impl TextModel for Qwen2VlVision {
                     ));
                 };
                 let pattern = first + 1;
-                if full.windows(2).any(|w| w[1].checked_sub(w[0]) != Some(pattern)) {
+                if full
+                    .windows(2)
+                    .any(|w| w[1].checked_sub(w[0]) != Some(pattern))
+                {
                     return Err(Error::reference(format!(
                         "ValueError: Invalid fullatt_block_indexes: {full:?}"
                     )));
@@ -153,4 +160,3 @@ impl TextModel for Qwen2VlVision {
         Ok(vec![(name.to_owned(), Rearrange::default())])
     }
 }
-
