@@ -636,3 +636,92 @@ fn a_tensor_stored_in_two_parts_is_refused_naming_both() {
         "{e}"
     );
 }
+
+/// A tiny Qwen2.5-VL folder for `--mmproj`: its config, a preprocessor config unless `pre`
+/// is false, and a tower of three blocks whose fused q/k/v has `qkv_rows` rows.
+fn vision_checkpoint(dir: &Path, pre: bool, qkv_rows: u64) {
+    let config = r#"{"architectures": ["Qwen2_5_VLForConditionalGeneration"],
+        "model_type": "qwen2_5_vl", "text_config": {"hidden_size": 16},
+        "vision_config": {"depth": 3, "hidden_size": 8, "intermediate_size": 16,
+        "num_heads": 2, "patch_size": 14, "fullatt_block_indexes": [0, 1, 2]}}"#;
+    std::fs::write(dir.join("config.json"), config).unwrap();
+    if pre {
+        let p = r#"{"image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]}"#;
+        std::fs::write(dir.join("preprocessor_config.json"), p).unwrap();
+    }
+    let tensors = [
+        ("visual.blocks.0.attn.qkv.weight", "F32", vec![qkv_rows, 8]),
+        ("visual.blocks.0.norm1.weight", "F32", vec![8]),
+        ("visual.patch_embed.proj.weight", "F32", vec![8, 3, 2, 14, 14]),
+    ];
+    std::fs::write(dir.join("model.safetensors"), safetensors(&tensors)).unwrap();
+}
+
+fn mmproj_refused(dir: &Path) -> String {
+    let out = dir.join("out.gguf");
+    let options = Options {
+        mmproj: true,
+        ..options(&out)
+    };
+    let e = convert(dir, &options).expect_err("refused").to_string();
+    assert!(!out.exists(), "an output was left behind: {e}");
+    e
+}
+
+#[test]
+fn a_projector_converts_with_its_patch_embedding_in_two() {
+    let dir = tempfile::tempdir().unwrap();
+    vision_checkpoint(dir.path(), true, 24);
+    let out = dir.path().join("out.gguf");
+    let options = Options {
+        mmproj: true,
+        ..options(&out)
+    };
+    let r = convert(dir.path(), &options).unwrap();
+    let names: Vec<&str> = r.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert!(names.contains(&"v.blk.0.attn_v.weight"), "{names:?}");
+    let patch = r.tensors.iter().find(|t| t.name == "v.patch_embd.weight.1");
+    assert_eq!(patch.map(|t| t.dims.clone()), Some(vec![14, 14, 3, 8]));
+}
+
+#[test]
+fn a_projector_without_its_image_statistics_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    vision_checkpoint(dir.path(), false, 24);
+    let e = mmproj_refused(dir.path());
+    assert!(
+        e.contains("preprocessor_config.json") && e.contains("image_mean"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_fused_qkv_that_contradicts_the_heads_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    vision_checkpoint(dir.path(), true, 25);
+    let e = mmproj_refused(dir.path());
+    assert!(e.contains("visual.blocks.0.attn.qkv.weight"), "{e}");
+}
+
+#[test]
+fn a_text_model_has_no_projector() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let e = mmproj_refused(dir.path());
+    assert!(e.contains("LlamaForCausalLM") && e.contains("MMPROJ_MODEL_MAP"), "{e}");
+}
+
+#[test]
+fn a_projector_vocabulary_alone_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    vision_checkpoint(dir.path(), true, 24);
+    let out = dir.path().join("out.gguf");
+    let options = Options {
+        mmproj: true,
+        vocab_only: true,
+        ..options(&out)
+    };
+    let e = convert(dir.path(), &options).expect_err("refused").to_string();
+    assert!(e.contains("does not support vocab writing"), "{e}");
+    assert!(!out.exists());
+}
