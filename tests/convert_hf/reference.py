@@ -930,6 +930,7 @@ FIXTURES += [
                                     "partial_rotary_factor": 0.5, "mrope_section": [2, 1, 1]},
                    vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
                                out_hidden_size=64, image_size=28, patch_size=14)),
+        processor={"class": "Glm4vImageProcessor"}, mmproj=MMPROJ_TYPES,
     ),
     # HunyuanOCR (transformers 5): HunYuan's dense text half with XD-RoPE, which transformers
     # 5 saves as dynamic RoPE with sections
@@ -1065,6 +1066,7 @@ FIXTURES += [
                                     "partial_rotary_factor": 0.5, "mrope_section": [2, 1, 1]},
                    vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
                                out_hidden_size=64, image_size=28, patch_size=14)),
+        processor={"class": "Glm4vImageProcessor"}, mmproj=MMPROJ_TYPES,
     ),
     # GLM-4.5V: GLM-4.5's mixture as the text half
     Fixture(
@@ -1077,6 +1079,7 @@ FIXTURES += [
                                     "partial_rotary_factor": 0.5, "mrope_section": [2, 1, 1]},
                    vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
                                out_hidden_size=64, image_size=28, patch_size=14)),
+        processor={"class": "Glm4vImageProcessor"}, mmproj=MMPROJ_TYPES,
     ),
     # Gemma 3 as the Hub publishes it: the text half, and the projector (SigLIP, its pooling
     # projector with Gemma's norm; the image processor's own file, the processor's sequence

@@ -333,3 +333,39 @@ fn deepstack_indexes(hp: &Hparams) -> Result<Vec<u64>> {
         )),
     }
 }
+
+/// `Glm4VVisionModel`: GLM-4.1V's, GLM-4.5V's and GLM-OCR's projector: Qwen3-VL's tower
+/// reading, its own keys, the merger's tensors mapped by name.
+pub(crate) struct Glm4vVision;
+
+impl TextModel for Glm4vVision {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Qwen3VlVision)
+    }
+
+    /// `MmprojModel`'s keys, not Qwen3-VL's, then its own.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        mmproj::VISION.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        kv.string("clip.projector_type", "glm4v");
+        let act = match hp.map.get("hidden_act") {
+            Some(Value::String(s)) => s.to_lowercase(),
+            _ => String::new(),
+        };
+        match act.as_str() {
+            "gelu" => kv.bool("clip.use_gelu", true),
+            "silu" => kv.bool("clip.use_silu", true),
+            _ => {}
+        }
+        let eps = hp.opt_float(&["rms_norm_eps"])?.unwrap_or(1e-5);
+        kv.f32("clip.vision.attention.layer_norm_epsilon", eps);
+        Ok(())
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        if name.starts_with("visual.merger.") {
+            return Ok(vec![(name.to_owned(), Rearrange::default())]);
+        }
+        Qwen3VlVision.modify_tensors(cx, name, shape)
+    }
+}
