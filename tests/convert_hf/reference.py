@@ -131,6 +131,9 @@ class Fixture:
     # the image processor saved beside the model (its `save_pretrained`: preprocessor_config.json):
     # the transformers class's name under "class", the rest its arguments
     processor: dict | None = None
+    # preprocessor_config.json as published, where the image processor's class needs more than
+    # the test environments have (Llama 4's is torchvision's alone)
+    preprocessor: dict | None = None
     # processor_config.json's fields, where the published processor keeps some (Gemma 3's
     # image_seq_length) and building it needs more than the fixture has
     processor_config: dict | None = None
@@ -1157,10 +1160,15 @@ FIXTURES += [
         extra=dict(config_class="Llama4Config", head_dim=16, num_local_experts=4,
                    num_experts_per_tok=1, intermediate_size=32, intermediate_size_mlp=96,
                    interleave_moe_layer_step=2, use_qk_norm=True,
-                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                   # three blocks at least: the adapter's `fc2` is named by block
+                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3,
                                num_attention_heads=2, image_size=28, patch_size=14,
                                vision_output_dim=64, projector_input_dim=64,
                                projector_output_dim=64)),
+        preprocessor=dict(image_processor_type="Llama4ImageProcessorFast", image_mean=[0.5] * 3,
+                          image_std=[0.5] * 3, max_patches=16, resize_to_max_canvas=False,
+                          size={"height": 28, "width": 28}, processor_class="Llama4Processor"),
+        mmproj=MMPROJ_TYPES,
     ),
     Fixture(
         name="Qwen2-Audio-Tiny-Instruct", seed=7154, dtype="bfloat16", tf5="saved", bpe="qwen2",
@@ -4207,6 +4215,9 @@ def save_tf5_model(fx: Fixture, folder: Path, cfg, original: bool = True,
     if fx.processor is not None:
         kw = dict(fx.processor)
         getattr(transformers, kw.pop("class"))(**kw).save_pretrained(str(folder))
+    if fx.preprocessor is not None:
+        (folder / "preprocessor_config.json").write_text(json.dumps(fx.preprocessor, indent=2) + "\n",
+                                                         encoding="utf-8")
     if fx.processor_config is not None:
         (folder / "processor_config.json").write_text(json.dumps(fx.processor_config, indent=2) + "\n",
                                                       encoding="utf-8")

@@ -43,6 +43,7 @@ mod laguna;
 mod lfm2;
 mod llada;
 mod llama;
+mod llama4;
 mod llava;
 mod maincoder;
 mod mamba;
@@ -682,6 +683,7 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Glm4vForConditionalGeneration", &qwen3vl::Glm4vVision),
     ("Glm4vMoeForConditionalGeneration", &qwen3vl::Glm4vVision),
     ("GlmOcrForConditionalGeneration", &qwen3vl::Glm4vVision),
+    ("Llama4ForConditionalGeneration", &llama4::Llama4Vision),
     ("LlavaForConditionalGeneration", &llava::LlavaVision),
     ("Mistral3ForConditionalGeneration", &llava::LlavaVision),
     ("Idefics3ForConditionalGeneration", &smolvlm::SmolVlm),
