@@ -2076,6 +2076,7 @@ FIXTURES += [
         extra=dict(vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                                num_attention_heads=2, num_key_value_heads=2, head_dim=16,
                                patch_size=4, position_embedding_size=64)),
+        processor=dict({"class": "Gemma4ImageProcessor"}, patch_size=4), mmproj=MMPROJ_TYPES,
     ),
     # Gemma 4's mixture (26B-A4B's layout): a dense MLP beside packed experts (gate and up
     # kept fused), the router's scales

@@ -1,6 +1,6 @@
 //! `conversion/gemma.py`.
 
-use super::base::{self, Ctx, Force, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, Force, Order, Rearrange, TextModel, Yields};
 use super::mmproj;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
@@ -90,6 +90,110 @@ impl TextModel for Gemma3Vision {
                 ..Rearrange::default()
             },
         )
+    }
+}
+
+/// `Gemma4VisionAudioModel`: Gemma 4's projector, its vision tower (the audio tower is not
+/// converted yet). Both encoders are the class's, so its tensor map spans 128 blocks.
+pub(crate) struct Gemma4Vision;
+
+/// The suffixes Gemma 4's projector maps names with.
+const GEMMA4_SUFFIXES: [&str; 6] = [
+    ".weight",
+    ".bias",
+    ".input_max",
+    ".input_min",
+    ".output_max",
+    ".output_min",
+];
+
+impl TextModel for Gemma4Vision {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&mmproj::VISION)
+    }
+
+    fn init_hparams(&self, class: &str, hp: &mut crate::config::Hparams) {
+        mmproj::VISION.init_hparams(class, hp);
+        // unused, set by the reference to avoid an error
+        hp.map.insert("image_size".into(), 224.into());
+    }
+
+    fn block_count(&self, hp: &crate::config::Hparams, names: &[String]) -> Result<u64> {
+        let n = mmproj::BOTH.block_count(hp, names)?;
+        let audio = hp.raw.get("audio_config");
+        if audio.is_some_and(|a| a.as_object().is_some_and(|o| !o.is_empty())) {
+            return Err(Error::not_yet(
+                "Gemma 4's audio tower (the projector with audio_config): only its vision \
+                 tower is converted yet",
+            ));
+        }
+        Ok(n)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        mmproj::VISION.set_gguf_parameters(cx, kv)?;
+        kv.string("clip.vision.projector_type", "gemma4v");
+        let eps = cx.hp().opt_float(&["layer_norm_eps"])?.unwrap_or(1e-6);
+        kv.f32("clip.vision.attention.layer_norm_epsilon", eps);
+        Ok(())
+    }
+
+    fn tensor_force_quant(
+        &self,
+        cx: &Ctx,
+        name: &str,
+        new_name: &str,
+        bid: Option<u64>,
+        n_dims: usize,
+    ) -> Option<Force> {
+        if name.contains("position_embedding_table") {
+            return Some(Force::Type(GgmlType::F32));
+        }
+        mmproj::VISION.tensor_force_quant(cx, name, new_name, bid, n_dims)
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let mut change = Rearrange {
+            named: true,
+            ..Rearrange::default()
+        };
+        if shape.is_empty() {
+            change.reshape = Some(([1, 0, 0, 0], 1));
+        }
+        let mut name = name
+            .replace("model.vision_tower.encoder.", "vision_model.model.")
+            .replace(".linear.weight", ".weight");
+        if name.ends_with("layer_scalar") || name.ends_with("position_embedding_table") {
+            name.push_str(".weight");
+        }
+        if name.ends_with("patch_embedder.input_proj.weight") {
+            // `[n_embd, p·p·3]` (HWC) as `[n_embd, 3, p, p]` (CHW)
+            let &[n_embd, k] = shape else {
+                return Err(Error::reference(format!(
+                    "{name}: {shape:?} is not a matrix"
+                )));
+            };
+            let p = ((k / 3) as f64).sqrt() as u64;
+            if p * p * 3 != k {
+                return Err(Error::reference(format!(
+                    "{name}: {k} columns are not 3 channels of a square patch"
+                )));
+            }
+            change.cols = Order::Swapped {
+                skip: 0,
+                outer: p * p,
+                inner: 3,
+                block: 1,
+            };
+            change.reshape = Some(([n_embd, 3, p, p], 4));
+        }
+        let map = crate::names::NameMap::new(cx.arch, cx.block_count);
+        match map.get(&name, &GEMMA4_SUFFIXES) {
+            Some((_, new_name)) => Ok(vec![(new_name, change)]),
+            None => Err(Error::reference(format!(
+                "ValueError: Can not map tensor {name:?}"
+            ))),
+        }
     }
 }
 

@@ -33,7 +33,6 @@ pub(crate) const AUDIO: Mmproj = Mmproj {
 };
 
 /// A projector of both encoders.
-#[allow(dead_code)]
 pub(crate) const BOTH: Mmproj = Mmproj {
     vision: true,
     audio: true,

@@ -667,6 +667,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
 /// `architectures` name and the model (the Python projector class's behaviour).
 pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Gemma3ForConditionalGeneration", &gemma::Gemma3Vision),
+    ("Gemma4ForConditionalGeneration", &gemma::Gemma4Vision),
     ("Qwen2VLModel", &qwenvl::Qwen2VlVision),
     ("Qwen2VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
     ("Qwen2_5_VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
