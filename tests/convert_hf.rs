@@ -205,12 +205,80 @@ fn convert_hf_matches_the_reference_on_every_case() {
     );
     quantize_after_conversion(cases, work.path(), &mut failures);
     transposed_experts(cases, work.path(), &mut failures);
+    with_mmproj(cases, work.path(), &mut failures);
     assert!(
         failures.is_empty(),
         "{} of {} cases differ:\n{}",
         failures.len(),
         cases.len(),
         failures.join("\n")
+    );
+}
+
+/// `convert-hf --with-mmproj` against the reference's two runs: wherever a fixture has a text
+/// case and a projector case of the same outtype, both converted, one run here gives both files.
+fn with_mmproj(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<String>) {
+    let ok = |name: &str| {
+        cases
+            .iter()
+            .any(|c| c["case"].as_str() == Some(name) && c["status"].as_i64() == Some(0))
+    };
+    let only = |dir: &Path| -> Option<PathBuf> {
+        let files = walk(dir);
+        (files.len() == 1).then(|| files[0].clone())
+    };
+    let mut compared = 0;
+    for case in cases {
+        let name = case["case"].as_str().unwrap();
+        let Some((fixture_name, outtype)) = name.split_once("__mmproj-") else {
+            continue;
+        };
+        let text = format!("{fixture_name}__{outtype}");
+        if !ok(name) || !ok(&text) {
+            continue;
+        }
+        let dir = work.join("with-mmproj").join(fixture_name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+            .arg("convert-hf")
+            .arg(case["fixture"].as_str().unwrap())
+            .args(["--with-mmproj", "--outtype", outtype, "-o"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        if !run.status.success() {
+            failures.push(format!(
+                "{fixture_name} --with-mmproj: {}",
+                String::from_utf8_lossy(&run.stderr).trim()
+            ));
+            continue;
+        }
+        let outputs = walk(&dir);
+        let is_projector = |p: &PathBuf| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("mmproj-"))
+        };
+        let (projectors, texts): (Vec<_>, Vec<_>) = outputs.into_iter().partition(is_projector);
+        if projectors.len() != 1 || texts.len() != 1 {
+            failures.push(format!(
+                "{fixture_name} --with-mmproj: {projectors:?} and {texts:?}, not one of each"
+            ));
+            continue;
+        }
+        for (ours, reference) in [(&texts[0], &text), (&projectors[0], &name.to_owned())] {
+            let Some(theirs) = only(&work.join("ref").join(reference)) else {
+                failures.push(format!("{reference}: not one reference file"));
+                continue;
+            };
+            if let Some(d) = first_difference(ours, &theirs) {
+                failures.push(format!("{fixture_name} --with-mmproj, as {reference}: {d}"));
+            }
+        }
+        compared += 1;
+    }
+    eprintln!(
+        "convert-hf --with-mmproj: {compared} fixtures' text and projector files byte-identical \
+         with the reference's two runs"
     );
 }
 

@@ -32,8 +32,14 @@ pub struct Args {
     vocab_only: bool,
     /// Write the multimodal projector (vision or audio encoder; architecture `clip`) instead
     /// of the text model; a folder output is named `mmproj-<name>-<type>.gguf`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "with_mmproj")]
     mmproj: bool,
+    /// Write the text model and then its projector (each as its own reference run writes it,
+    /// the projector at --outtype, or --via with --quantize): into OUTFILE when it is a folder,
+    /// else beside it as `mmproj-<OUTFILE>`. Each run reads only its own tensors of the
+    /// checkpoint.
+    #[arg(long, conflicts_with = "vocab_only")]
+    with_mmproj: bool,
     /// Write a big-endian file.
     #[arg(long)]
     bigendian: bool,
@@ -174,18 +180,62 @@ pub fn run(args: Args) -> ExitCode {
         threads: args.threads.unwrap_or(0),
         mmproj: args.mmproj,
     };
-    if let Some(preset) = &args.quantize {
-        return convert_and_quantize(&model, options, preset, &args.via, &args.quantize_options);
-    }
-    if !args.quantize_options.is_empty() {
+    if !args.quantize_options.is_empty() && args.quantize.is_none() {
         eprintln!("options after -- are llama-quantize's: they need --quantize PRESET");
         return ExitCode::from(USAGE_OR_IO);
     }
-    match convert_with(&model, &options, &Bar::new()) {
+    let via = args.quantize.as_ref().map(|_| args.via.as_str());
+    let projector = args.with_mmproj.then(|| projector_options(&options, via));
+    if let Some(p) = &projector {
+        // the projector planned (and refused) before anything is written
+        let dry = Options {
+            dry_run: true,
+            ..p.clone()
+        };
+        if let Err(e) = convert_with(&model, &dry, &()) {
+            return failed(&e);
+        }
+    }
+    let text = match &args.quantize {
+        Some(preset) => {
+            convert_and_quantize(&model, options, preset, &args.via, &args.quantize_options)
+        }
+        None => convert_plain(&model, &options, args.dry_run),
+    };
+    match projector {
+        Some(p) if text == ExitCode::SUCCESS => convert_plain(&model, &p, args.dry_run),
+        _ => text,
+    }
+}
+
+/// `--with-mmproj`'s projector run: the text run's options with `--mmproj`, its type the
+/// text's (`--via` with `--quantize`), its file the folder's convention or `mmproj-<OUTFILE>`.
+fn projector_options(text: &Options, via: Option<&str>) -> Options {
+    let mut p = text.clone();
+    p.mmproj = true;
+    p.name_type = None;
+    if let Some(via) = via {
+        p.outtype = OutType::parse(via).expect("clap checked the value");
+    }
+    if let Some(out) = &text.outfile {
+        if !out.is_dir() {
+            let name = out
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            p.outfile = Some(out.with_file_name(format!("mmproj-{name}")));
+        }
+    }
+    p
+}
+
+/// One conversion, its plan or result printed.
+fn convert_plain(model: &std::path::Path, options: &Options, dry_run: bool) -> ExitCode {
+    match convert_with(model, options, &Bar::new()) {
         Ok(r) => {
             let mut text = String::new();
             let width = r.tensors.iter().map(|t| t.name.len()).max().unwrap_or(0) + 1;
-            if args.dry_run {
+            if dry_run {
                 for t in &r.tensors {
                     let dims: Vec<String> = t.dims.iter().map(u64::to_string).collect();
                     text.push_str(&format!(
@@ -211,7 +261,7 @@ pub fn run(args: Args) -> ExitCode {
             }
             text.push_str(&format!(
                 "{} {} tensors ({} parameters, {bytes} bytes of data), general.file_type = {}\n",
-                if args.dry_run { "would write" } else { "wrote" },
+                if dry_run { "would write" } else { "wrote" },
                 r.tensors.len(),
                 r.parameters,
                 r.file_type

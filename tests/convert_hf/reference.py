@@ -4669,6 +4669,7 @@ FAST = {
     # q and k
     "gemma-3-tiny-vl-it__mmproj-f16",
     "Qwen3-VL-Tiny-2B-Instruct__mmproj-q8_0",
+    "Qwen3-VL-Tiny-2B-Instruct__q8_0",  # and with it, one --with-mmproj run
     "Mistral-Small-Tiny-3.1-Instruct__mmproj-bf16",
 }
 
