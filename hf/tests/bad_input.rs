@@ -652,7 +652,11 @@ fn vision_checkpoint(dir: &Path, pre: bool, qkv_rows: u64) {
     let tensors = [
         ("visual.blocks.0.attn.qkv.weight", "F32", vec![qkv_rows, 8]),
         ("visual.blocks.0.norm1.weight", "F32", vec![8]),
-        ("visual.patch_embed.proj.weight", "F32", vec![8, 3, 2, 14, 14]),
+        (
+            "visual.patch_embed.proj.weight",
+            "F32",
+            vec![8, 3, 2, 14, 14],
+        ),
     ];
     std::fs::write(dir.join("model.safetensors"), safetensors(&tensors)).unwrap();
 }
@@ -708,7 +712,10 @@ fn a_text_model_has_no_projector() {
     let dir = tempfile::tempdir().unwrap();
     checkpoint(dir.path(), &llama_tensors());
     let e = mmproj_refused(dir.path());
-    assert!(e.contains("LlamaForCausalLM") && e.contains("MMPROJ_MODEL_MAP"), "{e}");
+    assert!(
+        e.contains("LlamaForCausalLM") && e.contains("MMPROJ_MODEL_MAP"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -721,7 +728,9 @@ fn a_projector_vocabulary_alone_is_refused() {
         vocab_only: true,
         ..options(&out)
     };
-    let e = convert(dir.path(), &options).expect_err("refused").to_string();
+    let e = convert(dir.path(), &options)
+        .expect_err("refused")
+        .to_string();
     assert!(e.contains("does not support vocab writing"), "{e}");
     assert!(!out.exists());
 }

@@ -1170,21 +1170,24 @@ FIXTURES += [
                           size={"height": 28, "width": 28}, processor_class="Llama4Processor"),
         mmproj=MMPROJ_TYPES,
     ),
+    # audio towers three blocks deep at least: the encoder's `conv2` is named by block
     Fixture(
         name="Qwen2-Audio-Tiny-Instruct", seed=7154, dtype="bfloat16", tf5="saved", bpe="qwen2",
         model_class="Qwen2AudioForConditionalGeneration",
         extra=dict(config_class="Qwen2AudioConfig",
-                   towers=dict(audio_config=dict(d_model=32, encoder_layers=1,
+                   towers=dict(audio_config=dict(d_model=32, encoder_layers=3,
                                                  encoder_attention_heads=2, encoder_ffn_dim=64,
                                                  num_mel_bins=16, max_source_positions=16))),
+        mmproj=MMPROJ_TYPES,
     ),
     Fixture(
         name="Voxtral-Tiny-Mini", seed=7155, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
         model_class="VoxtralForConditionalGeneration",
         extra=dict(config_class="VoxtralConfig", head_dim=16,
                    towers=dict(audio_config=dict(hidden_size=32, intermediate_size=64,
-                                                 num_hidden_layers=1, num_attention_heads=2,
+                                                 num_hidden_layers=3, num_attention_heads=2,
                                                  num_mel_bins=16, max_source_positions=16))),
+        mmproj=MMPROJ_TYPES,
     ),
     # Audio Flamingo 3: Qwen 2's text half
     Fixture(
@@ -1192,8 +1195,9 @@ FIXTURES += [
         model_class="AudioFlamingo3ForConditionalGeneration",
         extra=dict(config_class="AudioFlamingo3Config",
                    towers=dict(audio_config=dict(hidden_size=32, intermediate_size=64,
-                                                 num_hidden_layers=1, num_attention_heads=2,
+                                                 num_hidden_layers=3, num_attention_heads=2,
                                                  num_mel_bins=16, max_source_positions=16))),
+        mmproj=MMPROJ_TYPES,
     ),
     # MiniCPM-V 4.6: Qwen 3.5's text half without its prediction layer's tensors
     Fixture(

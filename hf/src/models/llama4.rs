@@ -21,7 +21,10 @@ impl TextModel for Llama4Vision {
         mmproj::VISION.set_gguf_parameters(cx, kv)?;
         let hp = cx.hp();
         kv.string("clip.projector_type", "llama4");
-        kv.f32("clip.vision.attention.layer_norm_epsilon", hp.float(&["norm_eps"])?);
+        kv.f32(
+            "clip.vision.attention.layer_norm_epsilon",
+            hp.float(&["norm_eps"])?,
+        );
         let ratio = hp.float(&["pixel_shuffle_ratio"])?;
         let factor = 1.0 / ratio;
         if !factor.is_finite() || factor < 0.0 || factor >= u32::MAX as f64 {

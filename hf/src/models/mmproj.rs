@@ -26,7 +26,6 @@ pub(crate) const VISION: Mmproj = Mmproj {
 };
 
 /// An audio projector.
-#[allow(dead_code)]
 pub(crate) const AUDIO: Mmproj = Mmproj {
     vision: false,
     audio: true,
@@ -197,7 +196,46 @@ impl TextModel for Mmproj {
             kv.f32s("clip.vision.image_std", floats(&pre, "image_std", cx)?);
         }
         if self.audio {
-            return Err(Error::reference("audio projectors are not converted yet"));
+            // the audio config: the class's own hparams unless it has a vision tower too
+            let audio;
+            let ap = if self.vision {
+                let g = global_config(hp);
+                let Some(Value::Object(m)) = audio_config(&g) else {
+                    return Err(Error::field(&hp.path, "audio_config", "missing"));
+                };
+                audio = Hparams {
+                    map: m.clone(),
+                    ..hp.clone()
+                };
+                &audio
+            } else {
+                hp
+            };
+            kv.bool("clip.has_audio_encoder", true);
+            kv.u32(
+                "clip.audio.projection_dim",
+                base::count32(hp, "hidden_size", n_embd_text(hp)?)?,
+            );
+            let aparam = |keys: &[&str]| -> Result<u32> {
+                let v = ap.find(keys).ok_or_else(|| {
+                    Error::field(
+                        &ap.path,
+                        format!("audio_config.{}", keys.join("|")),
+                        "missing (KeyError: could not find any of them)",
+                    )
+                })?;
+                base::u32_of(ap, keys[0], v)
+            };
+            kv.u32("clip.audio.embedding_length", aparam(&["hidden_size"])?);
+            kv.u32(
+                "clip.audio.feed_forward_length",
+                aparam(&["intermediate_size"])?,
+            );
+            kv.u32("clip.audio.block_count", aparam(&N_BLOCK_KEYS)?);
+            kv.u32(
+                "clip.audio.attention.head_count",
+                aparam(&["num_attention_heads"])?,
+            );
         }
         Ok(())
     }

@@ -76,6 +76,7 @@ mod starcoder;
 mod step3;
 mod t5;
 mod talkie;
+mod ultravox;
 mod xverse;
 
 pub(crate) use base::{
@@ -688,6 +689,15 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("LlavaForConditionalGeneration", &llava::LlavaVision),
     ("Mistral3ForConditionalGeneration", &llava::LlavaVision),
     ("Idefics3ForConditionalGeneration", &smolvlm::SmolVlm),
+    (
+        "Qwen2AudioForConditionalGeneration",
+        &ultravox::WhisperEncoder,
+    ),
+    ("VoxtralForConditionalGeneration", &ultravox::Voxtral),
+    (
+        "AudioFlamingo3ForConditionalGeneration",
+        &ultravox::AudioFlamingo3,
+    ),
     ("SmolVLMForConditionalGeneration", &smolvlm::SmolVlm),
 ];
 

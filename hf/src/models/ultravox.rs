@@ -1,0 +1,126 @@
+//! `conversion/ultravox.py`'s projectors: Whisper's encoder as Qwen2-Audio, Voxtral and
+//! Audio Flamingo 3 carry it.
+
+use super::base::{self, Ctx, Force, Rearrange, TextModel, Yields};
+use super::mmproj;
+use crate::config::Hparams;
+use crate::error::Result;
+use crate::kv::Kv;
+use ggufrw::quant::GgmlType;
+use serde_json::Value;
+
+/// `WhisperEncoderModel`: Qwen2-Audio's projector (Whisper's encoder, its convolutions' biases
+/// as columns, the projector's names kept apart from a vision one's).
+pub(crate) struct WhisperEncoder;
+
+impl TextModel for WhisperEncoder {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&mmproj::AUDIO)
+    }
+
+    /// Whisper's config names its widths `d_model` and `encoder_ffn_dim`.
+    fn init_hparams(&self, class: &str, hp: &mut Hparams) {
+        mmproj::AUDIO.init_hparams(class, hp);
+        let m = &mut hp.map;
+        if !m.contains_key("hidden_size") && !m.contains_key("intermediate_size") {
+            for (to, from) in [
+                ("hidden_size", "d_model"),
+                ("intermediate_size", "encoder_ffn_dim"),
+                ("num_attention_heads", "encoder_attention_heads"),
+            ] {
+                let v = m.get(from).cloned().unwrap_or(Value::Null);
+                m.insert(to.into(), v);
+            }
+        }
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        mmproj::AUDIO.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        kv.string("clip.projector_type", "qwen2a");
+        let bins = hp.int(&["num_mel_bins"])?;
+        kv.u32(
+            "clip.audio.num_mel_bins",
+            base::count32(hp, "num_mel_bins", bins)?,
+        );
+        let eps = hp.opt_float(&["layer_norm_eps"])?.unwrap_or(1e-5);
+        kv.f32("clip.audio.attention.layer_norm_epsilon", eps);
+        Ok(())
+    }
+
+    fn tensor_force_quant(
+        &self,
+        cx: &Ctx,
+        name: &str,
+        new_name: &str,
+        bid: Option<u64>,
+        n_dims: usize,
+    ) -> Option<Force> {
+        if name.contains(".conv") && name.contains(".weight") {
+            return Some(Force::Type(GgmlType::F16));
+        }
+        mmproj::AUDIO.tensor_force_quant(cx, name, new_name, bid, n_dims)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        match name.starts_with("multi_modal_projector") {
+            true => mmproj::AUDIO.filter_tensors(cx, &format!("audio.{name}")),
+            false => mmproj::AUDIO.filter_tensors(cx, name),
+        }
+    }
+
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        let change = Rearrange {
+            unsqueeze: name.contains("conv1.bias") || name.contains("conv2.bias"),
+            ..Rearrange::default()
+        };
+        base::yield_as(name, change)
+    }
+}
+
+/// `VoxtralWhisperEncoderModel`.
+pub(crate) struct Voxtral;
+
+impl TextModel for Voxtral {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&WhisperEncoder)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        WhisperEncoder.set_gguf_parameters(cx, kv)?;
+        kv.string("clip.projector_type", "voxtral");
+        // intermediate_size // hidden_size
+        kv.u32("clip.audio.projector.stack_factor", 4);
+        Ok(())
+    }
+}
+
+/// `AudioFlamingo3WhisperEncoderModel`.
+pub(crate) struct AudioFlamingo3;
+
+impl TextModel for AudioFlamingo3 {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&WhisperEncoder)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        WhisperEncoder.set_gguf_parameters(cx, kv)?;
+        kv.string("clip.projector_type", "musicflamingo");
+        Ok(())
+    }
+
+    /// Its convolutions were trained in BF16: F32, not F16.
+    fn tensor_force_quant(
+        &self,
+        cx: &Ctx,
+        name: &str,
+        new_name: &str,
+        bid: Option<u64>,
+        n_dims: usize,
+    ) -> Option<Force> {
+        if name.contains(".conv") && name.contains(".weight") {
+            return Some(Force::Type(GgmlType::F32));
+        }
+        WhisperEncoder.tensor_force_quant(cx, name, new_name, bid, n_dims)
+    }
+}
