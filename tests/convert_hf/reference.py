@@ -1216,9 +1216,17 @@ FIXTURES += [
         extra=dict(config_class="Exaone4_5_Config", model_type="exaone4", head_dim=16,
                    sliding_window=32,
                    sliding_window_pattern=2,
-                   vision=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
+                   vision=dict(depth=3, hidden_size=32, intermediate_size=64, num_heads=2,  # merger.mlp.2
+                               num_key_value_heads=1, fullatt_block_indexes=[0, 1, 2],
                                out_hidden_size=64)),
         saved_extra=dict(num_nextn_predict_layers=1),
+        # as published (transformers 5's processor saves the pixel bounds as `size`, where the
+        # reference does not look for them)
+        preprocessor=dict(image_processor_type="Qwen2VLImageProcessor", min_pixels=3136,
+                          max_pixels=12845056, patch_size=14, temporal_patch_size=2,
+                          merge_size=2, image_mean=[0.48145466, 0.4578275, 0.40821073],
+                          image_std=[0.26862954, 0.26130258, 0.27577711]),
+        mmproj=MMPROJ_TYPES,
     ),
     # Qwen2.5-Omni as the Hub publishes it (`Qwen2_5OmniModel`): the thinker's text half
     Fixture(

@@ -667,6 +667,10 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
 /// Every class whose projector ggufrw converts (`--mmproj`, architecture `clip`): the
 /// `architectures` name and the model (the Python projector class's behaviour).
 pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
+    (
+        "Exaone4_5_ForConditionalGeneration",
+        &qwenvl::Exaone45Vision,
+    ),
     ("Gemma3ForConditionalGeneration", &gemma::Gemma3Vision),
     ("Gemma4ForConditionalGeneration", &gemma::Gemma4Vision),
     ("Qwen2VLModel", &qwenvl::Qwen2VlVision),

@@ -160,3 +160,86 @@ impl TextModel for Qwen2VlVision {
         Ok(vec![(name.to_owned(), Rearrange::default())])
     }
 }
+
+/// `Exaone4_5VisionModel`: Qwen2-VL's tower with grouped kv heads, its fused q/k/v kept, the
+/// processor's pixel bounds.
+pub(crate) struct Exaone45Vision;
+
+impl TextModel for Exaone45Vision {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Qwen2VlVision)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        Qwen2VlVision.filter_tensors(cx, &name.replacen("model.visual.", "visual.", 1))
+    }
+
+    /// `MmprojModel`'s keys, not Qwen2-VL's, then its own.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        mmproj::VISION.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        kv.string("clip.projector_type", "exaone4_5");
+        kv.bool("clip.use_silu", true);
+        let pre = mmproj::preprocessor_config(cx)?;
+        for (key, field) in [
+            ("clip.vision.image_min_pixels", "min_pixels"),
+            ("clip.vision.image_max_pixels", "max_pixels"),
+        ] {
+            let v = pre.get(field).ok_or_else(|| {
+                Error::field(
+                    &cx.dir.file("preprocessor_config.json"),
+                    field,
+                    "missing (the reference's KeyError)",
+                )
+            })?;
+            kv.u32(key, base::u32_of(hp, field, v)?);
+        }
+        if let Some(n) = hp.opt_int(&["num_key_value_heads"])? {
+            kv.u32(
+                "clip.vision.attention.head_count_kv",
+                base::count32(hp, "num_key_value_heads", n)?,
+            );
+        }
+        let eps = match hp.map.get("rms_norm_eps") {
+            Some(v) => v.as_f64(),
+            None => hp.raw.get("rms_norm_eps").and_then(Value::as_f64),
+        };
+        kv.f32(
+            "clip.vision.attention.layer_norm_epsilon",
+            eps.unwrap_or(1e-6),
+        );
+        if let Some(n) = hp.opt_int(&["window_size"])? {
+            kv.u32(
+                "clip.vision.window_size",
+                base::count32(hp, "window_size", n)?,
+            );
+        }
+        let full: Vec<u64> = match hp.map.get("fullatt_block_indexes") {
+            Some(Value::Array(a)) => a.iter().filter_map(Value::as_u64).collect(),
+            _ => Vec::new(),
+        };
+        if let Some(first) = full.first() {
+            let pattern = first + 1;
+            if full
+                .windows(2)
+                .any(|w| w[1].checked_sub(w[0]) != Some(pattern))
+            {
+                return Err(Error::reference(format!(
+                    "ValueError: Invalid EXAONE4.5 fullatt_block_indexes: {full:?}"
+                )));
+            }
+            kv.u32(
+                "clip.vision.n_wa_pattern",
+                base::count32(hp, "fullatt_block_indexes", pattern)?,
+            );
+        }
+        Ok(())
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        if name.contains(".qkv.") {
+            return Ok(vec![(name.to_owned(), Rearrange::default())]);
+        }
+        Qwen2VlVision.modify_tensors(cx, name, shape)
+    }
+}
