@@ -1140,6 +1140,22 @@ FIXTURES += [
         added=["[IMG]", "[IMG_BREAK]", "[IMG_END]"],
         processor={"class": "PixtralImageProcessor"}, mmproj=MMPROJ_TYPES,
     ),
+    # LFM2-VL: SigLIP 2's NaFlex tower (a linear patch embedding over 16×16 patches), the
+    # pixel unshuffle's factor, the last block dropped by `vision_feature_layer`
+    Fixture(
+        name="LFM2-VL-Tiny", seed=7179, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
+        tie=True, text=False, post_save="siglip2-hub",  # its text half is LFM2's
+        extra=dict(config_class="Lfm2VlConfig", head_dim=16, conv_L_cache=3,
+                   layer_types=["conv", "full_attention"],
+                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                               num_attention_heads=2, num_patches=16, vision_use_head=False),
+                   towers=dict(projector_hidden_size=64, vision_feature_layer=-2)),
+        preprocessor=dict(image_processor_type="Lfm2VlImageProcessorFast", image_mean=[0.5] * 3,
+                          image_std=[0.5] * 3, downsample_factor=2, encoder_patch_size=16,
+                          max_image_tokens=256, min_image_tokens=64, tile_size=512,
+                          processor_class="Lfm2VlProcessor"),
+        mmproj=MMPROJ_TYPES,
+    ),
     # SmolVLM (its text half is not a class the reference converts): SigLIP and the pixel
     # shuffle's connector, the image processor's longest edge
     Fixture(
@@ -4055,6 +4071,8 @@ def with_prefixes(folder: Path, prefixes: dict) -> None:
 POST_SAVE = {
     # SigLIP's tower as the Hub publishes Gemma 3 (transformers 5 drops the `vision_model.`)
     "siglip-hub": lambda folder: with_prefixes(folder, {"vision_tower.": "vision_tower.vision_model."}),
+    "siglip2-hub": lambda folder: with_prefixes(
+        folder, {"model.vision_tower.": "model.vision_tower.vision_model."}),
     "laguna": as_laguna,
     "mtp": with_mtp_layer,
     "mtp-copy": with_mtp_layer_copy,

@@ -214,3 +214,93 @@ impl TextModel for Lfm2ColBert {
         Lfm2.modify_tensors(cx, &name, shape)
     }
 }
+
+/// `LFM2VLModel`: LFM2-VL's projector (SigLIP 2's NaFlex tower, whose patch embedding is a
+/// linear layer over 16×16 HWC patches, written as the Conv2D it stands for; the blocks
+/// `vision_feature_layer` drops left out of the count).
+pub(crate) struct Lfm2Vl;
+
+impl TextModel for Lfm2Vl {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&super::mmproj::VISION)
+    }
+
+    /// A dynamic resolution's tower has no image size: the reference's.
+    fn init_hparams(&self, class: &str, hp: &mut Hparams) {
+        super::mmproj::VISION.init_hparams(class, hp);
+        hp.map.insert("image_size".into(), 256.into());
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        super::mmproj::VISION.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        kv.string("clip.projector_type", "lfm2");
+        kv.f32(
+            "clip.vision.attention.layer_norm_epsilon",
+            hp.float(&["layer_norm_eps"])?,
+        );
+        let factor = match hp.raw.get("downsample_factor") {
+            Some(v) => base::u32_of(hp, "downsample_factor", v)?,
+            None => 2,
+        };
+        kv.u32("clip.vision.projector.scale_factor", factor);
+        kv.bool("clip.use_gelu", true);
+        // Python's index: -1 keeps every block, -2 drops the last
+        let layer = match hp.raw.get("vision_feature_layer") {
+            Some(v) => v.as_i64().ok_or_else(|| {
+                Error::field(
+                    &hp.path,
+                    "vision_feature_layer",
+                    format!("{v} is not a layer"),
+                )
+            })?,
+            None => -1,
+        };
+        let blocks = hp.int(&["num_hidden_layers", "depth", "num_layers"])? as i64;
+        let kept = blocks + layer + 1;
+        let kept = u32::try_from(kept).map_err(|_| {
+            Error::field(
+                &hp.path,
+                "vision_feature_layer",
+                format!("{layer} drops more than the {blocks} blocks"),
+            )
+        })?;
+        kv.u32("clip.vision.block_count", kept);
+        Ok(())
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        let name = name
+            .replace("model.vision_tower.", "vision_tower.")
+            .replace("model.multi_modal_projector.", "multi_modal_projector.");
+        super::mmproj::VISION.filter_tensors(cx, &name)
+    }
+
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        if name.contains("patch_embedding.weight") {
+            // `view(n, 16, 16, 3).permute(0, 3, 1, 2)`
+            let &[n, k] = shape else {
+                return Err(Error::reference(format!(
+                    "{name}: {shape:?} is not a matrix"
+                )));
+            };
+            if k != 16 * 16 * 3 {
+                return Err(Error::reference(format!(
+                    "RuntimeError: {name}: {k} columns cannot be viewed as 16×16 patches of 3 channels"
+                )));
+            }
+            let change = Rearrange {
+                cols: base::Order::Swapped {
+                    skip: 0,
+                    outer: 256,
+                    inner: 3,
+                    block: 1,
+                },
+                reshape: Some(([n, 3, 16, 16], 4)),
+                ..Rearrange::default()
+            };
+            return base::yield_as(name, change);
+        }
+        base::yield_as(name, Rearrange::default())
+    }
+}

@@ -689,6 +689,7 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Glm4vForConditionalGeneration", &qwen3vl::Glm4vVision),
     ("Glm4vMoeForConditionalGeneration", &qwen3vl::Glm4vVision),
     ("GlmOcrForConditionalGeneration", &qwen3vl::Glm4vVision),
+    ("Lfm2VlForConditionalGeneration", &lfm2::Lfm2Vl),
     ("Llama4ForConditionalGeneration", &llama4::Llama4Vision),
     ("LlavaForConditionalGeneration", &llava::LlavaVision),
     ("Mistral3ForConditionalGeneration", &llava::LlavaVision),
