@@ -2,7 +2,7 @@
 """`ggufrw convert-hf` against the reference, llama.cpp's `convert_hf_to_gguf.py`.
 
 Usage: benches/convert_hf.py [--pairs 3] [--exe BUILD/ggufrw] [--only f16,q8_0,Q4_K_M]
-                             [--model llama-bf16|deepseek-fp8] [--layers N]
+                             [--model llama-bf16|deepseek-fp8|qwen25vl-bf16] [--layers N]
 
 Needs the reference's environment (`scripts/convert-ref.sh`: torch and transformers) and, for
 the Q4_K_M row, llama-quantize (`scripts/ggml.sh --tools`). Makes (once, cached under
@@ -22,6 +22,13 @@ random weights, quantized as tests/convert_hf/reference.py quantizes its fixture
 1024×512 per layer, `--layers` layers (9: ~1 GB, 0.99 B parameters; the first dense), the
 tokenizer of the DeepSeek fixture. Its rows compare the same commands on it; two `--layers`
 show how peak memory follows the largest layer, not the model.
+
+`--model qwen25vl-bf16` uses a ~1 GB bf16 Qwen2.5-VL (transformers' class, random weights: a
+12-block vision tower of width 1024 beside a 6-layer text model of width 1024 and the Qwen 2
+vocabulary of the Qwen2.5-VL fixture, which needs `scripts/convert-tf5.sh` in
+GGUFRW_TF5_PYTHON), and its row `with-mmproj`: `ggufrw convert-hf DIR --with-mmproj --outtype
+f16` against the reference's two runs, `convert_hf_to_gguf.py DIR --outtype f16` and the same
+with `--mmproj` (both outputs compared byte for byte).
 """
 import argparse, os, shutil, statistics, subprocess, sys, tempfile
 
@@ -81,6 +88,40 @@ reference.as_quantized(out, "fp8-block-128")
 '''
 
 
+MAKE_VL = r'''
+import json, shutil, sys, torch
+from pathlib import Path
+root, out, work, tree = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+sys.path.insert(0, root + "/tests/convert_hf")
+import reference
+reference.LLAMA_CPP = tree
+from transformers import AutoConfig, Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+fx = next(f for f in reference.FIXTURES if f.name == "Qwen2.5-VL-Tiny-3B-Instruct")
+tiny = reference.ensure_fixtures(work, [fx])[fx.name]
+vocab = AutoConfig.from_pretrained(str(tiny)).to_dict()["text_config"]["vocab_size"]
+text = dict(vocab_size=vocab, hidden_size=1024, intermediate_size=2816, num_hidden_layers=6,
+            num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=4096,
+            rope_scaling={"type": "mrope", "mrope_section": [16, 24, 24]}, tie_word_embeddings=False)
+vision = dict(depth=12, hidden_size=1024, intermediate_size=2816, num_heads=16, out_hidden_size=1024,
+              fullatt_block_indexes=[3, 7, 11])
+cfg = Qwen2_5_VLConfig(text_config=text, vision_config=vision, **text)
+torch.manual_seed(0)
+model = Qwen2_5_VLForConditionalGeneration(cfg).to(torch.bfloat16)
+model.save_pretrained(str(out), safe_serialization=True, max_shard_size="400MB")
+del model
+# the class at the top level, as the Hub's config has it (this transformers files it under
+# text_config for a model built from a config)
+path = out / "config.json"
+config = json.loads(path.read_text(encoding="utf-8"))
+config = {"architectures": ["Qwen2_5_VLForConditionalGeneration"], **config}
+path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+for f in tiny.iterdir():
+    if f.name.startswith(("tokenizer", "special_tokens", "vocab", "merges", "preprocessor", "chat_template")):
+        shutil.copy(f, out / f.name)
+(out / ".complete").write_text("")
+'''
+
+
 def lines_of(cmd):
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
 
@@ -104,12 +145,16 @@ def main():
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--exe")
     ap.add_argument("--only", default="f16,q8_0,Q4_K_M")
-    ap.add_argument("--model", default="llama-bf16", choices=["llama-bf16", "deepseek-fp8"])
+    ap.add_argument("--model", default="llama-bf16", choices=["llama-bf16", "deepseek-fp8", "qwen25vl-bf16"])
     ap.add_argument("--layers", type=int, default=9)
     a = ap.parse_args()
     model = MODEL
     if a.model == "deepseek-fp8":
         model = os.path.join(CACHE, f"Bench-DeepSeek-V3-FP8-{a.layers}L")
+    if a.model == "qwen25vl-bf16":
+        model = os.path.join(CACHE, "Bench-Qwen2.5-VL-0.5B")
+        if a.only == ap.get_default("only"):
+            a.only = "with-mmproj"
     py, tree = lines_of([os.path.join(ROOT, "scripts/convert-ref.sh")])[:2]
     exe = os.path.abspath(a.exe) if a.exe else None
     if exe is None:
@@ -117,7 +162,10 @@ def main():
         exe = os.path.join(ROOT, "target/release/ggufrw")
     if not os.path.exists(os.path.join(model, ".complete")):
         print("making the checkpoint (once)…", file=sys.stderr)
-        if a.model == "deepseek-fp8":
+        if a.model == "qwen25vl-bf16":
+            shutil.rmtree(model, ignore_errors=True)
+            subprocess.run([py, "-c", MAKE_VL, ROOT, model, os.path.join(CACHE, "fixtures"), tree], check=True)
+        elif a.model == "deepseek-fp8":
             shutil.rmtree(model, ignore_errors=True)
             subprocess.run([py, "-c", MAKE_FP8, ROOT, model, str(a.layers), os.path.join(CACHE, "fixtures"), tree],
                            check=True)
@@ -146,7 +194,13 @@ def main():
         for row in rows:
             ours_w, ref_w, ours_m, ref_m, ratios = [], [], [], [], []
             for _ in range(a.pairs):
-                if row == "Q4_K_M":
+                pairs = [("ours.gguf", "ref.gguf")]
+                if row == "with-mmproj":
+                    os.mkdir(os.path.join(work, "ours"))
+                    ours = [[exe, "convert-hf", model, "--with-mmproj", "--outtype", "f16", "-o", "ours"]]
+                    theirs = [ref + ["--outtype", "f16", "--outfile", "ref.gguf"],
+                              ref + ["--mmproj", "--outtype", "f16", "--outfile", "ref-mmproj.gguf"]]
+                elif row == "Q4_K_M":
                     ours = [[exe, "convert-hf", model, "-o", "ours.gguf", "--quantize", "Q4_K_M"]]
                     theirs = [ref + ["--outtype", "bf16", "--outfile", "mid.gguf"],
                               [quantize, "mid.gguf", "ref.gguf", "Q4_K_M"]]
@@ -155,13 +209,23 @@ def main():
                     theirs = [ref + ["--outtype", row, "--outfile", "ref.gguf"]]
                 w1, m1 = timed(ours, work)
                 w2, m2 = timed(theirs, work)
-                same = subprocess.run(["cmp", "-s", "ours.gguf", "ref.gguf"], cwd=work).returncode == 0
-                if not same:
-                    sys.exit(f"{row}: the outputs differ")
+                if row == "with-mmproj":
+                    names = os.listdir(os.path.join(work, "ours"))
+                    projector = [n for n in names if n.startswith("mmproj-")]
+                    text = [n for n in names if not n.startswith("mmproj-")]
+                    if len(projector) != 1 or len(text) != 1:
+                        sys.exit(f"{row}: {names}, not a text file and a projector")
+                    pairs = [(os.path.join("ours", text[0]), "ref.gguf"),
+                             (os.path.join("ours", projector[0]), "ref-mmproj.gguf")]
+                for mine, theirs_out in pairs:
+                    same = subprocess.run(["cmp", "-s", mine, theirs_out], cwd=work).returncode == 0
+                    if not same:
+                        sys.exit(f"{row}: {mine} and {theirs_out} differ")
                 ours_w.append(w1); ref_w.append(w2); ours_m.append(m1); ref_m.append(m2)
                 ratios.append(w1 / w2)
                 for f in os.listdir(work):
-                    os.remove(os.path.join(work, f))
+                    shutil.rmtree(os.path.join(work, f)) if os.path.isdir(os.path.join(work, f)) \
+                        else os.remove(os.path.join(work, f))
             med = statistics.median
             print(f"{row:8} {med(ours_w):8.2f} {med(ref_w):8.2f} {med(ratios):10.3f} [{min(ratios):.3f}–{max(ratios):.3f}]"
                   f" {med(ours_m) / 1024:9.0f} {med(ref_m) / 1024:9.0f} {med(ours_m) / med(ref_m):10.3f}")

@@ -734,3 +734,21 @@ fn a_projector_vocabulary_alone_is_refused() {
     assert!(e.contains("does not support vocab writing"), "{e}");
     assert!(!out.exists());
 }
+
+#[test]
+fn a_projector_is_not_exported_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    vision_checkpoint(dir.path(), true, 24);
+    let gguf = dir.path().join("mmproj.gguf");
+    let options = Options {
+        mmproj: true,
+        ..options(&gguf)
+    };
+    convert(dir.path(), &options).unwrap();
+    let out = dir.path().join("exported");
+    let e = ggufrw_hf::export_hf(&gguf, &out, &ggufrw_hf::ExportOptions::default())
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("mmproj.gguf") && e.contains("projector"), "{e}");
+    assert!(!out.exists(), "an output was left behind");
+}

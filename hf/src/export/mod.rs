@@ -107,6 +107,7 @@ pub fn export_hf(input: &Path, out: &Path, options: &ExportOptions) -> Result<Ex
         .zip(&paths)
         .map(|(m, p)| GgufView::new(m).map_err(|e| Error::Output(e.in_file(p))))
         .collect::<Result<Vec<_>>>()?;
+    refuse_projector(&views[0], &paths[0])?;
     let stage = Staging::new(out)?;
     let mut report = ExportReport {
         dir: out.to_owned(),
@@ -134,6 +135,26 @@ pub fn export_hf(input: &Path, out: &Path, options: &ExportOptions) -> Result<Ex
     }
     stage.finish()?;
     Ok(report)
+}
+
+/// A projector (`convert-hf --mmproj`'s output) is refused before anything is written: its
+/// keys keep what llama.cpp's encoder runs on, not what transformers' vision config and image
+/// processor are built from (Qwen2.5-VL's window size and temporal patch, Gemma 3's tokens an
+/// image, the processor's resizing), so no folder made from it alone loads as the original did.
+fn refuse_projector(view: &GgufView<'_>, source: &Path) -> Result<()> {
+    let arch = match view.get("general.architecture") {
+        Some(ggufrw::view::ValueRef::String(s)) => s.as_str().unwrap_or_default().to_owned(),
+        _ => return Ok(()),
+    };
+    if arch != "clip" {
+        return Ok(());
+    }
+    Err(Error::not_yet(format!(
+        "{}: a multimodal projector (general.architecture \"clip\") is not exported: its keys \
+         hold what llama.cpp's encoder needs, not the vision config and image processor \
+         transformers builds the model from; export the text model's GGUF alone",
+        source.display()
+    )))
 }
 
 /// The model's files: one, or the shards of a split model in order.
