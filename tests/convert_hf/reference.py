@@ -917,11 +917,16 @@ FIXTURES += [
     # PaddleOCR-VL (transformers 5): ERNIE 4.5's text half (SentencePiece) beside a SigLIP
     # tower
     Fixture(
-        name="PaddleOCR-VL-Tiny", seed=7198, dtype="bfloat16", tf5="saved",
+        name="PaddleOCR-VL-Tiny", seed=7198, dtype="bfloat16", tf5="saved", post_save="paddleocr-vision-class",
         spm=dict(model_type="bpe", vocab_size=320),
         extra=dict(config_class="PaddleOCRVLConfig", keep_spm=True, head_dim=16,
-                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3,  # linear_2
                                num_attention_heads=2, image_size=28, patch_size=14)),
+        # the processor's pixel bounds as published (the projector's image size follows them)
+        preprocessor=dict(image_processor_type="PaddleOCRVLImageProcessor", min_pixels=3136,
+                          max_pixels=200704, patch_size=14, temporal_patch_size=1, merge_size=2,
+                          image_mean=[0.5] * 3, image_std=[0.5] * 3),
+        mmproj=MMPROJ_TYPES,
     ),
     # GLM-OCR (transformers 5): GLM-4's text half with M-RoPE (q and k in NeoX order) and a
     # prediction layer counted as a block, as published
@@ -1155,6 +1160,17 @@ FIXTURES += [
                           max_image_tokens=256, min_image_tokens=64, tile_size=512,
                           processor_class="Lfm2VlProcessor"),
         mmproj=MMPROJ_TYPES,
+    ),
+    # LightOnOCR: LLaVA's Pixtral tower under its own names, no [IMG_BREAK] (its text half,
+    # Qwen 3, is converted elsewhere)
+    Fixture(
+        name="LightOnOCR-Tiny-1025", seed=7180, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        text=False, architectures="LightOnOCRForConditionalGeneration",  # the Hub's name
+        extra=dict(config_class="LightOnOcrConfig", head_dim=16,
+                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                               num_attention_heads=2, head_dim=16, image_size=28,
+                               patch_size=14)),
+        processor={"class": "PixtralImageProcessor"}, mmproj=MMPROJ_TYPES,
     ),
     # SmolVLM (its text half is not a class the reference converts): SigLIP and the pixel
     # shuffle's connector, the image processor's longest edge
@@ -4068,9 +4084,19 @@ def with_prefixes(folder: Path, prefixes: dict) -> None:
     save_file(tensors, str(path), metadata={"format": "pt"})
 
 
+def with_vision_class(folder: Path, class_name: str) -> None:
+    """`vision_config.architectures` set to `class_name`."""
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["vision_config"]["architectures"] = [class_name]
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+
+
 POST_SAVE = {
     # SigLIP's tower as the Hub publishes Gemma 3 (transformers 5 drops the `vision_model.`)
     "siglip-hub": lambda folder: with_prefixes(folder, {"vision_tower.": "vision_tower.vision_model."}),
+    # the vision tower's own class in its config, as PaddleOCR-VL publishes it
+    "paddleocr-vision-class": lambda folder: with_vision_class(folder, "PaddleOCRVisionModel"),
     "siglip2-hub": lambda folder: with_prefixes(
         folder, {"model.vision_tower.": "model.vision_tower.vision_model."}),
     "laguna": as_laguna,

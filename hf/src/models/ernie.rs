@@ -132,3 +132,65 @@ impl TextModel for Ernie45Moe {
         })
     }
 }
+
+/// `PaddleOCRVisionModel`: PaddleOCR-VL's projector (a SigLIP tower at a dynamic resolution
+/// bounded by the processor's pixel counts).
+pub(crate) struct PaddleOcrVision;
+
+/// The processor's `min_pixels` and `max_pixels`, which `__init__` requires.
+fn pixel_bounds(cx: &Ctx) -> Result<(u64, u64)> {
+    let pre = super::mmproj::preprocessor_config(cx)?;
+    let field = |name: &str| -> Result<u64> {
+        let path = cx.dir.file("preprocessor_config.json");
+        let v = pre
+            .get(name)
+            .ok_or_else(|| Error::field(&path, name, "missing (the reference's KeyError)"))?;
+        v.as_u64()
+            .ok_or_else(|| Error::field(&path, name, format!("{v} is not a pixel count")))
+    };
+    Ok((field("min_pixels")?, field("max_pixels")?))
+}
+
+impl TextModel for PaddleOcrVision {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&super::mmproj::VISION)
+    }
+
+    fn init_keys(&self, cx: &Ctx, _early: &mut Kv) -> Result<()> {
+        pixel_bounds(cx).map(|_| ())
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let (min, max) = pixel_bounds(cx)?;
+        // `image_size = int(sqrt(max_pixels))`
+        let mut hp = cx.hp().clone();
+        hp.map
+            .insert("image_size".into(), ((max as f64).sqrt() as u64).into());
+        let cx = cx.with_hparams(&hp);
+        super::mmproj::VISION.set_gguf_parameters(&cx, kv)?;
+        kv.string("clip.projector_type", "paddleocr");
+        kv.u32(
+            "clip.vision.image_max_pixels",
+            base::count32(&hp, "max_pixels", max)?,
+        );
+        kv.u32(
+            "clip.vision.image_min_pixels",
+            base::count32(&hp, "min_pixels", min)?,
+        );
+        kv.bool("clip.use_gelu", true);
+        let eps = hp.opt_float(&["rms_norm_eps"])?.unwrap_or(1e-6);
+        kv.f32("clip.vision.attention.layer_norm_epsilon", eps);
+        Ok(())
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        if !name.contains("vision_model") && !name.contains("mlp_AR") {
+            return None;
+        }
+        let name = name.replace("visual.", "model.");
+        if name.contains("packing_position_embedding") || name.contains("vision_model.head") {
+            return None;
+        }
+        super::mmproj::VISION.filter_tensors(cx, &name)
+    }
+}

@@ -14,6 +14,42 @@ use serde_json::Value;
 /// token's embedding where the checkpoint's embeddings are not the language model's.
 pub(crate) struct LlavaVision;
 
+/// `LightOnOCRVisionModel`: LLaVA's Pixtral tower under LightOnOCR's names, without the
+/// `[IMG_BREAK]` token.
+pub(crate) struct LightOnOcrVision;
+
+impl TextModel for LightOnOcrVision {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&LlavaVision)
+    }
+
+    /// `use_break_tok = False`: no token looked up.
+    fn init_keys(&self, _cx: &Ctx, _early: &mut Kv) -> Result<()> {
+        Ok(())
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        LlavaVision.set_gguf_parameters(cx, kv)?;
+        kv.string("clip.projector_type", "lightonocr");
+        Ok(())
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        let name = name
+            .replace("model.vision_encoder.", "vision_tower.")
+            .replace("model.vision_projection.", "multi_modal_projector.");
+        LlavaVision.filter_tensors(cx, &name)
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        if VISION_PREFIXES.iter().any(|p| name.starts_with(p)) {
+            return LlavaVision.modify_tensors(cx, name, shape);
+        }
+        // `img_break_tok_id` stays -1: every other tensor is skipped
+        Ok(Vec::new())
+    }
+}
+
 /// The tower and projector prefixes `modify_tensors` converts.
 const VISION_PREFIXES: [&str; 6] = [
     "multi_modal_projector.",

@@ -690,10 +690,15 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Glm4vMoeForConditionalGeneration", &qwen3vl::Glm4vVision),
     ("GlmOcrForConditionalGeneration", &qwen3vl::Glm4vVision),
     ("Lfm2VlForConditionalGeneration", &lfm2::Lfm2Vl),
+    (
+        "LightOnOCRForConditionalGeneration",
+        &llava::LightOnOcrVision,
+    ),
     ("Llama4ForConditionalGeneration", &llama4::Llama4Vision),
     ("LlavaForConditionalGeneration", &llava::LlavaVision),
     ("Mistral3ForConditionalGeneration", &llava::LlavaVision),
     ("Idefics3ForConditionalGeneration", &smolvlm::SmolVlm),
+    ("PaddleOCRVisionModel", &ernie::PaddleOcrVision),
     (
         "Qwen2AudioForConditionalGeneration",
         &ultravox::WhisperEncoder,
