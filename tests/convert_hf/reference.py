@@ -1240,6 +1240,9 @@ FIXTURES += [
                    layer_types=["linear_attention", "full_attention"], mtp_num_hidden_layers=1,
                    vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
                                num_attention_heads=2, image_size=28, patch_size=14)),
+        preprocessor=dict(image_processor_type="MiniCPMV4_6ImageProcessor", downsample_mode="16x",
+                          scale_resolution=448, image_mean=[0.5] * 3, image_std=[0.5] * 3),
+        mmproj=MMPROJ_TYPES,
     ),
     # EXAONE 4.5: EXAONE 4's text half with a prediction layer as published
     Fixture(

@@ -123,3 +123,76 @@ impl TextModel for MiniCpm3 {
         base::sentencepiece_required(cx, kv)
     }
 }
+
+/// `MiniCPMV4_6VisionModel`: MiniCPM-V 4.6's projector (SigLIP with a merger inserted after a
+/// block; the processor's slice size as the image size, its downsampling as the scale).
+pub(crate) struct MiniCpmV46Vision;
+
+/// The processor's `downsample_mode` ("16x" by default; "4x" drops the ViT merger).
+fn downsample_mode(cx: &Ctx) -> Result<String> {
+    let pre = super::mmproj::preprocessor_config(cx)?;
+    let mode = match pre.get("downsample_mode") {
+        None => "16x".to_owned(),
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+    };
+    match mode.as_str() {
+        "4x" | "16x" => Ok(mode),
+        _ => Err(Error::reference(format!(
+            "ValueError: Unsupported downsample mode: {mode}"
+        ))),
+    }
+}
+
+impl TextModel for MiniCpmV46Vision {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&super::mmproj::VISION)
+    }
+
+    fn init_keys(&self, cx: &Ctx, _early: &mut Kv) -> Result<()> {
+        downsample_mode(cx).map(|_| ())
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let pre = super::mmproj::preprocessor_config(cx)?;
+        let mut hp = cx.hp().clone();
+        if let Some(v) = pre.get("scale_resolution").filter(|v| !v.is_null()) {
+            let size = v.as_f64().ok_or_else(|| {
+                Error::field(
+                    &cx.dir.file("preprocessor_config.json"),
+                    "scale_resolution",
+                    format!("{v} is not a size"),
+                )
+            })?;
+            hp.map.insert("image_size".into(), (size as i64).into());
+        }
+        let cx = cx.with_hparams(&hp);
+        super::mmproj::VISION.set_gguf_parameters(&cx, kv)?;
+        kv.string("clip.projector_type", "minicpmv4_6");
+        let scale = if downsample_mode(&cx)? == "4x" { 2 } else { 4 };
+        kv.u32("clip.vision.projector.scale_factor", scale);
+        let insert = match hp.raw.get("insert_layer_id") {
+            Some(v) => v.as_i64(),
+            None => Some(hp.opt_int(&["insert_layer_id"])?.unwrap_or(6) as i64),
+        };
+        let insert = insert
+            .and_then(|i| i32::try_from(i).ok())
+            .ok_or_else(|| Error::field(&hp.path, "insert_layer_id", "not a block index"))?;
+        kv.i32s("clip.vision.wa_layer_indexes", vec![insert]);
+        kv.bool("clip.use_gelu", true);
+        let eps = hp.opt_float(&["layer_norm_eps"])?.unwrap_or(1e-6);
+        kv.f32("clip.vision.attention.layer_norm_epsilon", eps);
+        Ok(())
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        if name.starts_with("lm_head.") || name.starts_with("mtp") {
+            return None;
+        }
+        // "4x" drops the merger before anything reads the checkpoint
+        if name.contains(".vit_merger.") && downsample_mode(cx).is_ok_and(|m| m == "4x") {
+            return None;
+        }
+        super::mmproj::VISION.filter_tensors(cx, name)
+    }
+}

@@ -697,6 +697,10 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Llama4ForConditionalGeneration", &llama4::Llama4Vision),
     ("LlavaForConditionalGeneration", &llava::LlavaVision),
     ("Mistral3ForConditionalGeneration", &llava::LlavaVision),
+    (
+        "MiniCPMV4_6ForConditionalGeneration",
+        &minicpm::MiniCpmV46Vision,
+    ),
     ("Idefics3ForConditionalGeneration", &smolvlm::SmolVlm),
     ("PaddleOCRVisionModel", &ernie::PaddleOcrVision),
     (
