@@ -947,8 +947,13 @@ FIXTURES += [
         extra=dict(config_class="HunYuanVLConfig", head_dim=16,
                    rope_parameters={"rope_type": "dynamic", "rope_theta": 10000.0,
                                     "alpha": 1000.0, "factor": 1.0, "mrope_section": [4, 2, 2]},
-                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3,  # proj.2
                                num_attention_heads=2, out_hidden_size=64)),
+        preprocessor=dict(image_processor_type="HunYuanVLImageProcessor", min_pixels=262144,
+                          max_pixels=4194304, patch_size=16, merge_size=2,
+                          image_mean=[0.48145466, 0.4578275, 0.40821073],
+                          image_std=[0.26862954, 0.26130258, 0.27577711]),
+        mmproj=MMPROJ_TYPES,
     ),
     # Tencent's Hy4 (transformers 5 only): DeepSeek's latent attention with a gate and a
     # learnable sink, hyper-connections in place of the residual, a sparse-attention indexer

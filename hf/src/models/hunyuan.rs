@@ -238,3 +238,88 @@ impl TextModel for HyV3 {
         })
     }
 }
+
+/// `HunyuanVLVisionModel`: HunyuanOCR's projector (its position embeddings without the CLS
+/// row, the processor's pixel bounds, the projection's convolutions forced by outtype).
+pub(crate) struct HunyuanVlVision;
+
+impl TextModel for HunyuanVlVision {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&super::mmproj::VISION)
+    }
+
+    /// `max_image_size` stands for the image size.
+    fn init_hparams(&self, class: &str, hp: &mut Hparams) {
+        super::mmproj::VISION.init_hparams(class, hp);
+        if !hp.map.contains_key("image_size") {
+            let size = hp.map.get("max_image_size").cloned().unwrap_or(2048.into());
+            hp.map.insert("image_size".into(), size);
+        }
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        super::mmproj::VISION.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        kv.string("clip.projector_type", "hunyuanvl");
+        kv.bool("clip.use_gelu", true);
+        let eps = hp.opt_float(&["rms_norm_eps"])?.unwrap_or(1e-5);
+        kv.f32("clip.vision.attention.layer_norm_epsilon", eps);
+        let merge = hp.opt_int(&["spatial_merge_size"])?.unwrap_or(2);
+        kv.u32(
+            "clip.vision.spatial_merge_size",
+            base::count32(hp, "spatial_merge_size", merge)?,
+        );
+        let pre = super::mmproj::preprocessor_config(cx)?;
+        let path = cx.dir.file("preprocessor_config.json");
+        for (key, field) in [
+            ("clip.vision.image_min_pixels", "min_pixels"),
+            ("clip.vision.image_max_pixels", "max_pixels"),
+        ] {
+            let v = pre
+                .get(field)
+                .ok_or_else(|| Error::field(&path, field, "missing (the reference's KeyError)"))?;
+            let n = v
+                .as_f64()
+                .filter(|n| *n >= 0.0 && *n < u32::MAX as f64)
+                .ok_or_else(|| Error::field(&path, field, format!("{v} is not a pixel count")))?;
+            kv.u32(key, n as u32);
+        }
+        Ok(())
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        if !name.starts_with("vit.") {
+            return None;
+        }
+        super::mmproj::VISION.filter_tensors(cx, name)
+    }
+
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        let change = base::Rearrange {
+            // the CLS token's row dropped
+            rows: name.contains("position_embedding").then_some((1, u64::MAX)),
+            ..base::Rearrange::default()
+        };
+        base::yield_as(name, change)
+    }
+
+    fn tensor_force_quant(
+        &self,
+        cx: &Ctx,
+        name: &str,
+        new_name: &str,
+        bid: Option<u64>,
+        n_dims: usize,
+    ) -> Option<base::Force> {
+        if (new_name.contains("mm.0.") || new_name.contains("mm.2."))
+            && new_name.ends_with(".weight")
+        {
+            let ty = match cx.file_type {
+                1 => ggufrw::quant::GgmlType::F16,
+                _ => ggufrw::quant::GgmlType::F32,
+            };
+            return Some(base::Force::Type(ty));
+        }
+        super::mmproj::VISION.tensor_force_quant(cx, name, new_name, bid, n_dims)
+    }
+}

@@ -672,6 +672,10 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
         &qwenvl::Exaone45Vision,
     ),
     ("Gemma3ForConditionalGeneration", &gemma::Gemma3Vision),
+    (
+        "HunYuanVLForConditionalGeneration",
+        &hunyuan::HunyuanVlVision,
+    ),
     ("Gemma4ForConditionalGeneration", &gemma::Gemma4Vision),
     ("Qwen2VLModel", &qwenvl::Qwen2VlVision),
     ("Qwen2VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
