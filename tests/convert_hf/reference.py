@@ -1286,6 +1286,8 @@ FIXTURES += [
                                               base_channels=32, channel_multiplier=[1, 1],
                                               num_res_blocks=1, num_patches=2,
                                               projection_dim=64, image_token_embed_dim=64))),
+        processor=dict({"class": "JanusImageProcessor"}, size={"height": 32, "width": 32}),
+        mmproj=MMPROJ_TYPES,
     ),
     # poolside's Laguna (transformers 5 only): heads per layer, a gate on the attention's
     # output, sigmoid-routed experts with the routing's bias and a shared expert after a dense

@@ -538,3 +538,102 @@ impl TextModel for Sarashina2Vl {
         Llama.filter_tensors(cx, name)
     }
 }
+
+/// `JanusProVisionModel`: Janus-Pro's projector (its SigLIP tower, the aligner's layers as
+/// the projector's; the image generation's parts left out).
+pub(crate) struct JanusProVision;
+
+impl TextModel for JanusProVision {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&super::mmproj::VISION)
+    }
+
+    /// `intermediate_size` from `mlp_ratio` where the config gives only the ratio.
+    fn init_hparams(&self, class: &str, hp: &mut Hparams) {
+        super::mmproj::VISION.init_hparams(class, hp);
+        let m = &mut hp.map;
+        if !m.contains_key("intermediate_size") {
+            let ratio = m.get("mlp_ratio").and_then(Value::as_f64);
+            let hidden = m.get("hidden_size").and_then(Value::as_f64);
+            if let (Some(r), Some(h)) = (ratio, hidden) {
+                // Python's round: halves to even
+                m.insert(
+                    "intermediate_size".into(),
+                    ((h * r).round_ties_even() as i64).into(),
+                );
+            }
+        }
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        super::mmproj::VISION.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        kv.string("clip.projector_type", "janus_pro");
+        let eps = hp.opt_float(&["layer_norm_eps"])?.unwrap_or(1e-6);
+        kv.f32("clip.vision.attention.layer_norm_epsilon", eps);
+        let act = match hp.map.get("hidden_act") {
+            Some(Value::String(s)) => s.to_lowercase(),
+            _ => String::new(),
+        };
+        match act.as_str() {
+            "gelu" => kv.bool("clip.use_gelu", true),
+            "silu" => kv.bool("clip.use_silu", true),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        const GENERATION: [&str; 8] = [
+            "model.vqmodel.",
+            "vqmodel.",
+            "model.generation_embeddings.",
+            "generation_embeddings.",
+            "model.generation_aligner.",
+            "generation_aligner.",
+            "model.generation_head.",
+            "generation_head.",
+        ];
+        if GENERATION.iter().any(|p| name.starts_with(p)) {
+            return None;
+        }
+        super::mmproj::VISION.filter_tensors(cx, name)
+    }
+
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, _shape: &[u64]) -> Yields {
+        let aligner = ["model.aligner.", "aligner."]
+            .iter()
+            .find_map(|p| name.strip_prefix(p));
+        if let Some(local) = aligner {
+            let suffix = if name.ends_with(".bias") {
+                ".bias"
+            } else {
+                ".weight"
+            };
+            let index = if local.starts_with("fc1.") {
+                0
+            } else if let Some(rest) = local.strip_prefix("hidden_layers.") {
+                let i = rest.split('.').next().and_then(|i| i.parse::<u64>().ok());
+                match (i, rest.contains('.')) {
+                    (Some(i), true) => i + 1,
+                    _ => {
+                        return Err(Error::reference(format!(
+                            "ValueError: Unexpected Janus aligner tensor name: {name}"
+                        )))
+                    }
+                }
+            } else {
+                return Err(Error::reference(format!(
+                    "ValueError: Unsupported Janus aligner tensor: {name}"
+                )));
+            };
+            let new_name =
+                crate::names::format_name(crate::tables::Tensor::V_MMPROJ, Some(index), suffix);
+            return Ok(vec![super::mmproj::named(new_name)]);
+        }
+        if name.starts_with("model.vision_model.") || name.starts_with("vision_model.") {
+            return base::yield_as(name, Rearrange::default());
+        }
+        Ok(Vec::new())
+    }
+}

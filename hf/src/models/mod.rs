@@ -693,6 +693,7 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Glm4vForConditionalGeneration", &qwen3vl::Glm4vVision),
     ("Glm4vMoeForConditionalGeneration", &qwen3vl::Glm4vVision),
     ("GlmOcrForConditionalGeneration", &qwen3vl::Glm4vVision),
+    ("JanusForConditionalGeneration", &llama::JanusProVision),
     ("Lfm2VlForConditionalGeneration", &lfm2::Lfm2Vl),
     (
         "LightOnOCRForConditionalGeneration",
