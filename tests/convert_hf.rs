@@ -265,16 +265,19 @@ fn with_mmproj(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<Stri
             ));
             continue;
         }
+        let mut same = true;
         for (ours, reference) in [(&texts[0], &text), (&projectors[0], &name.to_owned())] {
             let Some(theirs) = only(&work.join("ref").join(reference)) else {
                 failures.push(format!("{reference}: not one reference file"));
+                same = false;
                 continue;
             };
             if let Some(d) = first_difference(ours, &theirs) {
                 failures.push(format!("{fixture_name} --with-mmproj, as {reference}: {d}"));
+                same = false;
             }
         }
-        compared += 1;
+        compared += usize::from(same);
     }
     eprintln!(
         "convert-hf --with-mmproj: {compared} fixtures' text and projector files byte-identical \
