@@ -269,21 +269,7 @@ impl TextModel for HunyuanVlVision {
             "clip.vision.spatial_merge_size",
             base::count32(hp, "spatial_merge_size", merge)?,
         );
-        let pre = super::mmproj::preprocessor_config(cx)?;
-        let path = cx.dir.file("preprocessor_config.json");
-        for (key, field) in [
-            ("clip.vision.image_min_pixels", "min_pixels"),
-            ("clip.vision.image_max_pixels", "max_pixels"),
-        ] {
-            let v = pre
-                .get(field)
-                .ok_or_else(|| Error::field(&path, field, "missing (the reference's KeyError)"))?;
-            let n = v
-                .as_f64()
-                .filter(|n| *n >= 0.0 && *n < u32::MAX as f64)
-                .ok_or_else(|| Error::field(&path, field, format!("{v} is not a pixel count")))?;
-            kv.u32(key, n as u32);
-        }
+        super::mmproj::pixel_bounds(cx, kv, true)?;
         Ok(())
     }
 

@@ -571,15 +571,7 @@ impl TextModel for JanusProVision {
         kv.string("clip.projector_type", "janus_pro");
         let eps = hp.opt_float(&["layer_norm_eps"])?.unwrap_or(1e-6);
         kv.f32("clip.vision.attention.layer_norm_epsilon", eps);
-        let act = match hp.map.get("hidden_act") {
-            Some(Value::String(s)) => s.to_lowercase(),
-            _ => String::new(),
-        };
-        match act.as_str() {
-            "gelu" => kv.bool("clip.use_gelu", true),
-            "silu" => kv.bool("clip.use_silu", true),
-            _ => {}
-        }
+        super::mmproj::activation_key(hp, kv);
         Ok(())
     }
 

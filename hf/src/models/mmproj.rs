@@ -261,6 +261,77 @@ impl TextModel for Mmproj {
     }
 }
 
+/// `hparams[to] = hparams.get(from)`: a field copied under the name the keys read (null where
+/// the config has none).
+pub(crate) fn rename(m: &mut Map<String, Value>, to: &str, from: &str) {
+    let v = m.get(from).cloned().unwrap_or(Value::Null);
+    m.insert(to.into(), v);
+}
+
+/// `use_gelu` or `use_silu` for the tower's `hidden_act` (case aside), neither for another.
+pub(crate) fn activation_key(hp: &Hparams, kv: &mut Kv) {
+    let act = match hp.map.get("hidden_act") {
+        Some(Value::String(s)) => s.to_lowercase(),
+        _ => String::new(),
+    };
+    match act.as_str() {
+        "gelu" => kv.bool("clip.use_gelu", true),
+        "silu" => kv.bool("clip.use_silu", true),
+        _ => {}
+    }
+}
+
+/// The processor's pixel bounds (`min_pixels`, `max_pixels`) as the keys, which the family
+/// requires; `int(...)` of a float where `truncate`.
+pub(crate) fn pixel_bounds(cx: &Ctx, kv: &mut Kv, truncate: bool) -> Result<()> {
+    let pre = preprocessor_config(cx)?;
+    let path = cx.dir.file("preprocessor_config.json");
+    for (key, field) in [
+        ("clip.vision.image_min_pixels", "min_pixels"),
+        ("clip.vision.image_max_pixels", "max_pixels"),
+    ] {
+        let v = pre
+            .get(field)
+            .ok_or_else(|| Error::field(&path, field, "missing (the reference's KeyError)"))?;
+        let n = match (v.as_u64(), v.as_f64()) {
+            (Some(n), _) => Some(n),
+            (None, Some(f)) if truncate && f >= 0.0 => Some(f as u64),
+            _ => None,
+        };
+        let n = n
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| Error::field(&path, field, format!("{v} is not a pixel count")))?;
+        kv.u32(key, n);
+    }
+    Ok(())
+}
+
+/// `n_wa_pattern` of evenly spaced full-attention blocks (`fullatt_block_indexes`), written
+/// where there are any; `who` names the family in the reference's refusal.
+pub(crate) fn window_pattern(hp: &Hparams, kv: &mut Kv, who: &str) -> Result<bool> {
+    let full: Vec<u64> = match hp.map.get("fullatt_block_indexes") {
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_u64).collect(),
+        _ => Vec::new(),
+    };
+    let Some(first) = full.first() else {
+        return Ok(false);
+    };
+    let pattern = first + 1;
+    if full
+        .windows(2)
+        .any(|w| w[1].checked_sub(w[0]) != Some(pattern))
+    {
+        return Err(Error::reference(format!(
+            "ValueError: Invalid {who}fullatt_block_indexes: {full:?}"
+        )));
+    }
+    kv.u32(
+        "clip.vision.n_wa_pattern",
+        base::count32(hp, "fullatt_block_indexes", pattern)?,
+    );
+    Ok(true)
+}
+
 /// A Conv3D patch embedding (`[c1, c2, 2, kh, kw]`) yielded as two Conv2Ds,
 /// `v.patch_embd.weight` and `.weight.1`: `data_torch[:, :, t, ...]` for each temporal patch
 /// `t`, read through a strided view.

@@ -178,10 +178,8 @@ impl TextModel for Qwen3VlVision {
             let patch = m.get("patch_size").and_then(Value::as_f64).unwrap_or(16.0);
             m.insert("image_size".into(), ((n.sqrt() * patch) as u64).into());
         }
-        let heads = m.get("num_heads").cloned().unwrap_or(Value::Null);
-        m.insert("num_attention_heads".into(), heads);
-        let depth = m.get("depth").cloned().unwrap_or(Value::Null);
-        m.insert("num_hidden_layers".into(), depth);
+        mmproj::rename(m, "num_attention_heads", "num_heads");
+        mmproj::rename(m, "num_hidden_layers", "depth");
     }
 
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
@@ -348,15 +346,7 @@ impl TextModel for Glm4vVision {
         mmproj::VISION.set_gguf_parameters(cx, kv)?;
         let hp = cx.hp();
         kv.string("clip.projector_type", "glm4v");
-        let act = match hp.map.get("hidden_act") {
-            Some(Value::String(s)) => s.to_lowercase(),
-            _ => String::new(),
-        };
-        match act.as_str() {
-            "gelu" => kv.bool("clip.use_gelu", true),
-            "silu" => kv.bool("clip.use_silu", true),
-            _ => {}
-        }
+        mmproj::activation_key(hp, kv);
         let eps = hp.opt_float(&["rms_norm_eps"])?.unwrap_or(1e-5);
         kv.f32("clip.vision.attention.layer_norm_epsilon", eps);
         Ok(())

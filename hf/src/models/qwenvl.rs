@@ -41,15 +41,11 @@ impl TextModel for Qwen2VlVision {
         if !m.contains_key("image_size") {
             m.insert("image_size".into(), 560.into());
         }
-        let heads = m.get("num_heads").cloned().unwrap_or(Value::Null);
-        m.insert("num_attention_heads".into(), heads);
-        let depth = m.get("depth").cloned().unwrap_or(Value::Null);
-        m.insert("num_hidden_layers".into(), depth);
+        mmproj::rename(m, "num_attention_heads", "num_heads");
+        mmproj::rename(m, "num_hidden_layers", "depth");
         if m.contains_key("embed_dim") {
-            let hidden = m.get("hidden_size").cloned().unwrap_or(Value::Null);
-            m.insert("intermediate_size".into(), hidden);
-            let embed = m.get("embed_dim").cloned().unwrap_or(Value::Null);
-            m.insert("hidden_size".into(), embed);
+            mmproj::rename(m, "intermediate_size", "hidden_size");
+            mmproj::rename(m, "hidden_size", "embed_dim");
         }
     }
 
@@ -70,30 +66,13 @@ impl TextModel for Qwen2VlVision {
                 };
                 kv.string("clip.projector_type", projector);
                 kv.bool("clip.use_silu", true);
-                let full: Vec<u64> = match hp.map.get("fullatt_block_indexes") {
-                    Some(Value::Array(a)) => a.iter().filter_map(Value::as_u64).collect(),
-                    _ => Vec::new(),
-                };
-                let Some(first) = full.first() else {
+                if !mmproj::window_pattern(hp, kv, "")? {
                     return Err(Error::field(
                         &hp.path,
                         "vision_config.fullatt_block_indexes",
                         "missing (AssertionError: fullatt_block_indexes is required for qwen2_5_vl)",
                     ));
-                };
-                let pattern = first + 1;
-                if full
-                    .windows(2)
-                    .any(|w| w[1].checked_sub(w[0]) != Some(pattern))
-                {
-                    return Err(Error::reference(format!(
-                        "ValueError: Invalid fullatt_block_indexes: {full:?}"
-                    )));
                 }
-                kv.u32(
-                    "clip.vision.n_wa_pattern",
-                    base::count32(hp, "fullatt_block_indexes", pattern)?,
-                );
             }
             other => {
                 return Err(Error::reference(format!(
@@ -180,20 +159,7 @@ impl TextModel for Exaone45Vision {
         let hp = cx.hp();
         kv.string("clip.projector_type", "exaone4_5");
         kv.bool("clip.use_silu", true);
-        let pre = mmproj::preprocessor_config(cx)?;
-        for (key, field) in [
-            ("clip.vision.image_min_pixels", "min_pixels"),
-            ("clip.vision.image_max_pixels", "max_pixels"),
-        ] {
-            let v = pre.get(field).ok_or_else(|| {
-                Error::field(
-                    &cx.dir.file("preprocessor_config.json"),
-                    field,
-                    "missing (the reference's KeyError)",
-                )
-            })?;
-            kv.u32(key, base::u32_of(hp, field, v)?);
-        }
+        mmproj::pixel_bounds(cx, kv, false)?;
         if let Some(n) = hp.opt_int(&["num_key_value_heads"])? {
             kv.u32(
                 "clip.vision.attention.head_count_kv",
@@ -214,25 +180,7 @@ impl TextModel for Exaone45Vision {
                 base::count32(hp, "window_size", n)?,
             );
         }
-        let full: Vec<u64> = match hp.map.get("fullatt_block_indexes") {
-            Some(Value::Array(a)) => a.iter().filter_map(Value::as_u64).collect(),
-            _ => Vec::new(),
-        };
-        if let Some(first) = full.first() {
-            let pattern = first + 1;
-            if full
-                .windows(2)
-                .any(|w| w[1].checked_sub(w[0]) != Some(pattern))
-            {
-                return Err(Error::reference(format!(
-                    "ValueError: Invalid EXAONE4.5 fullatt_block_indexes: {full:?}"
-                )));
-            }
-            kv.u32(
-                "clip.vision.n_wa_pattern",
-                base::count32(hp, "fullatt_block_indexes", pattern)?,
-            );
-        }
+        mmproj::window_pattern(hp, kv, "EXAONE4.5 ")?;
         Ok(())
     }
 

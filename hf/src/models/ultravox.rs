@@ -7,7 +7,6 @@ use crate::config::Hparams;
 use crate::error::Result;
 use crate::kv::Kv;
 use ggufrw::quant::GgmlType;
-use serde_json::Value;
 
 /// `WhisperEncoderModel`: Qwen2-Audio's projector (Whisper's encoder, its convolutions' biases
 /// as columns, the projector's names kept apart from a vision one's).
@@ -23,14 +22,9 @@ impl TextModel for WhisperEncoder {
         mmproj::AUDIO.init_hparams(class, hp);
         let m = &mut hp.map;
         if !m.contains_key("hidden_size") && !m.contains_key("intermediate_size") {
-            for (to, from) in [
-                ("hidden_size", "d_model"),
-                ("intermediate_size", "encoder_ffn_dim"),
-                ("num_attention_heads", "encoder_attention_heads"),
-            ] {
-                let v = m.get(from).cloned().unwrap_or(Value::Null);
-                m.insert(to.into(), v);
-            }
+            mmproj::rename(m, "hidden_size", "d_model");
+            mmproj::rename(m, "intermediate_size", "encoder_ffn_dim");
+            mmproj::rename(m, "num_attention_heads", "encoder_attention_heads");
         }
     }
 
