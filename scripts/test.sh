@@ -55,6 +55,13 @@ fi
 if [ -n "${require_peers}" ]; then
     export GGUFRW_REQUIRE_PEERS=1
 fi
+# the convert-hf fixtures, built once for both comparisons that use them (the Rust test's and
+# the Python package's), removed at the end
+if [ -z "${GGUFRW_CONVERT_FIXTURES:-}" ]; then
+    fixtures_tmp="$(mktemp -d)"
+    trap 'rm -rf "${fixtures_tmp}"' EXIT
+    export GGUFRW_CONVERT_FIXTURES="${fixtures_tmp}/fixtures"
+fi
 cargo test --workspace "$@"
 # Arguments select Rust tests; the Python tests run when none are given.
 if [ "$#" = 0 ]; then

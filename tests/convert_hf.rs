@@ -206,6 +206,7 @@ fn convert_hf_matches_the_reference_on_every_case() {
     quantize_after_conversion(cases, work.path(), &mut failures);
     transposed_experts(cases, work.path(), &mut failures);
     with_mmproj(cases, work.path(), &mut failures);
+    siglip_as_transformers_5_saves(cases, work.path(), &mut failures);
     assert!(
         failures.is_empty(),
         "{} of {} cases differ:\n{}",
@@ -283,6 +284,115 @@ fn with_mmproj(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<Stri
         "convert-hf --with-mmproj: {compared} fixtures' text and projector files byte-identical \
          with the reference's two runs"
     );
+}
+
+/// Beyond the reference: a SigLIP projector saved as transformers 5 saves it
+/// (`vision_tower.X`, the published `vision_tower.vision_model.X`), which the reference cannot
+/// map, converted here to what the reference writes for the published names.
+fn siglip_as_transformers_5_saves(
+    cases: &[serde_json::Value],
+    work: &Path,
+    failures: &mut Vec<String>,
+) {
+    let mut compared = 0;
+    for case in cases {
+        let name = case["case"].as_str().unwrap();
+        if !name.contains("__mmproj-") || case["status"].as_i64() != Some(0) {
+            continue;
+        }
+        let fixture = Path::new(case["fixture"].as_str().unwrap());
+        // the classes whose projector reads both forms
+        let config = std::fs::read_to_string(fixture.join("config.json")).unwrap();
+        let siglip = [
+            "Gemma3ForConditionalGeneration",
+            "Lfm2VlForConditionalGeneration",
+        ];
+        if !siglip.iter().any(|c| config.contains(c)) {
+            continue;
+        }
+        let folder = fixture.file_name().unwrap().to_string_lossy().into_owned();
+        let twin = work.join("transformers-5").join(&folder);
+        if !twin.exists() {
+            let mut renamed = false;
+            std::fs::create_dir_all(&twin).unwrap();
+            for f in std::fs::read_dir(fixture).unwrap() {
+                let f = f.unwrap().path();
+                let to = twin.join(f.file_name().unwrap());
+                if f.extension().is_some_and(|e| e == "safetensors") {
+                    let (bytes, any) = renamed_tensors(&std::fs::read(&f).unwrap(), |n| {
+                        n.replace("vision_tower.vision_model.", "vision_tower.")
+                    });
+                    renamed |= any;
+                    std::fs::write(&to, bytes).unwrap();
+                } else if f.is_file() {
+                    std::fs::copy(&f, &to).unwrap();
+                }
+            }
+            assert!(
+                renamed,
+                "{folder}: no SigLIP tower under its published names"
+            );
+        }
+        let ours = work.join("ours-transformers-5").join(name);
+        std::fs::create_dir_all(&ours).unwrap();
+        let run = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+            .arg("convert-hf")
+            .arg(&twin)
+            .args(case_args(case))
+            .current_dir(&ours)
+            .output()
+            .unwrap();
+        if !run.status.success() {
+            failures.push(format!(
+                "{name}, as transformers 5 saves it: {}",
+                String::from_utf8_lossy(&run.stderr).trim()
+            ));
+            continue;
+        }
+        let theirs = work.join("ref").join(name);
+        let mut same = true;
+        for f in walk(&theirs) {
+            let rel = f.strip_prefix(&theirs).unwrap();
+            if let Some(d) = first_difference(&ours.join(rel), &f) {
+                failures.push(format!(
+                    "{name}, as transformers 5 saves it: {}: {d}",
+                    rel.display()
+                ));
+                same = false;
+            }
+        }
+        compared += usize::from(same);
+    }
+    eprintln!(
+        "convert-hf: {compared} projectors saved as transformers 5 saves SigLIP identical with \
+         the reference's of the published names"
+    );
+}
+
+/// A safetensors file with its tensors renamed by `rename` (data untouched), and whether any
+/// name changed.
+fn renamed_tensors(bytes: &[u8], rename: impl Fn(&str) -> String) -> (Vec<u8>, bool) {
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let mut any = false;
+    let header: serde_json::Map<String, serde_json::Value> = header
+        .into_iter()
+        .map(|(k, v)| {
+            let new = if k == "__metadata__" {
+                k.clone()
+            } else {
+                rename(&k)
+            };
+            any |= new != k;
+            (new, v)
+        })
+        .collect();
+    let header = serde_json::to_vec(&header).unwrap();
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&header);
+    out.extend_from_slice(&bytes[8 + n..]);
+    (out, any)
 }
 
 /// A case's arguments to the converter.

@@ -4540,10 +4540,23 @@ CONFIGS = {
 }
 
 
+def fixtures_root(work: Path) -> Path:
+    """Where the fixtures are built: WORK/fixtures, or GGUFRW_CONVERT_FIXTURES (a folder named
+    `fixtures`), which scripts/test.sh makes once a run so that its two comparisons (the Rust
+    test's and the Python package's) build each fixture once."""
+    shared = os.environ.get("GGUFRW_CONVERT_FIXTURES")
+    if shared:
+        root = Path(shared).resolve()
+        if root.name != "fixtures":
+            raise SystemExit(f"reference.py: GGUFRW_CONVERT_FIXTURES={shared}: not a folder named fixtures")
+        return root
+    return work / "fixtures"
+
+
 def ensure_fixtures(work: Path, wanted: list[Fixture]) -> dict[str, Path]:
     out = {}
     for fx in wanted:
-        folder = work / "fixtures" / fx.name
+        folder = fixtures_root(work) / fx.name
         if (folder / ".complete").is_file():
             note(f"fixture {fx.name}: reused")
         else:
@@ -4901,7 +4914,8 @@ def main() -> int:
         "general.name": "Overridden Name"}) + "\n", encoding="utf-8")
     cases = all_cases()
     for c in cases:
-        c.args = [a.replace("{work}", str(work)) for a in c.args]
+        c.args = [a.replace("{work}/fixtures", str(fixtures_root(work))).replace("{work}", str(work))
+                  for a in c.args]
     if opts.set == "fast":
         cases = [c for c in cases if c.name in FAST]
     if opts.only:

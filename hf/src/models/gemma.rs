@@ -71,6 +71,7 @@ impl TextModel for Gemma3Vision {
             "multimodal_projector.",
             "vision_model.",
         ];
+        let name = &mmproj::siglip_tower(name);
         if name.contains("vision_model.head.") || !KEPT.iter().any(|p| name.starts_with(p)) {
             return None;
         }

@@ -273,7 +273,7 @@ impl TextModel for Lfm2Vl {
         let name = name
             .replace("model.vision_tower.", "vision_tower.")
             .replace("model.multi_modal_projector.", "multi_modal_projector.");
-        super::mmproj::VISION.filter_tensors(cx, &name)
+        super::mmproj::VISION.filter_tensors(cx, &super::mmproj::siglip_tower(&name))
     }
 
     fn modify_tensors(&self, _cx: &Ctx, name: &str, shape: &[u64]) -> Yields {

@@ -261,6 +261,19 @@ impl TextModel for Mmproj {
     }
 }
 
+/// A SigLIP tower's name as the Hub publishes it: transformers 5 saves `vision_tower.X` for
+/// the published `vision_tower.vision_model.X` (Gemma 3, LFM2-VL), which the reference cannot
+/// map; ggufrw reads both (beyond the reference), and the tests hold its output for the first
+/// to the reference's for the second.
+pub(crate) fn siglip_tower(name: &str) -> String {
+    match name.strip_prefix("vision_tower.") {
+        Some(rest) if !rest.starts_with("vision_model.") => {
+            format!("vision_tower.vision_model.{rest}")
+        }
+        _ => name.to_owned(),
+    }
+}
+
 /// `hparams[to] = hparams.get(from)`: a field copied under the name the keys read (null where
 /// the config has none).
 pub(crate) fn rename(m: &mut Map<String, Value>, to: &str, from: &str) {
