@@ -74,7 +74,8 @@ def test_convert_legacy_llama_runs_on_ggufrw_with_the_same_output(tree, timings,
     # examples/convert_legacy_llama.py: its own loader and lazy tensors, gguf-py's writer, vocab
     # classes, name maps and (for q8_0) quants, on a Llama checkpoint of the fixtures
     work = reference_run[0]
-    model = work / "fixtures" / "TinyLlama-Test-v0.1"
+    # where reference.py built the fixtures (scripts/test.sh shares them between the comparisons)
+    model = Path(os.environ.get("GGUFRW_CONVERT_FIXTURES") or work / "fixtures") / "TinyLlama-Test-v0.1"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tree / "gguf-py"), os.environ.get("PYTHONPATH", "")]))
     results = {}
     for which, prefix in (("gguf-py", []), ("ggufrw", ["-m", "ggufrw.compat"])):
