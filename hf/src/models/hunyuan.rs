@@ -300,11 +300,7 @@ impl TextModel for HunyuanVlVision {
         if (new_name.contains("mm.0.") || new_name.contains("mm.2."))
             && new_name.ends_with(".weight")
         {
-            let ty = match cx.file_type {
-                1 => ggufrw::quant::GgmlType::F16,
-                _ => ggufrw::quant::GgmlType::F32,
-            };
-            return Some(base::Force::Type(ty));
+            return Some(super::mmproj::f16_or_f32(cx));
         }
         super::mmproj::VISION.tensor_force_quant(cx, name, new_name, bid, n_dims)
     }

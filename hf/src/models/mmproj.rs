@@ -249,16 +249,20 @@ impl TextModel for Mmproj {
         _n_dims: usize,
     ) -> Option<Force> {
         (new_name.contains(".patch_embd.weight") || new_name.contains(".patch_merger.weight"))
-            .then_some(Force::Type(if cx.file_type == 1 {
-                GgmlType::F16
-            } else {
-                GgmlType::F32
-            }))
+            .then(|| f16_or_f32(cx))
     }
 
     fn set_vocab(&self, _cx: &Ctx, _kv: &mut Kv) -> Result<()> {
         Ok(())
     }
+}
+
+/// F16 where the outtype is F16, else F32: the type the projectors force their convolutions to.
+pub(crate) fn f16_or_f32(cx: &Ctx) -> Force {
+    Force::Type(match cx.file_type {
+        1 => GgmlType::F16,
+        _ => GgmlType::F32,
+    })
 }
 
 /// A SigLIP tower's name as the Hub publishes it: transformers 5 saves `vision_tower.X` for
