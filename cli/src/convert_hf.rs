@@ -233,6 +233,20 @@ fn projector_options(text: &Options, via: Option<&str>) -> Options {
 fn convert_plain(model: &std::path::Path, options: &Options, dry_run: bool) -> ExitCode {
     match convert_with(model, options, &Bar::new()) {
         Ok(r) => {
+            for w in &r.warnings {
+                eprintln!("warning: {w}");
+            }
+            print_out(&describe(&r, dry_run))
+        }
+        Err(e) => failed(&e),
+    }
+}
+
+/// A conversion's plan (dry) or result: each tensor with `dry_run`, each file, the totals;
+/// each type fallback on stderr.
+pub(crate) fn describe(r: &ggufrw_hf::Report, dry_run: bool) -> String {
+    {
+        {
             let mut text = String::new();
             let width = r.tensors.iter().map(|t| t.name.len()).max().unwrap_or(0) + 1;
             if dry_run {
@@ -252,9 +266,6 @@ fn convert_plain(model: &std::path::Path, options: &Options, dry_run: bool) -> E
                     eprintln!("{}: {note}", t.name);
                 }
             }
-            for w in &r.warnings {
-                eprintln!("warning: {w}");
-            }
             let bytes: u64 = r.tensors.iter().map(|t| t.bytes).sum();
             for (path, n) in r.outputs.iter().zip(&r.shard_sizes) {
                 text.push_str(&format!("{}: {n} tensors\n", path.display()));
@@ -266,9 +277,8 @@ fn convert_plain(model: &std::path::Path, options: &Options, dry_run: bool) -> E
                 r.parameters,
                 r.file_type
             ));
-            print_out(&text)
+            text
         }
-        Err(e) => failed(&e),
     }
 }
 

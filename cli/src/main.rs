@@ -8,6 +8,7 @@ mod conform;
 mod convert;
 mod convert_endian;
 mod convert_hf;
+mod convert_lora;
 mod diff;
 mod dump;
 mod edit;
@@ -72,6 +73,9 @@ enum Command {
     /// Convert a Hugging Face checkpoint folder (safetensors) to GGUF, byte for byte as
     /// llama.cpp's convert_hf_to_gguf.py with the same options, without Python.
     ConvertHf(convert_hf::Args),
+    /// Convert a PEFT LoRA adapter to a GGUF adapter for llama.cpp's --lora, byte for byte as
+    /// llama.cpp's convert_lora_to_gguf.py, without Python.
+    ConvertLora(convert_lora::Args),
     /// A GGUF file back to a Hugging Face folder: safetensors weights with their checkpoint
     /// names, config.json, generation_config.json and the tokenizer.
     ExportHf(export_hf::Args),
@@ -117,6 +121,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => stats::run(args),
         Command::Convert(args) => convert::run(args),
         Command::ConvertHf(args) => convert_hf::run(args),
+        Command::ConvertLora(args) => convert_lora::run(args),
         Command::ExportHf(args) => export_hf::run(args),
         Command::Quantize(args) => quantize::run(args),
         Command::Imatrix(args) => imatrix::run(args),

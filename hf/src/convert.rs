@@ -55,7 +55,7 @@ impl OutType {
     }
 
     /// `LlamaFileType` value, the type 2-D tensors get, and the name in file names.
-    fn resolved(self) -> (u32, GgmlType, &'static str) {
+    pub(crate) fn resolved(self) -> (u32, GgmlType, &'static str) {
         match self {
             OutType::F32 => (0, GgmlType::F32, "F32"),
             OutType::F16 | OutType::Auto => (1, GgmlType::F16, "F16"),
@@ -122,14 +122,14 @@ pub struct TensorPlan {
     pub source_type: &'static str,
     /// Why the type differs from the outtype's, if it was a fallback.
     pub note: Option<String>,
-    src: Src,
+    pub(crate) src: Src,
 }
 
 /// What `modify_tensors` yields: checkpoint name, block, source, type and torch shape.
-type Yielded = (String, Option<u64>, Src, Dtype, Vec<u64>);
+pub(crate) type Yielded = (String, Option<u64>, Src, Dtype, Vec<u64>);
 
 #[derive(Clone, Debug)]
-enum Src {
+pub(crate) enum Src {
     Entry {
         index: usize,
         change: Box<Rearrange>,
@@ -646,7 +646,7 @@ fn f32_plan(name: String, values: Vec<f32>) -> TensorPlan {
 /// `modify_tensors`: what each kept checkpoint tensor yields (renamed, rearranged, or merged
 /// with its block's other experts), in the order the reference writes them; the keys it
 /// writes from tensor values go to `early`.
-fn modify_tensors(
+pub(crate) fn modify_tensors(
     model: &dyn TextModel,
     cx: &Ctx,
     ckpt: &Checkpoint,
@@ -1011,7 +1011,7 @@ fn stack_experts(
 }
 
 /// `prepare_tensors`' naming and type rules for each yielded tensor.
-fn prepare_tensors(
+pub(crate) fn prepare_tensors(
     model: &dyn TextModel,
     cx: &Ctx,
     outtype: OutType,
@@ -1104,7 +1104,7 @@ fn prepare_tensors(
 }
 
 /// The parameters the plan counts (none for the vocabulary alone, whose plan is empty).
-fn parameter_count(plan: &[TensorPlan]) -> Result<ggufrw::params::ParamCount> {
+pub(crate) fn parameter_count(plan: &[TensorPlan]) -> Result<ggufrw::params::ParamCount> {
     ggufrw::params::count_shapes(plan.iter().map(|t| (t.name.as_str(), t.dims.as_slice())))
         .map_err(|e| Error::reference(e.to_string()))
 }
@@ -1148,7 +1148,7 @@ fn metadata(
 
 /// `gguf.fill_templated_filename`: Python's `str.format` with `{ftype}`, `{outtype}` (lower
 /// case), `{FTYPE}`, `{OUTTYPE}` (upper case) and `{}`/`{0}` (lower case).
-fn fill_template(name: &str, output_type: &str) -> Result<String> {
+pub(crate) fn fill_template(name: &str, output_type: &str) -> Result<String> {
     let lower = output_type.to_lowercase();
     let upper = output_type.to_uppercase();
     let mut out = String::new();
@@ -1209,7 +1209,7 @@ fn write_header_only(path: &Path, kv: Kv, order: ByteOrder) -> Result<()> {
 /// Elements converted per piece and thread (a few MiB of output whatever the tensor's size).
 const PIECE_ELEMENTS: u64 = 1 << 20;
 
-fn data_source<'a>(
+pub(crate) fn data_source<'a>(
     ckpt: &'a Checkpoint,
     p: &TensorPlan,
     order: ByteOrder,

@@ -78,6 +78,13 @@ impl Kv {
         }
     }
 
+    /// `add_key_value` of an array of UINT32 items: an empty list is not added.
+    pub fn u32s(&mut self, key: &str, v: Vec<u32>) {
+        if !v.is_empty() {
+            self.set(key, Value::Array(Array::new(v.into())));
+        }
+    }
+
     /// `add_array` of a `bytes` value (UINT8 items).
     pub fn u8s(&mut self, key: &str, v: Vec<u8>) {
         if !v.is_empty() {

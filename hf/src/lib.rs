@@ -33,6 +33,7 @@ mod error;
 pub mod export;
 mod json;
 mod kv;
+mod lora;
 pub mod metadata;
 mod model_dir;
 mod models;
@@ -47,6 +48,7 @@ pub mod vocab;
 pub use convert::{convert, convert_quantized, convert_with, Options, OutType, Report, TensorPlan};
 pub use error::{Error, Result, Unsupported};
 pub use export::{export_hf, Dtype, ExportOptions, ExportReport};
+pub use lora::{convert_lora, LoraOptions};
 pub use model_dir::ModelDir;
 pub use models::{classes, mmproj_classes, ClassState, MmprojState};
 

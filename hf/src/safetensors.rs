@@ -355,6 +355,17 @@ fn check_index(
     Err(Error::field(index_path, "weight_map", message))
 }
 
+/// One safetensors file alone (an adapter's `adapter_model.safetensors`), its tensors sorted
+/// by name as `safe_open(...).keys()` gives them.
+pub(crate) fn open_file(path: &Path) -> Result<Checkpoint> {
+    let (part, mut entries) = open_part(path, 0)?;
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Checkpoint {
+        parts: vec![part],
+        entries,
+    })
+}
+
 fn open_part(path: &Path, index: usize) -> Result<(Part, Vec<Entry>)> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     // SAFETY: the map is read-only; a file truncated by another process while mapped raises
