@@ -42,6 +42,9 @@ PINS=(
     "safetensors==0.8.0"
     # transformers' GGUF loader needs it: the export-hf weights check (tests/export_hf/)
     "accelerate==1.16.0"
+    # the adapters convert_lora_to_gguf.py is compared on are made by peft itself
+    # (tests/convert_hf/lora.py)
+    "peft==0.22.0"
 )
 
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
@@ -58,7 +61,7 @@ exec 3>&1 1>&2
 # every pin installed at exactly its version, and the converter's imports work
 have_pins() {
     pins_installed "$py" "${PINS[@]}" \
-        && "$py" -c 'import torch, transformers, sentencepiece, yaml' >/dev/null 2>&1
+        && "$py" -c 'import torch, transformers, sentencepiece, yaml, peft' >/dev/null 2>&1
 }
 
 if ! have_pins; then
@@ -69,7 +72,7 @@ if ! have_pins; then
         note "installing ${PINS[*]} into $venv (about 4.9 GB; takes minutes)"
         "$py" -m pip install --quiet --disable-pip-version-check --no-input "${PINS[@]}" \
             || die "pip install ${PINS[*]} into $venv failed"
-        have_pins || die "after the install, $py still lacks one of ${PINS[*]} (or cannot import torch, transformers, sentencepiece, yaml)"
+        have_pins || die "after the install, $py still lacks one of ${PINS[*]} (or cannot import torch, transformers, sentencepiece, yaml, peft)"
     fi
 fi
 

@@ -405,7 +405,7 @@ fn case_args(case: &serde_json::Value) -> Vec<&str> {
         .collect()
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();

@@ -6,6 +6,7 @@ mod common;
 
 mod cli;
 mod convert_hf;
+mod convert_lora;
 mod coverage;
 mod export_hf;
 mod export_vocab;

@@ -245,41 +245,42 @@ fn convert_plain(model: &std::path::Path, options: &Options, dry_run: bool) -> E
 /// A conversion's plan (dry) or result: each tensor with `dry_run`, each file, the totals;
 /// each type fallback on stderr.
 pub(crate) fn describe(r: &ggufrw_hf::Report, dry_run: bool) -> String {
-    {
-        {
-            let mut text = String::new();
-            let width = r.tensors.iter().map(|t| t.name.len()).max().unwrap_or(0) + 1;
-            if dry_run {
-                for t in &r.tensors {
-                    let dims: Vec<String> = t.dims.iter().map(u64::to_string).collect();
-                    text.push_str(&format!(
-                        "{:width$} {} --> {}, shape = {{{}}}\n",
-                        format!("{},", t.name),
-                        t.source_type,
-                        t.ggml_type.name().to_uppercase(),
-                        dims.join(", ")
-                    ));
-                }
-            }
-            for t in &r.tensors {
-                if let Some(note) = &t.note {
-                    eprintln!("{}: {note}", t.name);
-                }
-            }
-            let bytes: u64 = r.tensors.iter().map(|t| t.bytes).sum();
-            for (path, n) in r.outputs.iter().zip(&r.shard_sizes) {
-                text.push_str(&format!("{}: {n} tensors\n", path.display()));
-            }
+    let file_type = format!(", general.file_type = {}", r.file_type);
+    describe_as(r, dry_run, &file_type)
+}
+
+/// [`describe`], the totals' line ending in `tail`.
+pub(crate) fn describe_as(r: &ggufrw_hf::Report, dry_run: bool, tail: &str) -> String {
+    let mut text = String::new();
+    let width = r.tensors.iter().map(|t| t.name.len()).max().unwrap_or(0) + 1;
+    if dry_run {
+        for t in &r.tensors {
+            let dims: Vec<String> = t.dims.iter().map(u64::to_string).collect();
             text.push_str(&format!(
-                "{} {} tensors ({} parameters, {bytes} bytes of data), general.file_type = {}\n",
-                if dry_run { "would write" } else { "wrote" },
-                r.tensors.len(),
-                r.parameters,
-                r.file_type
+                "{:width$} {} --> {}, shape = {{{}}}\n",
+                format!("{},", t.name),
+                t.source_type,
+                t.ggml_type.name().to_uppercase(),
+                dims.join(", ")
             ));
-            text
         }
     }
+    for t in &r.tensors {
+        if let Some(note) = &t.note {
+            eprintln!("{}: {note}", t.name);
+        }
+    }
+    let bytes: u64 = r.tensors.iter().map(|t| t.bytes).sum();
+    for (path, n) in r.outputs.iter().zip(&r.shard_sizes) {
+        text.push_str(&format!("{}: {n} tensors\n", path.display()));
+    }
+    text.push_str(&format!(
+        "{} {} tensors ({} parameters, {bytes} bytes of data){tail}\n",
+        if dry_run { "would write" } else { "wrote" },
+        r.tensors.len(),
+        r.parameters,
+    ));
+    text
 }
 
 /// Converts to the intermediate type and quantizes as `ggufrw quantize` (llama-quantize's job,

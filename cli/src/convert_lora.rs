@@ -57,7 +57,8 @@ pub fn run(args: Args) -> ExitCode {
             for w in &r.warnings {
                 eprintln!("warning: {w}");
             }
-            print_out(&super::convert_hf::describe(&r, args.dry_run))
+            // an adapter has no general.file_type
+            print_out(&super::convert_hf::describe_as(&r, args.dry_run, ""))
         }
         Err(e) => super::convert_hf::failed(&e),
     }

@@ -317,6 +317,9 @@ fn invocation_tokens(lparams: &Value, config_path: &Path) -> Result<Vec<u32>> {
     }
 }
 
+/// Tensors kept whole: each name and adapter entry.
+type Kept = Vec<(String, usize)>;
+
 /// A base weight's two factors, by adapter entry.
 struct Pair {
     name: String,
@@ -331,7 +334,7 @@ fn pair_up(
     cx: &Ctx,
     ckpt: &Checkpoint,
     path: &Path,
-) -> Result<(Vec<(String, usize)>, Vec<Pair>)> {
+) -> Result<(Kept, Vec<Pair>)> {
     let mut plain = Vec::new();
     let mut pairs: Vec<(String, Option<usize>, Option<usize>)> = Vec::new();
     let mut at: HashMap<String, usize> = HashMap::new();

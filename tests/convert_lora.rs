@@ -1,0 +1,163 @@
+//! `ggufrw convert-lora` against the reference, llama.cpp's `convert_lora_to_gguf.py` of the
+//! pinned tree, in the converter's cached environment (`scripts/convert-ref.sh`: torch,
+//! transformers and peft). `tests/convert_hf/lora.py` makes the adapters with peft itself on
+//! convert-hf's fixtures and runs the reference on every case in one process; each case is
+//! then run here with the same arguments, and the exit status and every output file's bytes
+//! must agree. Where the reference is not installed, the test says SKIPPED.
+
+use crate::common;
+use crate::convert_hf::{first_difference, walk};
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn convert_lora_matches_the_reference_on_every_case() {
+    let Some((py, tree)) = common::convert_reference() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/convert_hf/lora.py");
+    common::succeed(
+        // fixtures of its own: the convert-hf comparison, which may run beside this test,
+        // builds the shared ones (GGUFRW_CONVERT_FIXTURES)
+        Command::new(&py)
+            .env_remove("GGUFRW_CONVERT_FIXTURES")
+            .arg(&script)
+            .arg("--llama-cpp")
+            .arg(&tree)
+            .arg("--work")
+            .arg(work.path()),
+    );
+    let cases: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(work.path().join("lora-cases.json")).unwrap())
+            .unwrap();
+    let cases = cases.as_array().unwrap();
+    assert!(!cases.is_empty(), "no cases");
+    let (mut failures, mut identical, mut both_failed) = (Vec::new(), 0, Vec::new());
+    for case in cases {
+        let name = case["case"].as_str().unwrap();
+        let args: Vec<&str> = (case["args"].as_array().unwrap().iter())
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let ref_status = case["status"].as_i64().unwrap();
+        let ours_dir = work.path().join("lora-ours").join(name);
+        let ref_dir = work.path().join("lora-ref").join(name);
+        std::fs::create_dir_all(&ours_dir).unwrap();
+        for a in &args {
+            if ref_dir.join(a).is_dir() {
+                std::fs::create_dir_all(ours_dir.join(a)).unwrap();
+            }
+        }
+        let run = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+            .arg("convert-lora")
+            .arg(case["adapter"].as_str().unwrap())
+            .arg("--base")
+            .arg(case["base"].as_str().unwrap())
+            .args(&args)
+            .current_dir(&ours_dir)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        if run.status.success() != (ref_status == 0) {
+            failures.push(format!(
+                "{name}: exit {:?} here, {ref_status} for the reference ({}); ours said: {}",
+                run.status.code(),
+                case["error"].as_str().unwrap_or(""),
+                stderr.trim()
+            ));
+            continue;
+        }
+        // what the reference writes silently, said
+        for (adapter, said) in [
+            ("tinyllama-rslora", "use_rslora"),
+            ("llama32-embed-head", "tie_word_embeddings"),
+        ] {
+            if name.starts_with(adapter) && run.status.success() && !stderr.contains(said) {
+                failures.push(format!("{name}: no warning naming {said}: {stderr}"));
+            }
+        }
+        if !run.status.success() {
+            both_failed.push(name.to_owned());
+            continue;
+        }
+        let listing = |dir: &Path| -> Vec<String> {
+            let mut v: Vec<String> = (walk(dir).into_iter())
+                .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
+                .collect();
+            v.sort();
+            v
+        };
+        let (mine, theirs) = (listing(&ours_dir), listing(&ref_dir));
+        if mine != theirs {
+            failures.push(format!(
+                "{name}: files {mine:?} here, {theirs:?} for the reference"
+            ));
+            continue;
+        }
+        match (mine.iter()).find_map(|f| first_difference(&ours_dir.join(f), &ref_dir.join(f))) {
+            Some(d) => failures.push(format!("{name}: {d}")),
+            None => identical += 1,
+        }
+    }
+    eprintln!(
+        "convert-lora: {identical} of {} cases byte-identical with the reference, {} refused by both: {}",
+        cases.len(),
+        both_failed.len(),
+        both_failed.join(", ")
+    );
+    rslora_scale(cases, work.path(), &mut failures);
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+/// `--rslora-scale` (beyond the reference) writes alpha · √r, and changes nothing else.
+fn rslora_scale(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<String>) {
+    let Some(case) = cases
+        .iter()
+        .find(|c| c["case"].as_str() == Some("tinyllama-rslora__f32") && c["status"] == 0)
+    else {
+        failures.push("no tinyllama-rslora__f32 case to check --rslora-scale on".into());
+        return;
+    };
+    let out = work.join("rslora-scaled.gguf");
+    let run = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+        .arg("convert-lora")
+        .arg(case["adapter"].as_str().unwrap())
+        .arg("--base")
+        .arg(case["base"].as_str().unwrap())
+        .args(["--outtype", "f32", "--rslora-scale", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let reference = work
+        .join("lora-ref/tinyllama-rslora__f32")
+        .join("tinyllama-rslora__f32.gguf");
+    let alpha = |path: &Path| -> f32 {
+        let g = ggufrw::Gguf::open(path).unwrap();
+        match g.get("adapter.lora.alpha") {
+            Some(ggufrw::Value::Float32(v)) => *v,
+            v => panic!("{}: adapter.lora.alpha is {v:?}", path.display()),
+        }
+    };
+    // the fixture's r = 4: alpha · √4
+    let (scaled, written) = (alpha(&out), alpha(&reference));
+    if scaled != written * 2.0 {
+        failures.push(format!(
+            "--rslora-scale: alpha {scaled}, the reference's {written} · √4 expected"
+        ));
+    }
+    match first_difference(&out, &reference) {
+        Some(d) if d.contains("adapter.lora.alpha") => {}
+        d => failures.push(format!("--rslora-scale: beyond alpha: {d:?}")),
+    }
+}
