@@ -656,11 +656,7 @@ pub(crate) fn modify_tensors(
 ) -> Result<Vec<Yielded>> {
     let hp = cx.hp();
     let mut yielded: Vec<Yielded> = Vec::new();
-    // the layouts a tensor is matched against, in order: a class's second layout first
-    // (GroveMoE's chunk experts, whose names contain the first's marker), its count divided
-    let layouts: Vec<(Experts, u64)> = (model.adjugate_experts().into_iter())
-        .chain(model.experts().map(|e| (e, 1)))
-        .collect();
+    let layouts = expert_layouts(model);
     let mut pending: BTreeMap<(usize, u64), Vec<(String, usize)>> = BTreeMap::new();
     let mut scalars: HashMap<&'static str, BTreeMap<u64, f32>> = HashMap::new();
     let mut groups: BTreeMap<String, Vec<Option<usize>>> = BTreeMap::new();
@@ -723,12 +719,7 @@ pub(crate) fn modify_tensors(
             }
             continue;
         }
-        let is_expert = |ex: &Experts| {
-            name.contains(ex.marker)
-                && (ex.unless.is_empty() || !name.contains(ex.unless))
-                && !ex.packed.iter().any(|p| name.ends_with(p))
-        };
-        if let Some((at, (ex, per))) = layouts.iter().enumerate().find(|(_, l)| is_expert(&l.0)) {
+        if let Some((at, (ex, per))) = layouts.iter().enumerate().find(|(_, l)| l.0.holds(name)) {
             let Some(bid) = bid else {
                 return Err(Error::reference(format!(
                     "expert tensor {name:?} has no block number"
@@ -878,6 +869,14 @@ pub(crate) fn modify_tensors(
     Ok(yielded)
 }
 
+/// The expert layouts a tensor is matched against, in order: a class's second layout first
+/// (GroveMoE's chunk experts, whose names contain the first's marker), its count divided.
+pub(crate) fn expert_layouts(model: &dyn TextModel) -> Vec<(Experts, u64)> {
+    (model.adjugate_experts().into_iter())
+        .chain(model.experts().map(|e| (e, 1)))
+        .collect()
+}
+
 /// Whether checkpoint tensor `e` (planned as `shape`) equals the token embeddings yielded
 /// before it, unchanged, in shape and value (`torch.equal`: a NaN equals nothing).
 fn repeats_embeddings(
@@ -961,7 +960,7 @@ fn gathered(ckpt: &Checkpoint, g: &Gather, parts: Vec<usize>, bid: Option<u64>) 
 }
 
 /// One weight of a block's `n` experts stacked along a new first axis.
-fn stack_experts(
+pub(crate) fn stack_experts(
     ckpt: &Checkpoint,
     ex: &Experts,
     layer: &[(String, usize)],
@@ -1023,7 +1022,10 @@ pub(crate) fn prepare_tensors(
     let map = NameMap::new(arch, cx.block_count);
     let mut plan = Vec::with_capacity(yielded.len());
     for (name, bid, src, dtype, shape) in yielded {
-        let named = matches!(&src, Src::Entry { change, .. } if change.named);
+        // an adapter's factors are named by the adapter's conversion (`lora.rs`)
+        let named = matches!(&src, Src::Entry { change, .. } if change.named)
+            || name.ends_with(".lora_a")
+            || name.ends_with(".lora_b");
         let new_name = match named {
             true => name.clone(),
             false => map.map_tensor_name(&name)?,

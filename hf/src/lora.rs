@@ -19,7 +19,7 @@ use crate::tables;
 use ggufrw::fsutil::{Mode, Progress};
 use ggufrw::{Builder, ByteOrder};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// `convert_lora_to_gguf.py`'s options.
@@ -117,9 +117,7 @@ pub fn convert_lora(
         .map
         .get("tie_word_embeddings")
         .is_some_and(crate::vocab::truthy);
-    for pair in &pairs {
-        low_rank(model, &cx, &ckpt, pair, tied, &mut yielded, &mut warnings)?;
-    }
+    experts_and_pairs(model, &cx, &ckpt, &pairs, tied, &mut yielded, &mut warnings)?;
     let mut plan = convert::prepare_tensors(model, &cx, options.outtype, wanted, yielded, None)?;
     if let Some(t) = plan[..whole]
         .iter()
@@ -398,6 +396,69 @@ fn base_tensor_name(name: &str) -> String {
         .replace(".lora_B.weight", ".weight")
         .replace(".lora_embedding_A", ".weight")
         .replace(".lora_embedding_B", ".weight")
+}
+
+/// Every pair through the class's `modify_tensors`, in order; a block's experts, once all
+/// of them are seen, stacked factor by factor as the class stacks the weights (`lora_a`
+/// `[n, r, in]`, `lora_b` `[n, out, r]`).
+fn experts_and_pairs(
+    model: &dyn models::TextModel,
+    cx: &Ctx,
+    ckpt: &Checkpoint,
+    pairs: &[Pair],
+    tied: bool,
+    yielded: &mut Vec<Yielded>,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    let layouts = convert::expert_layouts(model);
+    let map = NameMap::new(cx.arch, cx.block_count);
+    let mut pending: BTreeMap<(usize, u64), Vec<&Pair>> = BTreeMap::new();
+    for pair in pairs {
+        let name = pair.name.as_str();
+        let Some((at, (ex, per))) = layouts.iter().enumerate().find(|(_, l)| l.0.holds(name))
+        else {
+            low_rank(model, cx, ckpt, pair, tied, yielded, warnings)?;
+            continue;
+        };
+        let Some(bid) = models::block_of(name) else {
+            return Err(Error::reference(format!(
+                "expert tensor {name:?} has no block number"
+            )));
+        };
+        let n = cx.hp().int(ex.count_keys)? / per;
+        let layer = pending.entry((at, bid)).or_default();
+        layer.push(pair);
+        if (layer.len() as u64) < n * ex.weights.len() as u64 {
+            continue;
+        }
+        let layer = pending.remove(&(at, bid)).unwrap_or_default();
+        let factor = |pick: fn(&Pair) -> usize| -> Vec<(String, usize)> {
+            layer.iter().map(|p| (p.name.clone(), pick(p))).collect()
+        };
+        let (a, b) = (factor(|p| p.a), factor(|p| p.b));
+        for w in ex.weights.iter().copied() {
+            let (merged, _, src_a, dtype_a, shape_a) =
+                convert::stack_experts(ckpt, ex, &a, bid, n, w)?;
+            let (_, _, src_b, dtype_b, shape_b) = convert::stack_experts(ckpt, ex, &b, bid, n, w)?;
+            if shape_a.len() != 3 || shape_b.len() != 3 || shape_a[1] != shape_b[2] {
+                return Err(Error::reference(format!(
+                    "{merged}: experts' factors {shape_a:?} and {shape_b:?} are not                      [n, r, in] and [n, out, r]"
+                )));
+            }
+            let dest = map.map_tensor_name(&merged)?;
+            yielded.push((format!("{dest}.lora_a"), Some(bid), src_a, dtype_a, shape_a));
+            yielded.push((format!("{dest}.lora_b"), Some(bid), src_b, dtype_b, shape_b));
+        }
+    }
+    let left: Vec<&str> = pending
+        .values()
+        .flatten()
+        .map(|p| p.name.as_str())
+        .collect();
+    if !left.is_empty() {
+        return Err(Error::reference(format!("Unprocessed experts: {left:?}")));
+    }
+    Ok(())
 }
 
 /// The class's `modify_tensors` on one pair: each output's `lora_a` and `lora_b`.

@@ -65,6 +65,9 @@ ADAPTERS = [
     Adapter("phi3-fused", "Phi-3-tiny-4k-instruct", ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"],
             seed=4, r=16, alpha=32),
     Adapter("gemma3-attn", "gemma-3-tiny-it", ATTENTION + ["down_proj"], seed=5, dtype="bfloat16"),
+    # a mixture: each expert's factors stacked as the experts are, the router's pair
+    Adapter("qwen3moe-experts", "Qwen3-MoE-Tiny", ATTENTION + MLP + ["gate"], seed=8,
+            dtype="float16"),
     # whole modules saved beside the factors, and DoRA's magnitudes: both refused
     Adapter("qwen2-modules-to-save", "Qwen2.5-Tiny-Instruct", ["q_proj"], seed=6,
             more=dict(modules_to_save=["lm_head"]), outtypes=["f16"]),
@@ -117,12 +120,14 @@ class Case:
 
 def all_cases(adapters: dict[str, Path], bases: dict[str, Path]) -> list[Case]:
     cases = []
-    for ad in ADAPTERS:
+    for ad in (ad for ad in ADAPTERS if ad.name in bases):
         for t in ad.outtypes:
             name = f"{ad.name}__{t}"
             cases.append(Case(name, ad.name, str(bases[ad.name]),
                               ["--outtype", t, "--outfile", f"{name}.gguf"]))
     first = ADAPTERS[0]
+    if first.name not in bases:
+        return cases
     cases.append(Case(f"{first.name}__bigendian-q8_0", first.name, str(bases[first.name]),
                       ["--bigendian", "--outtype", "q8_0", "--outfile", "out.gguf"]))
     # an existing folder: the file named by the convention, with its LoRA tag

@@ -537,6 +537,15 @@ pub(crate) struct Experts {
     pub weights: &'static [&'static str],
 }
 
+impl Experts {
+    /// Whether checkpoint tensor `name` is one expert's, of this layout.
+    pub fn holds(&self, name: &str) -> bool {
+        name.contains(self.marker)
+            && (self.unless.is_empty() || !name.contains(self.unless))
+            && !self.packed.iter().any(|p| name.ends_with(p))
+    }
+}
+
 /// `tensor_force_quant`'s answer other than `False`.
 // `Type` is for the classes that force one (granite.py, glm.py, nemotron.py): none yet.
 #[allow(dead_code)]
