@@ -62,8 +62,9 @@ CMAKE_FLAGS=(
 )
 TOOLS_FLAGS=(-DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_EXAMPLES=ON)
 # llama-imatrix: the importance matrices the quantize tests use, and the reference for
-# `ggufrw imatrix convert` (tests/imatrix.rs)
-TOOLS_TARGETS=(llama-gguf-split llama-gguf-hash llama-quantize llama-imatrix)
+# `ggufrw imatrix convert` (tests/imatrix.rs); llama-export-lora: the merge `ggufrw export-lora`
+# is compared with
+TOOLS_TARGETS=(llama-gguf-split llama-gguf-hash llama-quantize llama-imatrix llama-export-lora)
 
 . "$(dirname -- "${BASH_SOURCE[0]}")/lib.sh"
 with_tools=0

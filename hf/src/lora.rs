@@ -76,6 +76,20 @@ pub fn convert_lora(
     let base = base_folder(adapter, &config_path, &lparams, options)?;
     let folder = ModelDir::open(&base)?;
     let class = folder.hparams.architecture()?;
+    if let Some(trained) = lparams
+        .pointer("/auto_mapping/base_model_class")
+        .and_then(Value::as_str)
+        .filter(|&c| c != class)
+    {
+        return Err(Error::field(
+            &config_path,
+            "auto_mapping.base_model_class",
+            format!(
+                "the adapter was trained on a {trained}, and the base given ({}) is a {class}:                  give its own base with --base",
+                base.display()
+            ),
+        ));
+    }
     let (line_arch, model) = models::for_class(&class)?;
     let mut hparams = folder.hparams.clone();
     model.init_hparams(&class, &mut hparams);

@@ -752,3 +752,164 @@ fn a_projector_is_not_exported_and_nothing_is_written() {
     assert!(e.contains("mmproj.gguf") && e.contains("projector"), "{e}");
     assert!(!out.exists(), "an output was left behind");
 }
+
+/// A PEFT adapter of rank `r` on the tiny Llama's `q_proj` (`a_rank` for its lora_A), its
+/// config naming `base` as the base.
+fn adapter(dir: &Path, base: &str, r: u64, a_rank: u64, more: &[(&str, &str, Vec<u64>)]) {
+    std::fs::create_dir_all(dir).unwrap();
+    let config = serde_json::json!({
+        "base_model_name_or_path": base, "lora_alpha": 4, "r": r, "peft_type": "LORA",
+    });
+    std::fs::write(dir.join("adapter_config.json"), config.to_string()).unwrap();
+    let mut tensors = vec![
+        (
+            "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight",
+            "F32",
+            vec![a_rank, 8],
+        ),
+        (
+            "base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight",
+            "F32",
+            vec![8, r],
+        ),
+    ];
+    tensors.extend(more.iter().cloned());
+    std::fs::write(dir.join("adapter_model.safetensors"), safetensors(&tensors)).unwrap();
+}
+
+fn lora_options(out: &Path, base: Option<&Path>) -> ggufrw_hf::LoraOptions {
+    ggufrw_hf::LoraOptions {
+        base: base.map(Path::to_owned),
+        outfile: Some(out.to_owned()),
+        outtype: OutType::F16,
+        ..ggufrw_hf::LoraOptions::default()
+    }
+}
+
+/// An adapter conversion that must fail: its message, nothing written.
+fn lora_refused(adapter: &Path, base: Option<&Path>) -> String {
+    let out = adapter.join("out.gguf");
+    let e = ggufrw_hf::convert_lora(adapter, &lora_options(&out, base), &())
+        .expect_err("refused")
+        .to_string();
+    assert!(!out.exists(), "an output was left behind: {e}");
+    e
+}
+
+#[test]
+fn a_valid_adapter_converts_with_its_base_named_in_its_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    std::fs::create_dir(&base).unwrap();
+    checkpoint(&base, &llama_tensors());
+    let lora = dir.path().join("lora");
+    adapter(&lora, base.to_str().unwrap(), 2, 2, &[]);
+    let out = lora.join("out.gguf");
+    let r = ggufrw_hf::convert_lora(&lora, &lora_options(&out, None), &()).unwrap();
+    let names: Vec<&str> = r.tensors.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["blk.0.attn_q.weight.lora_a", "blk.0.attn_q.weight.lora_b"]
+    );
+    assert!(out.is_file());
+}
+
+#[test]
+fn an_adapter_whose_base_is_not_here_is_refused_naming_the_key_and_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let lora = dir.path().join("lora");
+    adapter(&lora, "/home/trainer/models/llama", 2, 2, &[]);
+    let e = lora_refused(&lora, None);
+    assert!(
+        e.contains("adapter_config.json")
+            && e.contains("base_model_name_or_path")
+            && e.contains("--base"),
+        "{e}"
+    );
+    let e = lora_refused(&lora, Some(&dir.path().join("missing")));
+    assert!(e.contains("--base") && e.contains("missing"), "{e}");
+}
+
+#[test]
+fn an_adapter_whose_ranks_do_not_match_is_refused_naming_the_tensor() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let lora = dir.path().join("lora");
+    adapter(&lora, "", 2, 3, &[]);
+    let e = lora_refused(&lora, Some(dir.path()));
+    assert!(
+        e.contains("adapter_model.safetensors")
+            && e.contains("q_proj.lora_B")
+            && e.contains("rank"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_adapter_for_a_tensor_the_base_does_not_have_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let lora = dir.path().join("lora");
+    let more = [
+        (
+            "base_model.model.model.layers.3.self_attn.q_proj.lora_A.weight",
+            "F32",
+            vec![2, 8],
+        ),
+        (
+            "base_model.model.model.layers.3.self_attn.q_proj.lora_B.weight",
+            "F32",
+            vec![8, 2],
+        ),
+    ];
+    adapter(&lora, "", 2, 2, &more);
+    let e = lora_refused(&lora, Some(dir.path()));
+    assert!(e.contains("model.layers.3.self_attn.q_proj"), "{e}");
+}
+
+#[test]
+fn an_adapter_for_another_architecture_is_refused_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let lora = dir.path().join("lora");
+    adapter(&lora, "", 2, 2, &[]);
+    let config = serde_json::json!({
+        "lora_alpha": 4, "r": 2,
+        "auto_mapping": {"base_model_class": "Qwen2ForCausalLM"},
+    });
+    std::fs::write(lora.join("adapter_config.json"), config.to_string()).unwrap();
+    let e = lora_refused(&lora, Some(dir.path()));
+    assert!(
+        e.contains("auto_mapping.base_model_class")
+            && e.contains("Qwen2ForCausalLM")
+            && e.contains("LlamaForCausalLM"),
+        "{e}"
+    );
+}
+
+#[test]
+fn whole_modules_and_lone_factors_in_an_adapter_are_refused_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    let lora = dir.path().join("lora");
+    adapter(
+        &lora,
+        "",
+        2,
+        2,
+        &[("base_model.model.lm_head.weight", "F32", vec![4, 8])],
+    );
+    let e = lora_refused(&lora, Some(dir.path()));
+    assert!(
+        e.contains("lm_head.weight") && e.contains("modules_to_save"),
+        "{e}"
+    );
+    let more = [(
+        "base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight",
+        "F32",
+        vec![2, 8],
+    )];
+    adapter(&lora, "", 2, 2, &more);
+    let e = lora_refused(&lora, Some(dir.path()));
+    assert!(e.contains("k_proj") && e.contains("only its lora_A"), "{e}");
+}
