@@ -35,6 +35,7 @@ EXTENSIONS = (".rs", ".sh", ".py", ".md", ".toml")
 # Files of other projects the docs name (llama.cpp's tree, gguf-py's package).
 EXTERNAL = {
     "convert_hf_to_gguf.py",
+    "convert_lora_to_gguf.py",
     "convert_legacy_llama.py",
     "convert_llama_ggml_to_gguf.py",
     "constants.py",
