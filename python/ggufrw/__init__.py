@@ -53,9 +53,11 @@ __all__ = [
     "merge",
     "hash",
     "convert_hf",
+    "convert_lora",
     "export_hf",
     "Export",
     "Conversion",
+    "LoraConversion",
     "type_info",
     "__version__",
 ]
@@ -739,6 +741,46 @@ def convert_hf(
         list(quantize_options),
     )
     return Conversion(outputs, parameters)
+
+
+class LoraConversion(NamedTuple):
+    """What :func:`convert_lora` wrote (or, with ``dry_run``, would write)."""
+
+    output: str
+    tensors: int
+    warnings: list[str]
+
+
+def convert_lora(
+    lora_dir: PathLike,
+    base: Optional[PathLike] = None,
+    outfile: Optional[PathLike] = None,
+    *,
+    outtype: str = "f32",
+    bigendian: bool = False,
+    dry_run: bool = False,
+    rslora_scale: bool = False,
+    threads: int = 0,
+) -> LoraConversion:
+    """Converts a PEFT LoRA adapter folder (``adapter_config.json``,
+    ``adapter_model.safetensors``) to a GGUF adapter byte for byte as llama.cpp's
+    ``convert_lora_to_gguf.py`` does, with its options, without torch. ``base`` is the base
+    model's folder (its ``config.json`` is enough; default: the adapter config's
+    ``base_model_name_or_path`` where that is a folder here). ``warnings`` say what the
+    reference loses silently (an rsLoRA adapter's scale, an ``lm_head`` adapter on a tied base);
+    ``rslora_scale`` writes an rsLoRA adapter's alpha as ``alpha * sqrt(r)`` so that it behaves
+    as trained."""
+    output, tensors, warnings = _native.convert_lora(
+        _os.fspath(lora_dir),
+        None if base is None else _os.fspath(base),
+        None if outfile is None else _os.fspath(outfile),
+        outtype,
+        bigendian,
+        dry_run,
+        rslora_scale,
+        threads,
+    )
+    return LoraConversion(output, tensors, warnings)
 
 
 class Export(NamedTuple):

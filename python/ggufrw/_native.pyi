@@ -96,6 +96,16 @@ def convert_hf(
     via: str = "auto",
     quantize_options: list[str] = ...,
 ) -> tuple[list[str], int]: ...
+def convert_lora(
+    lora_dir: str,
+    base: Optional[str] = None,
+    outfile: Optional[str] = None,
+    outtype: str = "f32",
+    bigendian: bool = False,
+    dry_run: bool = False,
+    rslora_scale: bool = False,
+    threads: int = 0,
+) -> tuple[str, int, list[str]]: ...
 def export_hf(
     model: str,
     out: str,

@@ -1077,6 +1077,53 @@ fn convert_hf(
     ))
 }
 
+/// Converts a PEFT LoRA adapter folder as `convert_lora_to_gguf.py` does (the options are its
+/// own): the file written (or, with `dry_run`, that would be), its tensor count, and the
+/// warnings about what the reference loses silently.
+#[pyfunction]
+#[pyo3(signature = (lora_dir, base = None, outfile = None, outtype = "f32", bigendian = false,
+    dry_run = false, rslora_scale = false, threads = 0))]
+#[allow(clippy::too_many_arguments)]
+fn convert_lora(
+    py: Python<'_>,
+    lora_dir: PathBuf,
+    base: Option<PathBuf>,
+    outfile: Option<PathBuf>,
+    outtype: &str,
+    bigendian: bool,
+    dry_run: bool,
+    rslora_scale: bool,
+    threads: usize,
+) -> PyResult<(String, usize, Vec<String>)> {
+    let outtype = ggufrw_hf::OutType::parse(outtype)
+        .filter(|t| {
+            use ggufrw_hf::OutType::*;
+            matches!(t, F32 | F16 | BF16 | Q8_0 | Auto)
+        })
+        .ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "outtype {outtype:?} is not one of f32, f16, bf16, q8_0, auto"
+            ))
+        })?;
+    let options = ggufrw_hf::LoraOptions {
+        base,
+        outfile,
+        outtype,
+        bigendian,
+        dry_run,
+        rslora_scale,
+        threads,
+    };
+    let report = py
+        .detach(|| ggufrw_hf::convert_lora(&lora_dir, &options, &()))
+        .map_err(|e| hf_err(py, e))?;
+    Ok((
+        report.outputs[0].display().to_string(),
+        report.tensors.len(),
+        report.warnings,
+    ))
+}
+
 /// Exports a GGUF model (the first file of a split one) to a Hugging Face folder, as
 /// `ggufrw export-hf` does: the files written, relative to `out`, and the tensor count.
 #[pyfunction]
@@ -1137,6 +1184,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hash, m)?)?;
     m.add_function(wrap_pyfunction!(escape, m)?)?;
     m.add_function(wrap_pyfunction!(convert_hf, m)?)?;
+    m.add_function(wrap_pyfunction!(convert_lora, m)?)?;
     m.add_function(wrap_pyfunction!(export_hf, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -7,9 +7,10 @@ Each adapter is PEFT's own: `LoraConfig` + `get_peft_model` on a convert-hf fixt
 reference.py with transformers' own class) + `save_pretrained`, its factors random (both of
 them: `init_lora_weights=False`) so that every byte is tested. The reference then runs on every
 case in this one process; `WORK/lora-cases.json` records each case's arguments, exit status,
-error and output files (under `WORK/lora-ref/CASE/`).
+error and output files (under `WORK/lora-ref/CASE/`; with `--gguf ggufrw`, the reference runs on
+ggufrw.compat instead of the tree's gguf-py: `lora-cases-ggufrw.json`, `WORK/lora-ref-ggufrw/`).
 
-Usage: python lora.py --llama-cpp ROOT --work DIR [--only TEXT]...
+Usage: python lora.py --llama-cpp ROOT --work DIR [--only TEXT]... [--gguf gguf-py|ggufrw]
 """
 
 from __future__ import annotations
@@ -187,6 +188,8 @@ def main() -> int:
     ap.add_argument("--llama-cpp", required=True, type=Path)
     ap.add_argument("--work", required=True, type=Path)
     ap.add_argument("--only", action="append", default=[], metavar="TEXT")
+    ap.add_argument("--gguf", choices=["gguf-py", "ggufrw"], default="gguf-py",
+                    help="the gguf package the converter runs on (ggufrw: ggufrw.compat)")
     opts = ap.parse_args()
     root = opts.llama_cpp.resolve()
     script = root / "convert_lora_to_gguf.py"
@@ -195,6 +198,11 @@ def main() -> int:
     reference.LLAMA_CPP = root
     sys.path[:0] = [str(root), str(root / "gguf-py")]
     os.environ.pop("NO_LOCAL_GGUF", None)
+    if opts.gguf == "ggufrw":
+        # before anything (the fixtures' vocabularies included) imports gguf
+        from ggufrw.compat import install
+
+        install()
     work = opts.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
 
@@ -224,13 +232,19 @@ def main() -> int:
     recorder = reference.Recorder()
     root_logger.addHandler(recorder)
     results = []
+    side = "lora-ref" if opts.gguf == "gguf-py" else "lora-ref-ggufrw"
     for case in cases:
-        result = run_case(script, case, adapters[case.adapter], work / "lora-ref" / case.name, recorder)
+        result = run_case(script, case, adapters[case.adapter], work / side / case.name, recorder)
         results.append(result)
         extra = f" ({result['error']})" if result["status"] != 0 else ""
         note(f"case {case.name}: status {result['status']}{extra}, {len(result['outputs'])} file(s)")
     t2 = time.monotonic()
-    (work / "lora-cases.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    if opts.gguf == "ggufrw":
+        import gguf
+        if gguf.__name__ != "ggufrw.compat":
+            raise SystemExit(f"lora.py: gguf-py was loaded ({gguf.__file__}), not ggufrw.compat")
+    name = "lora-cases.json" if opts.gguf == "gguf-py" else "lora-cases-ggufrw.json"
+    (work / name).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     failed = sum(1 for r in results if r["status"] != 0)
     print(f"lora.py: {len(results)} case(s), {failed} non-zero status; fixtures and adapters "
           f"{t1 - t0:.1f} s, conversions {t2 - t1:.1f} s", flush=True)
