@@ -431,7 +431,7 @@ fn experts_and_pairs(
         let name = pair.name.as_str();
         let Some((at, (ex, per))) = layouts.iter().enumerate().find(|(_, l)| l.0.holds(name))
         else {
-            low_rank(model, cx, ckpt, pair, tied, yielded, warnings)?;
+            low_rank(model, cx, ckpt, &map, pair, tied, yielded, warnings)?;
             continue;
         };
         let Some(bid) = models::block_of(name) else {
@@ -476,10 +476,12 @@ fn experts_and_pairs(
 }
 
 /// The class's `modify_tensors` on one pair: each output's `lora_a` and `lora_b`.
+#[allow(clippy::too_many_arguments)]
 fn low_rank(
     model: &dyn models::TextModel,
     cx: &Ctx,
     ckpt: &Checkpoint,
+    map: &NameMap,
     pair: &Pair,
     tied: bool,
     yielded: &mut Vec<Yielded>,
@@ -509,7 +511,6 @@ fn low_rank(
     }
     let name = &pair.name;
     let bid = models::block_of(name);
-    let map = NameMap::new(cx.arch, cx.block_count);
     let dest = model.modify_tensors(cx, name, &[rows, cols])?;
     if name == "lm_head.weight" && dest.is_empty() {
         return Err(Error::reference(
