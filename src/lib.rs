@@ -58,6 +58,7 @@ mod error;
 mod file;
 pub mod fsutil;
 pub mod keys;
+pub mod lora;
 pub mod naming;
 pub mod params;
 pub mod quantize;

@@ -3,11 +3,13 @@
 //! transformers and peft). `tests/convert_hf/lora.py` makes the adapters with peft itself on
 //! convert-hf's fixtures and runs the reference on every case in one process; each case is
 //! then run here with the same arguments, and the exit status and every output file's bytes
-//! must agree. Where the reference is not installed, the test says SKIPPED.
+//! must agree. Then `ggufrw export-lora` against `llama-export-lora` (`scripts/ggml.sh --tools`)
+//! merging those adapters into their bases, converted at several types: the same exit status
+//! and bytes. Where the references are not installed, the test says SKIPPED.
 
 use crate::common;
 use crate::convert_hf::{first_difference, walk};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[test]
@@ -106,6 +108,7 @@ fn convert_lora_matches_the_reference_on_every_case() {
         both_failed.join(", ")
     );
     rslora_scale(cases, work.path(), &mut failures);
+    export_lora(cases, work.path(), &mut failures);
     assert!(
         failures.is_empty(),
         "{} of {} cases differ:\n{}",
@@ -160,4 +163,147 @@ fn rslora_scale(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<Str
         Some(d) if d.contains("adapter.lora.alpha") => {}
         d => failures.push(format!("--rslora-scale: beyond alpha: {d:?}")),
     }
+}
+
+/// `export-lora` against `llama-export-lora` on every adapter the reference converted: each
+/// f32 adapter into its base as F32, F16 and Q8_0 (dequantized, merged, written F16), the others
+/// into the F16 base (a Q8_0 adapter is refused by both); two adapters at once and a scaled one.
+fn export_lora(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<String>) {
+    let Some(tool) = common::llama_tool("llama-export-lora") else {
+        return;
+    };
+    let bases = work.join("merge-bases");
+    std::fs::create_dir_all(&bases).unwrap();
+    // the base converted by convert-hf (the reference's bytes, as its own test holds it to)
+    let base = |fixture: &str, ty: &str| -> PathBuf {
+        let name = Path::new(fixture).file_name().unwrap().to_string_lossy();
+        let out = bases.join(format!("{name}-{ty}.gguf"));
+        if !out.exists() {
+            let run = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+                .args(["convert-hf", fixture, "--outtype", ty, "-o"])
+                .arg(&out)
+                .output()
+                .unwrap();
+            assert!(
+                run.status.success(),
+                "{}",
+                String::from_utf8_lossy(&run.stderr)
+            );
+        }
+        out
+    };
+    let adapter_of = |case: &serde_json::Value| -> Option<PathBuf> {
+        let name = case["case"].as_str().unwrap();
+        let file = work
+            .join("lora-ref")
+            .join(name)
+            .join(format!("{name}.gguf"));
+        (case["status"] == 0 && file.is_file()).then_some(file)
+    };
+    let mut runs: Vec<(String, PathBuf, Vec<String>)> = Vec::new();
+    for case in cases {
+        let (Some(adapter), name) = (adapter_of(case), case["case"].as_str().unwrap()) else {
+            continue;
+        };
+        let fixture = case["fixture"].as_str().unwrap();
+        let types: &[&str] = match name.ends_with("__f32") {
+            true => &["f32", "f16", "q8_0"],
+            false => &["f16"],
+        };
+        for ty in types {
+            let lora = adapter.display().to_string();
+            runs.push((
+                format!("{name} into {ty}"),
+                base(fixture, ty),
+                vec!["--lora".into(), lora],
+            ));
+        }
+    }
+    let named = |n: &str| {
+        cases
+            .iter()
+            .find(|c| c["case"].as_str() == Some(n))
+            .and_then(adapter_of)
+    };
+    if let (Some(a), Some(b), Some(case)) = (
+        named("qwen2-tiny-lora__f32"),
+        named("qwen2-tiny-lora__bf16"),
+        cases
+            .iter()
+            .find(|c| c["case"].as_str() == Some("qwen2-tiny-lora__f32")),
+    ) {
+        let fixture = case["fixture"].as_str().unwrap();
+        let both = format!("{},{}", a.display(), b.display());
+        runs.push((
+            "two adapters".into(),
+            base(fixture, "f16"),
+            vec!["--lora".into(), both],
+        ));
+        let scaled = format!("{}:0.5", a.display());
+        runs.push((
+            "scaled and unscaled".into(),
+            base(fixture, "f32"),
+            vec![
+                "--lora".into(),
+                b.display().to_string(),
+                "--lora-scaled".into(),
+                scaled,
+            ],
+        ));
+    } else {
+        failures.push("export-lora: the qwen2-tiny-lora adapters are missing".into());
+    }
+    let (mut identical, mut refused) = (0, 0);
+    for (i, (what, base, args)) in runs.iter().enumerate() {
+        let (ours, theirs) = (
+            work.join(format!("merged-{i}-ours.gguf")),
+            work.join(format!("merged-{i}-ref.gguf")),
+        );
+        let reference = Command::new(&tool)
+            .arg("-m")
+            .arg(base)
+            .args(args)
+            .arg("-o")
+            .arg(&theirs)
+            .output()
+            .unwrap();
+        let mine = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+            .arg("export-lora")
+            .arg("-m")
+            .arg(base)
+            .args(args)
+            .arg("-o")
+            .arg(&ours)
+            .args(["-t", if i % 2 == 0 { "1" } else { "2" }])
+            .output()
+            .unwrap();
+        match (mine.status.success(), reference.status.success()) {
+            (true, true) => match first_difference(&ours, &theirs) {
+                None => identical += 1,
+                Some(d) => failures.push(format!("export-lora {what}: {d}")),
+            },
+            (false, false) => {
+                refused += 1;
+                if ours.exists() {
+                    failures.push(format!(
+                        "export-lora {what}: refused, and wrote {}",
+                        ours.display()
+                    ));
+                }
+            }
+            (m, r) => failures.push(format!(
+                "export-lora {what}: success {m} here, {r} for llama-export-lora: {}{}",
+                String::from_utf8_lossy(&mine.stderr).trim(),
+                String::from_utf8_lossy(&reference.stderr)
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+            )),
+        }
+        let _ = (std::fs::remove_file(&ours), std::fs::remove_file(&theirs));
+    }
+    eprintln!(
+        "export-lora: {identical} of {} merges byte-identical with llama-export-lora, {refused} refused by both",
+        runs.len()
+    );
 }

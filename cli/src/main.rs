@@ -13,6 +13,7 @@ mod diff;
 mod dump;
 mod edit;
 mod export_hf;
+mod export_lora;
 mod extract;
 mod hash;
 mod imatrix;
@@ -79,6 +80,9 @@ enum Command {
     /// A GGUF file back to a Hugging Face folder: safetensors weights with their checkpoint
     /// names, config.json, generation_config.json and the tokenizer.
     ExportHf(export_hf::Args),
+    /// Merge LoRA adapters into their base model, byte for byte as llama.cpp's
+    /// llama-export-lora.
+    ExportLora(export_lora::Args),
     /// Quantize a whole model to a preset as llama-quantize does, with its arguments and its
     /// bytes (`ggufrw quantize --help` lists the options and presets).
     Quantize(quantize::Args),
@@ -123,6 +127,7 @@ fn main() -> ExitCode {
         Command::ConvertHf(args) => convert_hf::run(args),
         Command::ConvertLora(args) => convert_lora::run(args),
         Command::ExportHf(args) => export_hf::run(args),
+        Command::ExportLora(args) => export_lora::run(args),
         Command::Quantize(args) => quantize::run(args),
         Command::Imatrix(args) => imatrix::run(args),
         Command::Hash(args) => hash::run(args),

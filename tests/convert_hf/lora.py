@@ -69,6 +69,10 @@ ADAPTERS = [
     # a mixture: each expert's factors stacked as the experts are, the router's pair
     Adapter("qwen3moe-experts", "Qwen3-MoE-Tiny", ATTENTION + MLP + ["gate"], seed=8,
             dtype="float16"),
+    # ranks past 32 (ggml's own dot product in llama-export-lora: its 32-wide loop, then 8, 4
+    # and 1 at a time)
+    Adapter("qwen2-r45", "Qwen2.5-Tiny-Instruct", ["q_proj", "down_proj"], seed=9, r=45, alpha=30,
+            outtypes=["f32", "f16"]),
     # whole modules saved beside the factors, and DoRA's magnitudes: both refused
     Adapter("qwen2-modules-to-save", "Qwen2.5-Tiny-Instruct", ["q_proj"], seed=6,
             more=dict(modules_to_save=["lm_head"]), outtypes=["f16"]),
@@ -117,6 +121,7 @@ class Case:
     base: str
     args: list[str]
     make_dirs: list[str] = field(default_factory=list)
+    fixture: str = ""  # the base's whole folder (weights too), for the merge's comparison
 
 
 def all_cases(adapters: dict[str, Path], bases: dict[str, Path]) -> list[Case]:
@@ -175,6 +180,7 @@ def run_case(script: Path, case: Case, adapter: Path, folder: Path, recorder) ->
         "case": case.name,
         "adapter": str(adapter),
         "base": case.base,
+        "fixture": case.fixture,
         "args": case.args,
         "status": status,
         "error": error,
@@ -220,6 +226,8 @@ def main() -> int:
                           if ad.config_only else fixtures[ad.fixture])
     t1 = time.monotonic()
     cases = [c for c in all_cases(adapters, bases) if c.adapter in adapters]
+    for c in cases:
+        c.fixture = str(fixtures[next(ad.fixture for ad in ADAPTERS if ad.name == c.adapter)])
     if opts.only:
         cases = [c for c in cases if any(t in c.name for t in opts.only)]
 
