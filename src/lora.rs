@@ -7,7 +7,7 @@
 //! The reference computes `B·A` with ggml's `mul_mat`: llamafile's tinyBLAS where the rank is
 //! a multiple of 8 (and the rows a multiple of 4, more than one column), else ggml's
 //! `vec_dot_f32`. Each sums the rank's products in its own order of fused multiply-adds and
-//! lane additions, which [`dot_tinyblas`] and [`dot_ggml`] reproduce; `f32::mul_add` is the
+//! lane additions, which this module reproduces; `f32::mul_add` is the
 //! one correctly rounded fused multiply-add, in hardware where the processor has it.
 
 use crate::fsutil::{Mode, Progress};
@@ -272,6 +272,7 @@ fn trimmed(dims: &[u64]) -> Vec<u64> {
 
 /// One adapter's factors of a weight of `dims`, checked.
 struct Factors<'a> {
+    map: &'a memmap2::Mmap,
     a: &'a [u8],
     a_type: GgmlType,
     b: &'a [u8],
@@ -314,6 +315,7 @@ fn factors<'a>(adapter: &'a Loaded, name: &str, dims: &[u64]) -> Result<Factors<
         alpha => adapter.scale * alpha / rank_f,
     };
     Ok(Factors {
+        map: adapter.file.storage(),
         a: adapter.file.tensor_data(ta.index)?,
         a_type,
         b: adapter.file.tensor_data(tb.index)?,
@@ -342,7 +344,10 @@ fn merge_tensor(
     let get = |i: usize| dims.get(i).copied().unwrap_or(1) as usize;
     let (ne0, ne1) = (get(0), get(1));
     let batches = get(2) * get(3);
-    let mut cur = to_f32(ty, file.tensor_data(t.index)?, ne0 * ne1 * batches)?;
+    let stored = file.tensor_data(t.index)?;
+    let mut cur = to_f32(ty, stored, ne0 * ne1 * batches)?;
+    // read once: the pages go back (a merge's memory stays at a tensor's, not the model's)
+    crate::view::release(file.storage(), stored);
     let embd = t.name().as_bytes().starts_with(b"token_embd");
     for f in pairs {
         let r = f.rank;
@@ -352,6 +357,8 @@ fn merge_tensor(
         };
         let a = to_f32(f.a_type, f.a, na * batches)?;
         let b = to_f32(f.b_type, f.b, nb * batches)?;
+        crate::view::release(f.map, f.a);
+        crate::view::release(f.map, f.b);
         for batch in 0..batches {
             let (a, b) = (&a[batch * na..][..na], &b[batch * nb..][..nb]);
             // `xs`: the rows of mul_mat's first operand (m of them), `ys`: its second's (n)
@@ -407,7 +414,7 @@ fn accumulate(
 fn rows_fma(xs: &[f32], ys: &[f32], out: &mut [f32], k: usize, m: usize, tiny: bool, scale: f32) {
     #[cfg(all(target_arch = "x86_64", not(ggufrw_portable)))]
     {
-        #[target_feature(enable = "fma")]
+        #[target_feature(enable = "avx2,fma")]
         fn fma(
             xs: &[f32],
             ys: &[f32],
@@ -419,8 +426,8 @@ fn rows_fma(xs: &[f32], ys: &[f32], out: &mut [f32], k: usize, m: usize, tiny: b
         ) {
             rows(xs, ys, out, k, m, tiny, scale);
         }
-        if std::is_x86_feature_detected!("fma") {
-            // SAFETY: the processor has FMA (asked just above).
+        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+            // SAFETY: the processor has AVX2 and FMA (asked just above).
             return unsafe { fma(xs, ys, out, k, m, tiny, scale) };
         }
     }
@@ -429,27 +436,60 @@ fn rows_fma(xs: &[f32], ys: &[f32], out: &mut [f32], k: usize, m: usize, tiny: b
 
 #[inline(always)]
 fn rows(xs: &[f32], ys: &[f32], out: &mut [f32], k: usize, m: usize, tiny: bool, scale: f32) {
+    if tiny {
+        // tinyBLAS's own sums, four of `xs` by three of `ys` at a time (loads shared)
+        let n = out.len() / m;
+        let mut j = 0;
+        while j < n {
+            let left = n - j;
+            let (ys, out) = (&ys[j * k..], &mut out[j * m..]);
+            match left {
+                1 => tile::<1>(xs, ys, out, k, m, scale),
+                2 => tile::<2>(xs, ys, out, k, m, scale),
+                _ => tile::<3>(xs, ys, out, k, m, scale),
+            }
+            j += left.min(3);
+        }
+        return;
+    }
     for (row, y) in out.chunks_exact_mut(m).zip(ys.chunks_exact(k)) {
         for (o, x) in row.iter_mut().zip(xs.chunks_exact(k)) {
-            let d = match tiny {
-                true => dot_tinyblas(x, y),
-                false => dot_ggml(x, y),
-            };
-            *o += d * scale;
+            *o += dot_ggml(x, y) * scale;
         }
     }
 }
 
-/// llamafile's tinyBLAS (AVX2): eight lanes of fused multiply-adds over the rank, then the
-/// lanes summed as its `hsum` sums them. `x.len()` is a multiple of 8.
+/// tinyBLAS's sums (eight lanes of fused multiply-adds over the rank, then [`hsum`]) of rows
+/// `4t..4t+4` of `xs` with the first `RN` rows of `ys`, for every `t`, each added (scaled) to
+/// its place in the first `RN` rows of `out`. `m` is a multiple of 4 and `k` of 8.
 #[inline(always)]
-fn dot_tinyblas(x: &[f32], y: &[f32]) -> f32 {
-    let mut acc = [0f32; 8];
-    for (x, y) in x.chunks_exact(8).zip(y.chunks_exact(8)) {
-        for q in 0..8 {
-            acc[q] = x[q].mul_add(y[q], acc[q]);
+fn tile<const RN: usize>(xs: &[f32], ys: &[f32], out: &mut [f32], k: usize, m: usize, scale: f32) {
+    for i0 in (0..m).step_by(4) {
+        let mut acc = [[[0f32; 8]; 4]; RN];
+        for l in (0..k).step_by(8) {
+            let x: [&[f32; 8]; 4] =
+                std::array::from_fn(|a| xs[(i0 + a) * k + l..][..8].try_into().expect("8"));
+            for (b, acc) in acc.iter_mut().enumerate() {
+                let y: &[f32; 8] = ys[b * k + l..][..8].try_into().expect("8");
+                for (acc, x) in acc.iter_mut().zip(x) {
+                    for q in 0..8 {
+                        acc[q] = x[q].mul_add(y[q], acc[q]);
+                    }
+                }
+            }
+        }
+        for (b, acc) in acc.iter().enumerate() {
+            for (a, acc) in acc.iter().enumerate() {
+                out[b * m + i0 + a] += hsum(acc) * scale;
+            }
         }
     }
+}
+
+/// tinyBLAS's `hsum` of its eight lanes (each lane its fused multiply-adds over every eighth
+/// element of the rank, from +0).
+#[inline(always)]
+fn hsum(acc: &[f32; 8]) -> f32 {
     let s = [
         acc[4] + acc[0],
         acc[5] + acc[1],
