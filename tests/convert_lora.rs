@@ -307,3 +307,104 @@ fn export_lora(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<Stri
         runs.len()
     );
 }
+
+/// A little-endian GGUF of `arch` with `keys` (strings; `adapter.lora.alpha` as f32) and F32
+/// (or `ty`) tensors of zeros.
+fn gguf(
+    path: &Path,
+    arch: &str,
+    keys: &[(&str, &str)],
+    tensors: &[(&str, &[u64], ggufrw::GgmlType)],
+) {
+    use ggufrw::{KeyValue, Value};
+    let mut kv = vec![KeyValue {
+        key: "general.architecture".into(),
+        value: Value::String(arch.into()),
+    }];
+    for (k, v) in keys {
+        let value = match *k {
+            "adapter.lora.alpha" => Value::Float32(v.parse().unwrap()),
+            _ => Value::String((*v).into()),
+        };
+        kv.push(KeyValue {
+            key: (*k).into(),
+            value,
+        });
+    }
+    let mut b = ggufrw::Builder::new().with_metadata(kv);
+    for (name, dims, ty) in tensors {
+        let len = ty.byte_size(dims).unwrap() as usize;
+        b = b
+            .tensor(*name, *ty, dims, ggufrw::Source::Owned(vec![0; len]))
+            .unwrap();
+    }
+    b.write_file(path).unwrap();
+}
+
+/// `export-lora` on a base and one adapter that must be refused: its message (nothing written).
+fn merge_refused(
+    base: &[(&str, &[u64], ggufrw::GgmlType)],
+    arch: &str,
+    keys: &[(&str, &str)],
+    adapter: &[(&str, &[u64], ggufrw::GgmlType)],
+) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let (b, a, out) = (
+        dir.path().join("base.gguf"),
+        dir.path().join("lora.gguf"),
+        dir.path().join("out.gguf"),
+    );
+    gguf(&b, "llama", &[], base);
+    gguf(&a, arch, keys, adapter);
+    let lora = [ggufrw::lora::Adapter {
+        path: a.clone(),
+        scale: 1.0,
+    }];
+    let e = ggufrw::lora::export_lora(&b, &lora, &out, 1, &())
+        .expect_err("refused")
+        .to_string();
+    assert!(!out.exists(), "an output was left behind: {e}");
+    e
+}
+
+#[test]
+fn merges_that_cannot_be_made_are_refused_naming_the_file() {
+    use ggufrw::GgmlType::{F16, F32, Q8_0};
+    let base: &[(&str, &[u64], ggufrw::GgmlType)] = &[("blk.0.attn_q.weight", &[64, 64], F16)];
+    let adapter = |a: &'static [u64],
+                   b: &'static [u64],
+                   ty|
+     -> Vec<(&'static str, &'static [u64], ggufrw::GgmlType)> {
+        vec![
+            ("blk.0.attn_q.weight.lora_a", a, ty),
+            ("blk.0.attn_q.weight.lora_b", b, F32),
+        ]
+    };
+    let lora = [
+        ("general.type", "adapter"),
+        ("adapter.type", "lora"),
+        ("adapter.lora.alpha", "8"),
+    ];
+    let good = adapter(&[64, 8], &[8, 64], F32);
+    // a model given as the adapter
+    let e = merge_refused(base, "llama", &[("general.type", "model")], &good);
+    assert!(e.contains("lora.gguf") && e.contains("general.type"), "{e}");
+    // another architecture
+    let e = merge_refused(base, "qwen2", &lora, &good);
+    assert!(e.contains("lora.gguf") && e.contains("arch"), "{e}");
+    // a quantized factor
+    let e = merge_refused(base, "llama", &lora, &adapter(&[64, 32], &[32, 64], Q8_0));
+    assert!(e.contains("quantized LoRA"), "{e}");
+    // factors whose product is not the base's shape
+    let e = merge_refused(base, "llama", &lora, &adapter(&[32, 8], &[8, 64], F32));
+    assert!(
+        e.contains("blk.0.attn_q.weight") && e.contains("[32, 8]"),
+        "{e}"
+    );
+    // one factor alone
+    let e = merge_refused(base, "llama", &lora, &good[..1]);
+    assert!(
+        e.contains("base.gguf") && e.contains("missing either lora_a or lora_b"),
+        "{e}"
+    );
+}

@@ -54,10 +54,12 @@ __all__ = [
     "hash",
     "convert_hf",
     "convert_lora",
+    "export_lora",
     "export_hf",
     "Export",
     "Conversion",
     "LoraConversion",
+    "Merge",
     "type_info",
     "__version__",
 ]
@@ -781,6 +783,35 @@ def convert_lora(
         threads,
     )
     return LoraConversion(output, tensors, warnings)
+
+
+class Merge(NamedTuple):
+    """What :func:`export_lora` wrote."""
+
+    merged: int
+    tensors: int
+    ignored: list[str]
+
+
+def export_lora(
+    base: PathLike,
+    adapters: Sequence[Union[PathLike, tuple[PathLike, float]]],
+    out: PathLike,
+    *,
+    threads: int = 0,
+) -> Merge:
+    """Merges LoRA adapters (GGUF, as :func:`convert_lora` writes them) into their base model
+    byte for byte as llama.cpp's ``llama-export-lora`` does: each adapted weight becomes
+    ``W + scale * alpha / r * B @ A`` in its order of operations, written F32 where the base's
+    is F32, else F16; every other tensor is copied. An adapter is a path (scale 1) or a
+    ``(path, scale)`` pair. ``ignored`` names the adapter tensors no base tensor takes (the
+    reference ignores them silently)."""
+    pairs = [
+        (_os.fspath(a[0]), float(a[1])) if isinstance(a, tuple) else (_os.fspath(a), 1.0)
+        for a in adapters
+    ]
+    merged, tensors, ignored = _native.export_lora(_os.fspath(base), pairs, _os.fspath(out), threads)
+    return Merge(merged, tensors, ignored)
 
 
 class Export(NamedTuple):

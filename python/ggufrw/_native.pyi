@@ -106,6 +106,9 @@ def convert_lora(
     rslora_scale: bool = False,
     threads: int = 0,
 ) -> tuple[str, int, list[str]]: ...
+def export_lora(
+    base: str, adapters: list[tuple[str, float]], out: str, threads: int = 0
+) -> tuple[int, int, list[str]]: ...
 def export_hf(
     model: str,
     out: str,

@@ -1124,6 +1124,31 @@ fn convert_lora(
     ))
 }
 
+/// Merges LoRA adapters into their base as `llama-export-lora` does: `adapters` are
+/// `(path, scale)` pairs; the merged and written tensor counts and the adapter tensors no base
+/// tensor takes.
+#[pyfunction]
+#[pyo3(signature = (base, adapters, out, threads = 0))]
+fn export_lora(
+    py: Python<'_>,
+    base: PathBuf,
+    adapters: Vec<(PathBuf, f32)>,
+    out: PathBuf,
+    threads: usize,
+) -> PyResult<(usize, usize, Vec<String>)> {
+    let adapters: Vec<ggufrw::lora::Adapter> = adapters
+        .into_iter()
+        .map(|(path, scale)| ggufrw::lora::Adapter { path, scale })
+        .collect();
+    let report = py
+        .detach(|| ggufrw::lora::export_lora(&base, &adapters, &out, threads, &()))
+        .map_err(|e| match e {
+            ggufrw::lora::LoraError::Gguf(inner) => py_err(py, inner),
+            other => GgufError::new_err(other.to_string()),
+        })?;
+    Ok((report.merged, report.tensors, report.ignored))
+}
+
 /// Exports a GGUF model (the first file of a split one) to a Hugging Face folder, as
 /// `ggufrw export-hf` does: the files written, relative to `out`, and the tensor count.
 #[pyfunction]
@@ -1185,6 +1210,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(escape, m)?)?;
     m.add_function(wrap_pyfunction!(convert_hf, m)?)?;
     m.add_function(wrap_pyfunction!(convert_lora, m)?)?;
+    m.add_function(wrap_pyfunction!(export_lora, m)?)?;
     m.add_function(wrap_pyfunction!(export_hf, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
