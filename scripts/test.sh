@@ -61,6 +61,9 @@ if [ -z "${GGUFRW_CONVERT_FIXTURES:-}" ]; then
     fixtures_tmp="$(mktemp -d)"
     trap 'rm -rf "${fixtures_tmp}"' EXIT
     export GGUFRW_CONVERT_FIXTURES="${fixtures_tmp}/fixtures"
+    # and the reference's run of the convert-hf cases, made by the Rust comparison and read by
+    # the Python package's (python/tests/intree), which would otherwise run it again
+    export GGUFRW_CONVERT_WORK="${fixtures_tmp}/work"
 fi
 cargo test --workspace "$@"
 # Arguments select Rust tests; the Python tests run when none are given.

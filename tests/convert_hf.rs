@@ -115,7 +115,14 @@ fn convert_hf_matches_the_reference_on_every_case() {
         return;
     };
     let set = std::env::var("GGUFRW_CONVERT_SET").unwrap_or_else(|_| "fast".into());
-    let work = tempfile::tempdir().unwrap();
+    // the reference's run kept where scripts/test.sh asks (GGUFRW_CONVERT_WORK): the Python
+    // package's comparison reads it instead of running the reference again
+    let temp = tempfile::tempdir().unwrap();
+    let work: PathBuf = std::env::var_os("GGUFRW_CONVERT_WORK")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| temp.path().to_owned(), PathBuf::from);
+    std::fs::create_dir_all(&work).unwrap();
+    let work = work.as_path();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/convert_hf/reference.py");
     common::succeed(
         Command::new(&py)
@@ -124,12 +131,12 @@ fn convert_hf_matches_the_reference_on_every_case() {
                 "--llama-cpp".as_ref(),
                 tree.as_os_str(),
                 "--work".as_ref(),
-                work.path().as_os_str(),
+                work.as_os_str(),
             ])
             .args(["--set", &set]),
     );
     let cases: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(work.path().join("cases.json")).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(work.join("cases.json")).unwrap()).unwrap();
     let cases = cases.as_array().unwrap();
     assert!(!cases.is_empty(), "no cases");
     let mut failures = Vec::new();
@@ -140,8 +147,8 @@ fn convert_hf_matches_the_reference_on_every_case() {
         let fixture = case["fixture"].as_str().unwrap();
         let args = case_args(case);
         let ref_status = case["status"].as_i64().unwrap();
-        let ours_dir = work.path().join("ours").join(name);
-        let ref_dir = work.path().join("ref").join(name);
+        let ours_dir = work.join("ours").join(name);
+        let ref_dir = work.join("ref").join(name);
         std::fs::create_dir_all(&ours_dir).unwrap();
         // An output folder the reference was given must exist on our side too.
         for a in &args {
@@ -203,10 +210,10 @@ fn convert_hf_matches_the_reference_on_every_case() {
         both_failed.len(),
         if both_failed.is_empty() { String::new() } else { format!(": {}", both_failed.join(", ")) }
     );
-    quantize_after_conversion(cases, work.path(), &mut failures);
-    transposed_experts(cases, work.path(), &mut failures);
-    with_mmproj(cases, work.path(), &mut failures);
-    siglip_as_transformers_5_saves(cases, work.path(), &mut failures);
+    quantize_after_conversion(cases, work, &mut failures);
+    transposed_experts(cases, work, &mut failures);
+    with_mmproj(cases, work, &mut failures);
+    siglip_as_transformers_5_saves(cases, work, &mut failures);
     assert!(
         failures.is_empty(),
         "{} of {} cases differ:\n{}",

@@ -4966,6 +4966,10 @@ def main() -> int:
     t4 = time.monotonic()
 
     (work / ("cases.json" if opts.gguf == "gguf-py" else "cases-ggufrw.json")).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    if opts.gguf == "gguf-py" and not opts.only:
+        # what a later comparison needs to reuse this run (python/tests/intree)
+        (work / "run.json").write_text(json.dumps({"set": opts.set, "conversions": t4 - t3}) + "\n",
+                                       encoding="utf-8")
     failed = sum(1 for r in results if r["status"] != 0)
     print(f"reference.py: {len(results)} case(s) ({opts.set} set), {failed} non-zero status; "
           f"torch import {t1 - t0:.1f} s, fixtures {t2 - t1:.1f} s, reference import {t3 - t2:.1f} s, "

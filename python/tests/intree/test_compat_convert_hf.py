@@ -26,7 +26,15 @@ def unlocated(warning: str) -> str:
 
 
 def convert(tree: Path, work: Path, on: str) -> tuple[list[dict], float]:
-    """Runs every case on one side; its results and the seconds its conversions took."""
+    """Runs every case on one side; its results and the seconds its conversions took. The
+    reference's own run (on gguf-py) is read from `work` where the Rust comparison
+    (tests/convert_hf.rs) made it there, of the same set (scripts/test.sh:
+    GGUFRW_CONVERT_WORK)."""
+    run = work / "run.json"
+    if on == "gguf-py" and run.is_file() and (work / "cases.json").is_file():
+        made = json.loads(run.read_text())
+        if made.get("set") == os.environ.get("GGUFRW_CONVERT_SET", "fast"):
+            return json.loads((work / "cases.json").read_text()), float(made["conversions"])
     proc = subprocess.run(
         [sys.executable, str(REFERENCE), "--llama-cpp", str(tree), "--work", str(work),
          "--set", os.environ.get("GGUFRW_CONVERT_SET", "fast"), "--gguf", on],
@@ -43,7 +51,9 @@ def reference_run(tree, tmp_path_factory):
     """The fixtures and the reference's run of every case on the tree's gguf-py."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    work = tmp_path_factory.mktemp("convert_hf")
+    shared = os.environ.get("GGUFRW_CONVERT_WORK")
+    work = Path(shared) if shared else tmp_path_factory.mktemp("convert_hf")
+    work.mkdir(parents=True, exist_ok=True)
     theirs, seconds = convert(tree, work, "gguf-py")
     return work, theirs, seconds
 
