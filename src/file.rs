@@ -153,13 +153,13 @@ impl<B: AsRef<[u8]>> Gguf<B> {
         })
     }
 
-    /// A file from a header already decoded from `bytes` (or from their first part).
-    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     /// The storage (a file's map), for a reader that hands back what it has read.
     pub(crate) fn storage(&self) -> &B {
         &self.bytes
     }
 
+    /// A file from a header already decoded from `bytes` (or from their first part).
+    #[cfg_attr(not(feature = "remote"), allow(dead_code))]
     pub(crate) fn from_parts(header: Header, layout: Layout, bytes: B) -> Self {
         Gguf {
             header,

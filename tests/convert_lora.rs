@@ -200,6 +200,40 @@ fn export_lora(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<Stri
             .join(format!("{name}.gguf"));
         (case["status"] == 0 && file.is_file()).then_some(file)
     };
+    // beyond the reference: `--base MODEL.gguf`, the base's class and shapes read from the GGUF
+    // (each adapter's f16 case, against the reference's output from the base's folder)
+    let mut from_gguf = 0;
+    for case in cases
+        .iter()
+        .filter(|c| c["case"].as_str().is_some_and(|n| n.ends_with("__f16")))
+    {
+        let Some(theirs) = adapter_of(case) else {
+            continue;
+        };
+        let ours = work.join("from-gguf-base.gguf");
+        let run = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
+            .arg("convert-lora")
+            .arg(case["adapter"].as_str().unwrap())
+            .arg("--base")
+            .arg(base(case["fixture"].as_str().unwrap(), "f16"))
+            .args(["--outtype", "f16", "-o"])
+            .arg(&ours)
+            .output()
+            .unwrap();
+        let name = case["case"].as_str().unwrap();
+        if !run.status.success() {
+            failures.push(format!(
+                "{name} --base GGUF: {}",
+                String::from_utf8_lossy(&run.stderr).trim()
+            ));
+            continue;
+        }
+        match first_difference(&ours, &theirs) {
+            None => from_gguf += 1,
+            Some(d) => failures.push(format!("{name} --base GGUF: {d}")),
+        }
+    }
+    eprintln!("convert-lora --base MODEL.gguf: {from_gguf} adapters byte-identical with the reference's from the base's folder");
     let mut runs: Vec<(String, PathBuf, Vec<String>)> = Vec::new();
     for case in cases {
         let (Some(adapter), name) = (adapter_of(case), case["case"].as_str().unwrap()) else {

@@ -11,7 +11,8 @@ pub struct Args {
     /// The adapter folder (adapter_config.json, adapter_model.safetensors), as PEFT's
     /// save_pretrained writes it.
     lora_path: PathBuf,
-    /// The base model's folder: its config.json is enough (weights are not read). Default:
+    /// The base model's folder (its config.json is enough: weights are not read), or the base as
+    /// a GGUF model (its class and shapes read from it; the architectures export-hf exports). Default:
     /// the adapter config's base_model_name_or_path, where that is a folder here.
     #[arg(long, value_name = "DIR")]
     base: Option<PathBuf>,

@@ -5,7 +5,7 @@
 
 use crate::error::{Error, Result};
 use serde_json::{json, Map, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Hyperparameters: the config's members in order, as a Python dict.
 #[derive(Clone)]
@@ -53,6 +53,12 @@ impl Hparams {
     pub fn load(dir: &Path) -> Result<Hparams> {
         let path = dir.join("config.json");
         let raw = crate::read_json(&path)?;
+        Hparams::from_value(path, raw)
+    }
+
+    /// A `config.json` already read (or made), as [`Hparams::load`] takes it; `path` names it
+    /// in messages.
+    pub fn from_value(path: PathBuf, raw: Value) -> Result<Hparams> {
         let Value::Object(raw) = raw else {
             return Err(Error::field(&path, "(root)", "not an object"));
         };

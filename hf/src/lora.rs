@@ -74,7 +74,12 @@ pub fn convert_lora(
         ));
     }
     let base = base_folder(adapter, &config_path, &lparams, options)?;
-    let folder = ModelDir::open(&base)?;
+    // a base GGUF (beyond the reference): its class and shapes read from the config.json
+    // export-hf makes of it
+    let folder = match base.extension().is_some_and(|e| e == "gguf") && base.is_file() {
+        true => ModelDir::with_config(&base, crate::export::config_of(&base)?)?,
+        false => ModelDir::open(&base)?,
+    };
     let class = folder.hparams.architecture()?;
     if let Some(trained) = lparams
         .pointer("/auto_mapping/base_model_class")
@@ -252,9 +257,10 @@ fn base_folder(
     options: &LoraOptions,
 ) -> Result<PathBuf> {
     if let Some(base) = &options.base {
-        if !base.join("config.json").is_file() {
+        let gguf = base.is_file() && base.extension().is_some_and(|e| e == "gguf");
+        if !gguf && !base.join("config.json").is_file() {
             return Err(Error::options(format!(
-                "--base {}: not a model folder with a config.json",
+                "--base {}: not a model folder with a config.json, nor a GGUF model",
                 base.display()
             )));
         }

@@ -32,6 +32,16 @@ impl ModelDir {
         })
     }
 
+    /// A model known by its `config.json` alone, made rather than read (a GGUF model's, as
+    /// export-hf makes it); `path` names it in messages and holds no other file.
+    pub(crate) fn with_config(path: &Path, config: Value) -> Result<ModelDir> {
+        Ok(ModelDir {
+            path: path.to_owned(),
+            hparams: Hparams::from_value(path.join("config.json"), config)?,
+            json: Mutex::new(HashMap::new()),
+        })
+    }
+
     /// A folder read for its tokenizer files alone (no `config.json` needed).
     pub fn files(path: &Path) -> ModelDir {
         ModelDir {

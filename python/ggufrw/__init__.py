@@ -767,8 +767,9 @@ def convert_lora(
     """Converts a PEFT LoRA adapter folder (``adapter_config.json``,
     ``adapter_model.safetensors``) to a GGUF adapter byte for byte as llama.cpp's
     ``convert_lora_to_gguf.py`` does, with its options, without torch. ``base`` is the base
-    model's folder (its ``config.json`` is enough; default: the adapter config's
-    ``base_model_name_or_path`` where that is a folder here). ``warnings`` say what the
+    model's folder (its ``config.json`` is enough), or the base as a GGUF model (its class and
+    shapes read from it); default: the adapter config's ``base_model_name_or_path`` where that
+    is a folder here. ``warnings`` say what the
     reference loses silently (an rsLoRA adapter's scale, an ``lm_head`` adapter on a tied base);
     ``rslora_scale`` writes an rsLoRA adapter's alpha as ``alpha * sqrt(r)`` so that it behaves
     as trained."""

@@ -225,12 +225,35 @@ fn shard_paths(input: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// The weights, `config.json` and `generation_config.json`; returns the tensor count.
-fn model(
+/// The `config.json` that `export_hf` writes for the GGUF model `input`, alone (no file
+/// written, no weight read but the rope factors): what `convert-lora --base MODEL.gguf` reads
+/// the base's class and shapes from.
+pub(crate) fn config_of(input: &Path) -> Result<Value> {
+    let paths = shard_paths(input)?;
+    let maps = paths
+        .iter()
+        .map(|p| ggufrw::view::map(p).map_err(Error::Output))
+        .collect::<Result<Vec<_>>>()?;
+    let views = maps
+        .iter()
+        .zip(&paths)
+        .map(|(m, p)| GgufView::new(m).map_err(|e| Error::Output(e.in_file(p))))
+        .collect::<Result<Vec<_>>>()?;
+    refuse_projector(&views[0], &paths[0])?;
+    let shards = Shards {
+        views: &views,
+        paths: &paths,
+        maps: &maps,
+    };
+    let dtype = weights::resolve(shards.views, Dtype::Auto);
+    Ok(model_config(&shards, dtype)?.3)
+}
+
+/// The model's family, block count, heads and `config.json`.
+fn model_config(
     shards: &Shards<'_, '_>,
-    dir: &Path,
-    options: &ExportOptions,
-    files: &mut Vec<PathBuf>,
-) -> Result<usize> {
+    dtype: Dtype,
+) -> Result<(Family, u64, weights::Heads, Value)> {
     let (view, source) = (&shards.views[0], shards.paths[0].as_path());
     let arch = match view.get("general.architecture") {
         Some(ggufrw::view::ValueRef::String(s)) => s.as_str().unwrap_or_default().to_owned(),
@@ -261,8 +284,6 @@ fn model(
         n_head,
         n_head_kv: keys.opt_u64("attention.head_count_kv").unwrap_or(n_head),
     };
-    let dtype = weights::resolve(shards.views, options.dtype);
-    let planned = weights::plan(shards, family, blocks, &heads)?;
     let values = |name: &str| -> Result<Option<Vec<f32>>> {
         match shards.find(name) {
             Some((s, i)) => shards.views[s]
@@ -288,6 +309,24 @@ fn model(
         rope_short: values("rope_factors_short.weight")?,
     };
     let cfg = config::config(&keys, family, &shapes, dtype)?;
+    Ok((family, blocks, heads, cfg))
+}
+
+fn model(
+    shards: &Shards<'_, '_>,
+    dir: &Path,
+    options: &ExportOptions,
+    files: &mut Vec<PathBuf>,
+) -> Result<usize> {
+    let (view, source) = (&shards.views[0], shards.paths[0].as_path());
+    let dtype = weights::resolve(shards.views, options.dtype);
+    let (family, blocks, heads, cfg) = model_config(shards, dtype)?;
+    let keys = config::Keys {
+        view,
+        source,
+        arch: family.arch().name.to_owned(),
+    };
+    let planned = weights::plan(shards, family, blocks, &heads)?;
     weights::check_model(shards, family, blocks, &cfg)?;
     files.extend(weights::write(
         shards,
