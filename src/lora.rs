@@ -376,9 +376,15 @@ fn merge_tensor(
                 }
             };
             let (m, n) = (ne0, ne1);
-            let tiny = n >= 2 && r % 8 == 0 && m % 4 == 0;
-            let out = &mut cur[batch * m * n..][..m * n];
-            accumulate(&xs, ys, out, r, m, tiny, f.scale, threads);
+            let product = Product {
+                xs: &xs,
+                ys,
+                k: r,
+                m,
+                tiny: n >= 2 && r % 8 == 0 && m % 4 == 0,
+                scale: f.scale,
+            };
+            accumulate(product, &mut cur[batch * m * n..][..m * n], threads);
         }
     }
     Ok(match out_type {
@@ -387,74 +393,72 @@ fn merge_tensor(
     })
 }
 
-/// `out[j·m + i] += scale · dot(xs[i], ys[j])` (the product rounded, then the sum), rows of
-/// `out` split between `threads`.
-#[allow(clippy::too_many_arguments)]
-fn accumulate(
-    xs: &[f32],
-    ys: &[f32],
-    out: &mut [f32],
+/// `B·A` as `mul_mat` makes it, added to a weight: `out[j·m + i] += scale · dot(xs[i], ys[j])`
+/// (the dot product rounded, scaled, then added), each dot product of `k` elements in
+/// tinyBLAS's order (`tiny`) or `vec_dot_f32`'s.
+#[derive(Clone, Copy)]
+struct Product<'a> {
+    xs: &'a [f32],
+    ys: &'a [f32],
     k: usize,
     m: usize,
     tiny: bool,
     scale: f32,
-    threads: usize,
-) {
-    let rows = out.len() / m.max(1);
+}
+
+/// The product added to `out`, its rows split between `threads`.
+fn accumulate(p: Product<'_>, out: &mut [f32], threads: usize) {
+    let rows = out.len() / p.m.max(1);
     let per = rows.div_ceil(threads.max(1)).max(1);
     std::thread::scope(|s| {
-        for (c, chunk) in out.chunks_mut(per * m).enumerate() {
-            let ys = &ys[c * per * k..];
-            s.spawn(move || rows_fma(xs, ys, chunk, k, m, tiny, scale));
+        for (c, chunk) in out.chunks_mut(per * p.m).enumerate() {
+            let part = Product {
+                ys: &p.ys[c * per * p.k..],
+                ..p
+            };
+            s.spawn(move || rows_fma(part, chunk));
         }
     });
 }
 
-#[allow(clippy::too_many_arguments)]
-fn rows_fma(xs: &[f32], ys: &[f32], out: &mut [f32], k: usize, m: usize, tiny: bool, scale: f32) {
+fn rows_fma(p: Product<'_>, out: &mut [f32]) {
     #[cfg(all(target_arch = "x86_64", not(ggufrw_portable)))]
     {
         #[target_feature(enable = "avx2,fma")]
-        fn fma(
-            xs: &[f32],
-            ys: &[f32],
-            out: &mut [f32],
-            k: usize,
-            m: usize,
-            tiny: bool,
-            scale: f32,
-        ) {
-            rows(xs, ys, out, k, m, tiny, scale);
+        fn fma(p: Product<'_>, out: &mut [f32]) {
+            rows(p, out);
         }
         if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
             // SAFETY: the processor has AVX2 and FMA (asked just above).
-            return unsafe { fma(xs, ys, out, k, m, tiny, scale) };
+            return unsafe { fma(p, out) };
         }
     }
-    rows(xs, ys, out, k, m, tiny, scale);
+    rows(p, out);
 }
 
 #[inline(always)]
-fn rows(xs: &[f32], ys: &[f32], out: &mut [f32], k: usize, m: usize, tiny: bool, scale: f32) {
-    if tiny {
+fn rows(p: Product<'_>, out: &mut [f32]) {
+    let (k, m) = (p.k, p.m);
+    if p.tiny {
         // tinyBLAS's own sums, four of `xs` by three of `ys` at a time (loads shared)
         let n = out.len() / m;
         let mut j = 0;
         while j < n {
             let left = n - j;
-            let (ys, out) = (&ys[j * k..], &mut out[j * m..]);
+            let (ys, out) = (&p.ys[j * k..], &mut out[j * m..]);
+            let p = Product { ys, ..p };
             match left {
-                1 => tile::<1>(xs, ys, out, k, m, scale),
-                2 => tile::<2>(xs, ys, out, k, m, scale),
-                _ => tile::<3>(xs, ys, out, k, m, scale),
+                1 => tile::<1>(p, out),
+                2 => tile::<2>(p, out),
+                _ => tile::<3>(p, out),
             }
             j += left.min(3);
         }
         return;
     }
-    for (row, y) in out.chunks_exact_mut(m).zip(ys.chunks_exact(k)) {
-        for (o, x) in row.iter_mut().zip(xs.chunks_exact(k)) {
-            *o += dot_ggml(x, y) * scale;
+    for (row, y) in out.chunks_exact_mut(m).zip(p.ys.chunks_exact(k)) {
+        for (o, x) in row.iter_mut().zip(p.xs.chunks_exact(k)) {
+            *o += dot_ggml(x, y) * p.scale;
         }
     }
 }
@@ -463,7 +467,8 @@ fn rows(xs: &[f32], ys: &[f32], out: &mut [f32], k: usize, m: usize, tiny: bool,
 /// `4t..4t+4` of `xs` with the first `RN` rows of `ys`, for every `t`, each added (scaled) to
 /// its place in the first `RN` rows of `out`. `m` is a multiple of 4 and `k` of 8.
 #[inline(always)]
-fn tile<const RN: usize>(xs: &[f32], ys: &[f32], out: &mut [f32], k: usize, m: usize, scale: f32) {
+fn tile<const RN: usize>(p: Product<'_>, out: &mut [f32]) {
+    let (xs, ys, k, m, scale) = (p.xs, p.ys, p.k, p.m, p.scale);
     for i0 in (0..m).step_by(4) {
         let mut acc = [[[0f32; 8]; 4]; RN];
         for l in (0..k).step_by(8) {

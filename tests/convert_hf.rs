@@ -177,14 +177,6 @@ fn convert_hf_matches_the_reference_on_every_case() {
             both_failed.push(name.to_owned());
             continue;
         }
-        let listing = |dir: &Path| -> Vec<String> {
-            let mut v: Vec<String> = walk(dir)
-                .into_iter()
-                .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
-                .collect();
-            v.sort();
-            v
-        };
         let (mine, theirs) = (listing(&ours_dir), listing(&ref_dir));
         if mine != theirs {
             failures.push(format!(
@@ -410,6 +402,16 @@ fn case_args(case: &serde_json::Value) -> Vec<&str> {
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect()
+}
+
+/// Every file under `dir`, relative to it, sorted.
+pub fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = walk(dir)
+        .into_iter()
+        .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
+        .collect();
+    v.sort();
+    v
 }
 
 pub fn walk(dir: &Path) -> Vec<PathBuf> {

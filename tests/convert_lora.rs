@@ -8,7 +8,7 @@
 //! and bytes. Where the references are not installed, the test says SKIPPED.
 
 use crate::common;
-use crate::convert_hf::{first_difference, walk};
+use crate::convert_hf::{first_difference, listing};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -82,13 +82,6 @@ fn convert_lora_matches_the_reference_on_every_case() {
             both_failed.push(name.to_owned());
             continue;
         }
-        let listing = |dir: &Path| -> Vec<String> {
-            let mut v: Vec<String> = (walk(dir).into_iter())
-                .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
-                .collect();
-            v.sort();
-            v
-        };
         let (mine, theirs) = (listing(&ours_dir), listing(&ref_dir));
         if mine != theirs {
             failures.push(format!(

@@ -97,17 +97,8 @@ pub struct ExportReport {
 /// Exports the GGUF file `input` (the first file of a split model names them all) to the
 /// folder `out`, which must not exist or be empty.
 pub fn export_hf(input: &Path, out: &Path, options: &ExportOptions) -> Result<ExportReport> {
-    let paths = shard_paths(input)?;
-    let maps = paths
-        .iter()
-        .map(|p| ggufrw::view::map(p).map_err(Error::Output))
-        .collect::<Result<Vec<_>>>()?;
-    let views = maps
-        .iter()
-        .zip(&paths)
-        .map(|(m, p)| GgufView::new(m).map_err(|e| Error::Output(e.in_file(p))))
-        .collect::<Result<Vec<_>>>()?;
-    refuse_projector(&views[0], &paths[0])?;
+    let (paths, maps) = open_shards(input)?;
+    let views = views_of(&paths, &maps)?;
     let stage = Staging::new(out)?;
     let mut report = ExportReport {
         dir: out.to_owned(),
@@ -135,6 +126,27 @@ pub fn export_hf(input: &Path, out: &Path, options: &ExportOptions) -> Result<Ex
     }
     stage.finish()?;
     Ok(report)
+}
+
+/// The model's files (`input` and the shards it names) and their maps.
+fn open_shards(input: &Path) -> Result<(Vec<PathBuf>, Vec<memmap2::Mmap>)> {
+    let paths = shard_paths(input)?;
+    let maps = paths
+        .iter()
+        .map(|p| ggufrw::view::map(p).map_err(Error::Output))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((paths, maps))
+}
+
+/// Each shard's view; a projector refused (see [`refuse_projector`]).
+fn views_of<'m>(paths: &[PathBuf], maps: &'m [memmap2::Mmap]) -> Result<Vec<GgufView<'m>>> {
+    let views = maps
+        .iter()
+        .zip(paths)
+        .map(|(m, p)| GgufView::new(m).map_err(|e| Error::Output(e.in_file(p))))
+        .collect::<Result<Vec<_>>>()?;
+    refuse_projector(&views[0], &paths[0])?;
+    Ok(views)
 }
 
 /// A projector (`convert-hf --mmproj`'s output) is refused before anything is written: its
@@ -229,17 +241,8 @@ fn shard_paths(input: &Path) -> Result<Vec<PathBuf>> {
 /// written, no weight read but the rope factors): what `convert-lora --base MODEL.gguf` reads
 /// the base's class and shapes from.
 pub(crate) fn config_of(input: &Path) -> Result<Value> {
-    let paths = shard_paths(input)?;
-    let maps = paths
-        .iter()
-        .map(|p| ggufrw::view::map(p).map_err(Error::Output))
-        .collect::<Result<Vec<_>>>()?;
-    let views = maps
-        .iter()
-        .zip(&paths)
-        .map(|(m, p)| GgufView::new(m).map_err(|e| Error::Output(e.in_file(p))))
-        .collect::<Result<Vec<_>>>()?;
-    refuse_projector(&views[0], &paths[0])?;
+    let (paths, maps) = open_shards(input)?;
+    let views = views_of(&paths, &maps)?;
     let shards = Shards {
         views: &views,
         paths: &paths,
