@@ -73,6 +73,10 @@ ADAPTERS = [
     # and 1 at a time)
     Adapter("qwen2-r45", "Qwen2.5-Tiny-Instruct", ["q_proj", "down_proj"], seed=9, r=45, alpha=30,
             outtypes=["f32", "f16"]),
+    # norms saved whole beside the factors (modules_to_save; as mergekit-extract-lora's): kept
+    # by the reference, through the class's own change (Gemma's +1)
+    Adapter("gemma3-norms-to-save", "gemma-3-tiny-it", ["q_proj"], seed=10,
+            more=dict(modules_to_save=["input_layernorm"]), outtypes=["f32", "f16"]),
     # whole modules saved beside the factors, and DoRA's magnitudes: both refused
     Adapter("qwen2-modules-to-save", "Qwen2.5-Tiny-Instruct", ["q_proj"], seed=6,
             more=dict(modules_to_save=["lm_head"]), outtypes=["f16"]),
