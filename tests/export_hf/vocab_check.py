@@ -19,11 +19,13 @@ Prints a table (vocab, model, pre, texts, matched, round trip, first mismatch); 
 the exporter refuses is listed with its message. Exits 1 if an exported vocabulary mismatches,
 fails to load or does not round-trip, 0 otherwise.
 """
+import atexit
 import glob
 import json
 import logging
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -238,6 +240,8 @@ def main():
 
     rows, bad, notes, reconverter = [], 0, [], None
     work = tempfile.mkdtemp(prefix="vocab-check-")
+    # 186 MB of exported folders a run: gone when the check ends, however it ends
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     vocabs = sorted(glob.glob(os.path.join(tree, "models/ggml-vocab-*.gguf")))
     reader_agrees(min(vocabs, key=os.path.getsize), tree)
     for gg in vocabs:
