@@ -153,7 +153,6 @@ pub fn export_lora(
     // the reference's `std::map`: by name, byte by byte
     let mut order: Vec<crate::Tensor<'_>> = file.tensors().collect();
     order.sort_by(|a, b| a.name().as_bytes().cmp(b.name().as_bytes()));
-    let mut merged = Vec::new();
     let mut plan = Vec::with_capacity(order.len());
     for t in &order {
         let name = t.name().to_string();
@@ -177,7 +176,6 @@ pub fn export_lora(
                     .iter()
                     .map(|a| factors(a, &name, &t.info.dimensions))
                     .collect::<Result<Vec<_>, _>>()?;
-                merged.push(name.clone());
                 plan.push((t, Some((ty, out_type, pairs))));
             }
             _ => {
@@ -202,12 +200,7 @@ pub fn export_lora(
     }
 
     let mut metadata: Vec<KeyValue> = file.header().metadata.clone();
-    // `gguf_set_val_u32`: removed where it was, appended at the end
-    metadata.retain(|kv| kv.key != *"general.file_type");
-    metadata.push(KeyValue {
-        key: "general.file_type".into(),
-        value: Value::Uint32(1),
-    });
+    crate::quantize::gguf_set_val(&mut metadata, "general.file_type", Value::Uint32(1));
     let threads = crate::quant::thread_count(threads);
     let mut builder = Builder::new().with_metadata(metadata);
     for (t, merge) in &plan {
@@ -239,7 +232,7 @@ pub fn export_lora(
     }
     builder.write_file_with(out, Mode::Plain, progress)?;
     Ok(MergeReport {
-        merged: merged.len(),
+        merged: plan.iter().filter(|(_, merge)| merge.is_some()).count(),
         tensors: plan.len(),
         ignored,
     })

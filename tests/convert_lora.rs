@@ -50,11 +50,7 @@ fn convert_lora_matches_the_reference_on_every_case() {
                 std::fs::create_dir_all(ours_dir.join(a)).unwrap();
             }
         }
-        let run = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-            .arg("convert-lora")
-            .arg(case["adapter"].as_str().unwrap())
-            .arg("--base")
-            .arg(case["base"].as_str().unwrap())
+        let run = convert_lora(case, case["base"].as_str().unwrap())
             .args(&args)
             .current_dir(&ours_dir)
             .output()
@@ -111,6 +107,16 @@ fn convert_lora_matches_the_reference_on_every_case() {
     );
 }
 
+/// `ggufrw convert-lora` on a case's adapter with `base`, its other arguments to come.
+fn convert_lora(case: &serde_json::Value, base: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut run = Command::new(env!("CARGO_BIN_EXE_ggufrw"));
+    run.arg("convert-lora")
+        .arg(case["adapter"].as_str().unwrap())
+        .arg("--base")
+        .arg(base);
+    run
+}
+
 /// `--rslora-scale` (beyond the reference) writes alpha · √r, and changes nothing else.
 fn rslora_scale(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<String>) {
     let Some(case) = cases
@@ -121,11 +127,7 @@ fn rslora_scale(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<Str
         return;
     };
     let out = work.join("rslora-scaled.gguf");
-    let run = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-        .arg("convert-lora")
-        .arg(case["adapter"].as_str().unwrap())
-        .arg("--base")
-        .arg(case["base"].as_str().unwrap())
+    let run = convert_lora(case, case["base"].as_str().unwrap())
         .args(["--outtype", "f32", "--rslora-scale", "-o"])
         .arg(&out)
         .output()
@@ -204,11 +206,7 @@ fn export_lora(cases: &[serde_json::Value], work: &Path, failures: &mut Vec<Stri
             continue;
         };
         let ours = work.join("from-gguf-base.gguf");
-        let run = Command::new(env!("CARGO_BIN_EXE_ggufrw"))
-            .arg("convert-lora")
-            .arg(case["adapter"].as_str().unwrap())
-            .arg("--base")
-            .arg(base(case["fixture"].as_str().unwrap(), "f16"))
+        let run = convert_lora(case, base(case["fixture"].as_str().unwrap(), "f16"))
             .args(["--outtype", "f16", "-o"])
             .arg(&ours)
             .output()

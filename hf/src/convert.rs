@@ -310,47 +310,15 @@ fn run(
         kv.bools("general.tensor_extra.prec_a4", vec![false; n]);
     }
     let target = options.outfile.clone().unwrap_or_else(|| dir.to_owned());
-    let out_path = if target.is_dir() {
-        let stem = if options.mmproj {
-            let stem = ggufrw::naming::naming_convention(
-                meta.get("name"),
-                meta.get("basename"),
-                meta.get("finetune"),
-                meta.get("version"),
-                None,
-                Some(type_name),
-                None,
-            );
-            format!("mmproj-{stem}")
+    let out_path = output_path(target, type_name, || {
+        if options.mmproj {
+            format!("mmproj-{}", meta.file_stem(None, Some(type_name), None))
         } else if options.vocab_only {
-            ggufrw::naming::naming_convention(
-                meta.get("name"),
-                meta.get("basename"),
-                meta.get("finetune"),
-                meta.get("version"),
-                None,
-                None,
-                Some("vocab"),
-            )
+            meta.file_stem(None, None, Some("vocab"))
         } else {
-            ggufrw::naming::naming_convention(
-                meta.get("name"),
-                meta.get("basename"),
-                meta.get("finetune"),
-                meta.get("version"),
-                meta.get("size_label"),
-                Some(type_name),
-                None,
-            )
-        };
-        target.join(format!("{stem}.gguf"))
-    } else {
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        target.with_file_name(fill_template(&name, type_name)?)
-    };
+            meta.file_stem(meta.get("size_label"), Some(type_name), None)
+        }
+    })?;
     model.set_vocab(&cx, &mut kv)?;
 
     let order = if options.bigendian {
@@ -1120,23 +1088,14 @@ fn metadata(
     count: &ggufrw::params::ParamCount,
     early: Kv,
 ) -> Result<(Kv, Metadata)> {
-    let total = count.gguf_py().0;
     let dir = &cx.dir.path;
-    let mut meta = Metadata::load(
+    let meta = prepare_metadata(
         options.metadata.as_deref(),
         dir,
         options.model_name.as_deref(),
-        total,
+        dir,
+        count,
     )?;
-    if !meta.is_set("name") {
-        meta.put(
-            "name",
-            dir.file_name().map(|n| n.to_string_lossy().into_owned()),
-        );
-    }
-    if !meta.is_set("size_label") && total > 0 {
-        meta.put("size_label", Some(count.size_label()));
-    }
     let mut kv = Kv::default();
     kv.string("general.architecture", cx.arch.name);
     kv.extend(early);
@@ -1148,9 +1107,52 @@ fn metadata(
     Ok((kv, meta))
 }
 
+/// `prepare_metadata`'s `gguf.Metadata`: loaded from `card_dir` (its model card and config),
+/// named after the folder `model_dir` where nothing names it, sized by `count` where it is
+/// positive.
+pub(crate) fn prepare_metadata(
+    override_path: Option<&Path>,
+    card_dir: &Path,
+    model_name: Option<&str>,
+    model_dir: &Path,
+    count: &ggufrw::params::ParamCount,
+) -> Result<Metadata> {
+    let total = count.gguf_py().0;
+    let mut meta = Metadata::load(override_path, card_dir, model_name, total)?;
+    if !meta.is_set("name") {
+        meta.put(
+            "name",
+            model_dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned()),
+        );
+    }
+    if !meta.is_set("size_label") && total > 0 {
+        meta.put("size_label", Some(count.size_label()));
+    }
+    Ok(meta)
+}
+
+/// `--outfile`'s file: in a folder, `stem()` (the naming convention) with `.gguf`; else the
+/// file name with its template filled with `type_name`.
+pub(crate) fn output_path(
+    target: PathBuf,
+    type_name: &str,
+    stem: impl FnOnce() -> String,
+) -> Result<PathBuf> {
+    if target.is_dir() {
+        return Ok(target.join(format!("{}.gguf", stem())));
+    }
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(target.with_file_name(fill_template(&name, type_name)?))
+}
+
 /// `gguf.fill_templated_filename`: Python's `str.format` with `{ftype}`, `{outtype}` (lower
 /// case), `{FTYPE}`, `{OUTTYPE}` (upper case) and `{}`/`{0}` (lower case).
-pub(crate) fn fill_template(name: &str, output_type: &str) -> Result<String> {
+fn fill_template(name: &str, output_type: &str) -> Result<String> {
     let lower = output_type.to_lowercase();
     let upper = output_type.to_uppercase();
     let mut out = String::new();

@@ -10,7 +10,6 @@
 use crate::convert::{self, OutType, Report, Src, Yielded};
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use crate::metadata::Metadata;
 use crate::model_dir::ModelDir;
 use crate::models::{self, Ctx, Order, Rearrange};
 use crate::names::NameMap;
@@ -50,6 +49,14 @@ pub fn convert_lora(
     options: &LoraOptions,
     progress: &dyn Progress,
 ) -> Result<Report> {
+    if options.outtype == OutType::Auto {
+        // `ModelBase.__init__` guesses the type from the first tensor's `dim()`, which the
+        // reference's adapter tensors lack
+        return Err(Error::reference(
+            "AttributeError: 'LoraTorchTensor' object has no attribute 'dim' (--outtype auto: \
+             the reference cannot guess an adapter's type; give f32, f16, bf16 or q8_0)",
+        ));
+    }
     if !adapter.is_dir() {
         return Err(crate::Unsupported::NotAFolder(adapter.to_owned()).into());
     }
@@ -73,13 +80,7 @@ pub fn convert_lora(
             std::io::Error::from(std::io::ErrorKind::NotFound),
         ));
     }
-    let base = base_folder(adapter, &config_path, &lparams, options)?;
-    // a base GGUF (beyond the reference): its class and shapes read from the config.json
-    // export-hf makes of it
-    let folder = match base.extension().is_some_and(|e| e == "gguf") && base.is_file() {
-        true => ModelDir::with_config(&base, crate::export::config_of(&base)?)?,
-        false => ModelDir::open(&base)?,
-    };
+    let (base, folder) = base_model(adapter, &config_path, &lparams, options)?;
     let class = folder.hparams.architecture()?;
     if let Some(trained) = lparams
         .pointer("/auto_mapping/base_model_class")
@@ -90,7 +91,8 @@ pub fn convert_lora(
             &config_path,
             "auto_mapping.base_model_class",
             format!(
-                "the adapter was trained on a {trained}, and the base given ({}) is a {class}:                  give its own base with --base",
+                "the adapter was trained on a {trained}, and the base given ({}) is a {class}: \
+                 give its own base with --base",
                 base.display()
             ),
         ));
@@ -105,14 +107,6 @@ pub fn convert_lora(
         .map(|c| c.entries.into_iter().map(|e| e.name).collect())
         .unwrap_or_default();
     let block_count = model.block_count(hp, &names)?;
-    if options.outtype == OutType::Auto {
-        // `ModelBase.__init__` guesses the type from the first tensor's `dim()`, which the
-        // reference's adapter tensors lack
-        return Err(Error::reference(
-            "AttributeError: 'LoraTorchTensor' object has no attribute 'dim' (--outtype auto: \
-             the reference cannot guess an adapter's type; give f32, f16, bf16 or q8_0)",
-        ));
-    }
     let (file_type, wanted, type_name) = options.outtype.resolved();
     let cx = Ctx {
         dir: &folder,
@@ -151,16 +145,8 @@ pub fn convert_lora(
     plan.extend(late);
     let count = convert::parameter_count(&plan)?;
     let total = count.gguf_py().0;
-    let mut meta = Metadata::load(None, adapter, None, total)?;
-    if !meta.is_set("name") {
-        meta.put(
-            "name",
-            base.file_name().map(|n| n.to_string_lossy().into_owned()),
-        );
-    }
-    if !meta.is_set("size_label") && total > 0 {
-        meta.put("size_label", Some(count.size_label()));
-    }
+    // the model card is the adapter's; a name missing from it is the base folder's
+    let meta = convert::prepare_metadata(None, adapter, None, &base, &count)?;
     let mut kv = Kv::default();
     kv.string("general.architecture", arch.name);
     kv.extend(early);
@@ -202,24 +188,10 @@ pub fn convert_lora(
         .outfile
         .clone()
         .unwrap_or_else(|| adapter.to_owned());
-    let out_path = if target.is_dir() {
-        let stem = ggufrw::naming::naming_convention(
-            meta.get("name"),
-            meta.get("basename"),
-            meta.get("finetune"),
-            meta.get("version"),
-            meta.get("size_label"),
-            Some(type_name),
-            (total < 0).then_some("LoRA"),
-        );
-        target.join(format!("{stem}.gguf"))
-    } else {
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        target.with_file_name(convert::fill_template(&name, type_name)?)
-    };
+    let out_path = convert::output_path(target, type_name, || {
+        let model_type = (total < 0).then_some("LoRA");
+        meta.file_stem(meta.get("size_label"), Some(type_name), model_type)
+    })?;
     warnings.extend(meta.warnings.iter().cloned());
     let report = Report {
         outputs: vec![out_path.clone()],
@@ -248,29 +220,36 @@ pub fn convert_lora(
     Ok(report)
 }
 
-/// The base model's folder: `--base`, else `base_model_name_or_path` where it is a folder
-/// here (the reference would fetch a Hub id's config; nothing is fetched here).
-fn base_folder(
+/// The base model, its path and its config: `--base`, a folder or (beyond the reference) a
+/// GGUF model, whose class and shapes are read from the `config.json` export-hf makes of it;
+/// else `base_model_name_or_path` where it is a folder here (the reference would fetch a Hub
+/// id's config; nothing is fetched here).
+fn base_model(
     adapter: &Path,
     config_path: &Path,
     lparams: &Value,
     options: &LoraOptions,
-) -> Result<PathBuf> {
+) -> Result<(PathBuf, ModelDir)> {
     if let Some(base) = &options.base {
-        let gguf = base.is_file() && base.extension().is_some_and(|e| e == "gguf");
-        if !gguf && !base.join("config.json").is_file() {
+        if base.is_file() && base.extension().is_some_and(|e| e == "gguf") {
+            let folder = ModelDir::with_config(base, crate::export::config_of(base)?)?;
+            return Ok((base.clone(), folder));
+        }
+        if !base.join("config.json").is_file() {
             return Err(Error::options(format!(
                 "--base {}: not a model folder with a config.json, nor a GGUF model",
                 base.display()
             )));
         }
-        return Ok(base.clone());
+        return Ok((base.clone(), ModelDir::open(base)?));
     }
     match lparams
         .get("base_model_name_or_path")
         .and_then(Value::as_str)
     {
-        Some(id) if Path::new(id).join("config.json").is_file() => Ok(PathBuf::from(id)),
+        Some(id) if Path::new(id).join("config.json").is_file() => {
+            Ok((PathBuf::from(id), ModelDir::open(Path::new(id))?))
+        }
         Some(id) => Err(Error::field(
             config_path,
             "base_model_name_or_path",

@@ -161,6 +161,24 @@ impl Metadata {
         }
     }
 
+    /// `gguf.naming_convention` of this model's name, base name, fine-tune and version.
+    pub(crate) fn file_stem(
+        &self,
+        size_label: Option<&str>,
+        output_type: Option<&str>,
+        model_type: Option<&str>,
+    ) -> String {
+        ggufrw::naming::naming_convention(
+            self.get("name"),
+            self.get("basename"),
+            self.get("finetune"),
+            self.get("version"),
+            size_label,
+            output_type,
+            model_type,
+        )
+    }
+
     /// `Metadata.load(override, dir, model_name, total_params)`.
     pub fn load(
         override_path: Option<&Path>,

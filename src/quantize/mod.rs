@@ -28,6 +28,7 @@ mod command_line;
 pub mod imatrix;
 mod options;
 mod plan;
+pub(crate) use plan::set as gguf_set_val;
 mod preset;
 mod run;
 

@@ -752,7 +752,7 @@ fn loaded_file_type(metadata: &[KeyValue], types: &[GgmlType]) -> u32 {
 }
 
 /// Sets a key as ggml's `gguf_set_val_*` does: removed where it was, appended at the end.
-fn set(kvs: &mut Vec<KeyValue>, key: &str, value: Value) {
+pub(crate) fn set(kvs: &mut Vec<KeyValue>, key: &str, value: Value) {
     kvs.retain(|kv| kv.key != *key);
     kvs.push(KeyValue {
         key: key.into(),
