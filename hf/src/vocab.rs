@@ -520,6 +520,21 @@ impl SpecialVocab {
         }
     }
 
+    /// `special_token_ids[typ] = id`: replaced where `typ` has an id, added last otherwise.
+    pub(crate) fn assign_special(&mut self, typ: &str, id: u64) {
+        match self.ids.iter_mut().find(|(t, _)| t == typ) {
+            Some(entry) => entry.1 = id,
+            None => self.ids.push((typ.to_owned(), id)),
+        }
+    }
+
+    /// `if chat_template is None: chat_template = text`.
+    pub(crate) fn set_chat_template_if_none(&mut self, text: &str) {
+        if self.chat_template.is_none() {
+            self.chat_template = Some(Value::String(text.to_owned()));
+        }
+    }
+
     /// `chat_template = None`: nothing of a template is written.
     pub fn without_chat_template(&mut self) {
         self.chat_template = None;

@@ -913,3 +913,46 @@ fn whole_modules_and_lone_factors_in_an_adapter_are_refused_naming_them() {
     let e = lora_refused(&lora, Some(dir.path()));
     assert!(e.contains("k_proj") && e.contains("only its lora_A"), "{e}");
 }
+
+/// An RWKV 6 checkpoint without blocks and its world vocabulary, three tokens long.
+fn rwkv_world(dir: &Path, vocab: &str) {
+    let config = r#"{"architectures": ["Rwkv6ForCausalLM"], "model_type": "rwkv6",
+        "hidden_size": 8, "head_size": 4, "num_hidden_layers": 0, "intermediate_size": 16,
+        "layer_norm_epsilon": 1e-5, "rescale_every": 6, "vocab_size": 4}"#;
+    std::fs::write(dir.join("config.json"), config).unwrap();
+    std::fs::write(dir.join("rwkv_vocab_v20230424.txt"), vocab).unwrap();
+    let tensors = [
+        ("rwkv.embeddings.weight", "F32", vec![4, 8]),
+        ("rwkv.ln_out.weight", "F32", vec![8]),
+        ("head.weight", "F32", vec![4, 8]),
+    ];
+    std::fs::write(dir.join("model.safetensors"), safetensors(&tensors)).unwrap();
+}
+
+#[test]
+fn an_rwkv_world_vocabulary_converts_and_one_that_lies_is_refused_naming_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    rwkv_world(dir.path(), "1 'a' 1\n2 b'\\xff' 1\n3 \"'\" 1\n");
+    let out = dir.path().join("out.gguf");
+    let r = convert(dir.path(), &options(&out)).unwrap();
+    assert_eq!(r.tensors.len(), 3);
+    std::fs::remove_file(&out).unwrap();
+    // line 2 says its token is two bytes long; it is one
+    rwkv_world(dir.path(), "1 'a' 1\n2 b'\\xff' 2\n3 \"'\" 1\n");
+    let e = refused(dir.path());
+    assert!(
+        e.contains("rwkv_vocab_v20230424.txt") && e.contains("line 2"),
+        "{e}"
+    );
+    // a token that is no Python literal
+    rwkv_world(dir.path(), "1 'a' 1\n2 xff 1\n3 \"'\" 1\n");
+    let e = refused(dir.path());
+    assert!(
+        e.contains("line 2") && e.contains("not a quoted literal"),
+        "{e}"
+    );
+    // more tokens than the config's vocab_size
+    rwkv_world(dir.path(), "1 'a' 1\n2 'b' 1\n3 'c' 1\n4 'd' 1\n");
+    let e = refused(dir.path());
+    assert!(e.contains("vocab_size 4"), "{e}");
+}

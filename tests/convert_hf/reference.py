@@ -1997,6 +1997,48 @@ FIXTURES += [
                    rope_theta=10000.0, max_position_embeddings=256, mamba_d_state=16,
                    mamba_d_conv=4, mamba_num_heads=8, mamba_step=2, mamba_enabled=True),
     ),
+    # RWKV 6 (RWKV/v6-Finch-*-HF's names) with the world vocabulary, the output and value
+    # weights halved every layer (rescale_every), the feed-forward width left to the default
+    Fixture(
+        name="v6-Finch-tiny-HF", seed=8601, dtype="bfloat16", raw="rwkv6", bpe="rwkv-world",
+        architectures="Rwkv6ForCausalLM", extra_vocab=6,
+        extra=dict(model_type="rwkv6", hidden_size=32, head_size=16, num_hidden_layers=2,
+                   attention_hidden_size=32, intermediate_size=None, layer_norm_epsilon=1e-5,
+                   rescale_every=1, context_length=4096),
+    ),
+    # QRWKV6: RWKV 6's time mixing on Qwen 2's blocks and vocabulary, grouped value heads
+    Fixture(
+        name="QRWKV6-tiny-Instruct", seed=8602, dtype="bfloat16", raw="rwkv6qwen2", bpe="qwen2",
+        architectures="RWKV6Qwen2ForCausalLM",
+        extra=dict(model_type="rwkv6qwen2", hidden_size=32, num_attention_heads=2,
+                   num_key_value_heads=1, num_hidden_layers=2, intermediate_size=64,
+                   rms_norm_eps=1e-6, lora_rank_tokenshift=16),
+    ),
+    # RWKV 7 as fla-hub publishes it (flash-linear-attention's class), one low-rank width
+    # left to calc_lora_rank
+    Fixture(
+        name="rwkv7-tiny-world", seed=8603, dtype="bfloat16", raw="rwkv7-fla", bpe="rwkv-world",
+        architectures="RWKV7ForCausalLM", extra_vocab=6,
+        extra=dict(model_type="rwkv7", hidden_size=32, head_dim=16, num_hidden_layers=2,
+                   norm_eps=1e-5, intermediate_size=128, decay_low_rank_dim=None,
+                   a_low_rank_dim=16, v_low_rank_dim=16, gate_low_rank_dim=32),
+    ),
+    # RWKV 7 converted from BlinkDL's weights: transposed low-rank projections, the mixes
+    # fused already, layer 0's unused value residual, float16
+    Fixture(
+        name="RWKV7-Goose-tiny-World", seed=8604, dtype="float16", raw="rwkv7", bpe="rwkv-world",
+        architectures="Rwkv7ForCausalLM", extra_vocab=6,
+        extra=dict(model_type="rwkv7", hidden_size=32, head_size=16, num_hidden_layers=2,
+                   layer_norm_epsilon=1e-5, intermediate_size=None, lora_rank_decay=32,
+                   lora_rank_iclr=32, lora_rank_value_residual_mix=32, lora_rank_gate=64),
+    ),
+    # ARWKV-7: RWKV 7's time mixing on Qwen 2's blocks, its fixed widths, no gate
+    Fixture(
+        name="ARWKV-tiny-Preview", seed=8605, dtype="bfloat16", raw="arwkv7", bpe="qwen2",
+        architectures="RwkvHybridForCausalLM",
+        extra=dict(model_type="rwkv7", hidden_size=32, head_size=16, num_hidden_layers=2,
+                   intermediate_size=64, rms_norm_eps=1e-6, wkv_has_gate=False, wkv_version=7),
+    ),
     # JinaBERT v2 (jina-embeddings-v2; remote code): BERT with ALiBi and a fused GeGLU,
     # bge-small's WordPiece with mean pooling; the masked-LM (its heads left out)
     Fixture(
@@ -2306,6 +2348,17 @@ def build_fixture(fx: Fixture, folder: Path) -> None:
     staging = folder.parent / f".{fx.name}.spm"
     staging.mkdir(parents=True, exist_ok=True)
     try:
+        if fx.bpe == "rwkv-world":
+            # RWKV's world vocabulary as the rwkv package ships it (scripts/convert-ref.sh)
+            import importlib.util
+
+            spec = importlib.util.find_spec("rwkv")
+            if spec is None or spec.origin is None:
+                raise RuntimeError("the rwkv package (scripts/convert-ref.sh) is not installed")
+            world = Path(spec.origin).parent / "rwkv_vocab_v20230424.txt"
+            shutil.copy(world, folder / world.name)
+            n_lines = len(world.read_text(encoding="utf-8").splitlines())
+            raise _Built(n_lines + 1, dict(bos_token_id=0, eos_token_id=0))
         if fx.bpe is not None:
             import vocabs
 
@@ -2900,6 +2953,132 @@ PLAMO_SPECIALS = ["<|plamo:unk|>", "<|plamo:bos|>", "<|plamo:eos|>", "<|plamo:pa
                   "<|plamo:op|>", "<|plamo:msg|>"]
 
 
+def rwkv6_layout(c: dict) -> list:
+    """RWKV/v6-Finch-*-HF's names (`rwkv.blocks.*`), the token-shift LoRA 32 wide and the
+    decay's 64 (the widths the reference writes below 4096)."""
+    h, nh = c["hidden_size"], c["hidden_size"] // c["head_size"]
+    ff = c["intermediate_size"] or int((h * 3.5) // 32 * 32)
+    one = [1, 1, h]
+    t = [("rwkv.embeddings.weight", [c["vocab_size"], h]),
+         ("rwkv.blocks.0.pre_ln.weight", [h]), ("rwkv.blocks.0.pre_ln.bias", [h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"rwkv.blocks.{i}"
+        t += [(f"{b}.ln1.weight", [h]), (f"{b}.ln1.bias", [h]),
+              (f"{b}.ln2.weight", [h]), (f"{b}.ln2.bias", [h])]
+        t += [(f"{b}.attention.time_maa_{m}", one) for m in "xwkvrg"]
+        t += [(f"{b}.attention.time_maa_w1", [h, 5 * 32]), (f"{b}.attention.time_maa_w2", [5, 32, h]),
+              (f"{b}.attention.time_decay", one), (f"{b}.attention.time_decay_w1", [h, 64]),
+              (f"{b}.attention.time_decay_w2", [64, h]),
+              (f"{b}.attention.time_faaaa", [nh, c["head_size"]])]
+        t += [(f"{b}.attention.{m}.weight", [h, h])
+              for m in ("receptance", "key", "value", "gate", "output")]
+        t += [(f"{b}.attention.ln_x.weight", [h]), (f"{b}.attention.ln_x.bias", [h]),
+              (f"{b}.feed_forward.time_maa_k", one), (f"{b}.feed_forward.time_maa_r", one),
+              (f"{b}.feed_forward.key.weight", [ff, h]),
+              (f"{b}.feed_forward.receptance.weight", [h, h]),
+              (f"{b}.feed_forward.value.weight", [h, ff])]
+    t += [("rwkv.ln_out.weight", [h]), ("rwkv.ln_out.bias", [h]), ("head.weight", [c["vocab_size"], h])]
+    return t
+
+
+def rwkv6qwen2_layout(c: dict) -> list:
+    """QRWKV6's names: Qwen 2's blocks with RWKV 6's time mixing under `self_attn`, value heads
+    grouped."""
+    h, nh, nkv = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"]
+    kvd = h // nh * nkv
+    ts, dk = c.get("lora_rank_tokenshift", 32), c.get("lora_rank_decay", 64)
+    t = [("model.embed_tokens.weight", [c["vocab_size"], h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.{i}"
+        t += [(f"{b}.input_layernorm.weight", [h]), (f"{b}.post_attention_layernorm.weight", [h])]
+        t += [(f"{b}.self_attn.time_maa_{m}", [1, 1, h]) for m in "xwkvrg"]
+        t += [(f"{b}.self_attn.time_maa_w1", [h, 5 * ts]), (f"{b}.self_attn.time_maa_w2", [5, ts, h]),
+              (f"{b}.self_attn.time_decay", [1, 1, h]), (f"{b}.self_attn.time_decay_w1", [h, dk]),
+              (f"{b}.self_attn.time_decay_w2", [dk, h]),
+              (f"{b}.self_attn.q_proj.weight", [h, h]), (f"{b}.self_attn.k_proj.weight", [kvd, h]),
+              (f"{b}.self_attn.v_proj.weight", [kvd, h]), (f"{b}.self_attn.o_proj.weight", [h, h]),
+              (f"{b}.self_attn.gate.weight", [h, h])]
+        t += gated_mlp(f"{b}.mlp", c["intermediate_size"], h)
+    return t + [("model.norm.weight", [h]), ("lm_head.weight", [c["vocab_size"], h])]
+
+
+def rwkv7_fla_layout(c: dict) -> list:
+    """fla-hub's RWKV-7 (`RWKV7ForCausalLM` of flash-linear-attention): `attn`/`ffn` names,
+    the low-rank projections as `LoRA` modules (`lora.0`, `lora.2` with its bias), no value
+    residual in layer 0."""
+    h, hd = c["hidden_size"], c["head_dim"]
+    ff = c["intermediate_size"] or 4 * h
+    rank = {"w": c["decay_low_rank_dim"] or 32, "a": c["a_low_rank_dim"],
+            "v": c["v_low_rank_dim"], "g": c["gate_low_rank_dim"]}
+    t = [("model.embeddings.weight", [c["vocab_size"], h]),
+         ("model.layers.0.pre_norm.weight", [h]), ("model.layers.0.pre_norm.bias", [h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.{i}"
+        t += [(f"{b}.attn_norm.weight", [h]), (f"{b}.attn_norm.bias", [h]),
+              (f"{b}.ffn_norm.weight", [h]), (f"{b}.ffn_norm.bias", [h])]
+        t += [(f"{b}.attn.x_{m}", [1, 1, h]) for m in "rwkvag"]
+        t += [(f"{b}.attn.k_k", [h]), (f"{b}.attn.k_a", [h]), (f"{b}.attn.r_k", [h // hd, hd])]
+        t += [(f"{b}.attn.{m}_proj.weight", [h, h]) for m in "rkvo"]
+        for m in "wavg":
+            if m == "v" and i == 0:
+                continue
+            t += [(f"{b}.attn.{m}_lora.lora.0.weight", [rank[m], h]),
+                  (f"{b}.attn.{m}_lora.lora.2.weight", [h, rank[m]])]
+            if m != "g":
+                t.append((f"{b}.attn.{m}_lora.lora.2.bias", [h]))
+        t += [(f"{b}.attn.g_norm.weight", [h]), (f"{b}.attn.g_norm.bias", [h]),
+              (f"{b}.ffn.x_k", [h]), (f"{b}.ffn.key.weight", [ff, h]),
+              (f"{b}.ffn.value.weight", [h, ff])]
+    return t + [("model.norm.weight", [h]), ("model.norm.bias", [h]),
+                ("lm_head.weight", [c["vocab_size"], h])]
+
+
+def rwkv7_layout(c: dict, qwen: bool = False) -> list:
+    """RWKV-7 converted from BlinkDL's weights (`attention.w1`, … stored input-major, the
+    token-shift mixes already fused as `x_x`, layer 0 with unused value-residual projections);
+    `qwen`: ARWKV-7's, the same time mixing under `self_attn.time_mixer` in Qwen 2's blocks."""
+    h = c["hidden_size"]
+    hs = c["head_size"]
+    ff = c["intermediate_size"] or 4 * h
+    if qwen:
+        ranks = dict(w=64, a=64, v=32, g=128 if c["wkv_has_gate"] else 0)
+    else:
+        ranks = dict(w=c["lora_rank_decay"], a=c["lora_rank_iclr"],
+                     v=c["lora_rank_value_residual_mix"], g=c["lora_rank_gate"])
+    mixes = "rwkvag" if c.get("wkv_has_gate", True) else "rwkva"
+    t = [("model.embed_tokens.weight" if qwen else "model.embeddings.weight", [c["vocab_size"], h])]
+    if not qwen:
+        t += [("model.pre_ln.weight", [h]), ("model.pre_ln.bias", [h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.{i}"
+        a = f"{b}.self_attn.time_mixer" if qwen else f"{b}.attention"
+        if qwen:
+            t += [(f"{b}.input_layernorm.weight", [h]), (f"{b}.post_attention_layernorm.weight", [h])]
+            t += [(f"{a}.x_{m}", [1, 1, h]) for m in mixes]
+        else:
+            t += [(f"{b}.ln1.weight", [h]), (f"{b}.ln1.bias", [h]),
+                  (f"{b}.ln2.weight", [h]), (f"{b}.ln2.bias", [h]),
+                  (f"{a}.x_x", [len(mixes), h])]
+        for m in "wavg":
+            if m == "g" and not ranks["g"]:
+                continue
+            if m != "g":
+                t.append((f"{a}.{m}0", [1, 1, h]))
+            t += [(f"{a}.{m}1", [h, ranks[m]]), (f"{a}.{m}2", [ranks[m], h])]
+        t += [(f"{a}.k_k", [1, 1, h]), (f"{a}.k_a", [1, 1, h]), (f"{a}.r_k", [h // hs, hs])]
+        t += [(f"{a}.{m}.weight", [h, h]) for m in ("receptance", "key", "value", "output")]
+        t += [(f"{a}.ln_x.weight", [h]), (f"{a}.ln_x.bias", [h])]
+        if qwen:
+            t += gated_mlp(f"{b}.mlp", ff, h)
+        else:
+            t += [(f"{b}.feed_forward.x_k", [1, 1, h]), (f"{b}.feed_forward.key.weight", [ff, h]),
+                  (f"{b}.feed_forward.value.weight", [h, ff])]
+    if qwen:
+        return t + [("model.norm.weight", [h]), ("lm_head.weight", [c["vocab_size"], h])]
+    return t + [("model.ln_out.weight", [h]), ("model.ln_out.bias", [h]),
+                ("head.weight", [c["vocab_size"], h])]
+
+
 def plamo_tokenizer(folder: Path, fx: "Fixture") -> int:
     """PLaMo's tokenizer files made from the SentencePiece model trained for the fixture:
     tokenizer.jsonl (`[text, score, type]` a line, PLaMo's control tokens first, the model's
@@ -3298,6 +3477,11 @@ RAW_LAYOUTS = {
     "plamo2": plamo2_layout,
     "neobert": neobert_layout,
     "jinabert": jinabert_layout,
+    "rwkv6": rwkv6_layout,
+    "rwkv6qwen2": rwkv6qwen2_layout,
+    "rwkv7-fla": rwkv7_fla_layout,
+    "rwkv7": rwkv7_layout,
+    "arwkv7": lambda c: rwkv7_layout(c, qwen=True),
     "plamo": plamo_layout,
     "eagle3": eagle3_layout,
     "dflash": dflash_layout,
@@ -4635,6 +4819,9 @@ FAST = {
     "gemma-3-tiny-it__bf16",
     "gemma-3n-tiny-E2B-it__q8_0",
     "jais-family-tiny-chat__f16",
+    # RWKV: the world vocabulary, the fused token-shift mixes, fla-hub's LoRA modules
+    "v6-Finch-tiny-HF__bf16",
+    "rwkv7-tiny-world__q8_0",
     # mixtures of experts: Mixtral's names, a shared expert with the routing's bias, GLM's
     # vocabulary and prediction layer, a class only transformers 5 has
     "Mixtral-Tiny-8x-Instruct__q8_0",
@@ -4802,7 +4989,9 @@ def as_fresh_process():
     """The reference's process-wide state as a fresh process has it, for one case: gguf-py's
     `TensorNameMap.__init__` updates the class's own `block_mappings_cfg` with an
     architecture's overrides (Arctic's `residual_layernorm` as `ffn_norm`, …), which every
-    later conversion in the same process would map by; a user's conversion runs alone."""
+    later conversion in the same process would map by; RWKV's classes keep the token-shift
+    mixes they gather in a dict of the class (`lerp_weights`), which a later conversion would
+    find filled. A user's conversion runs alone."""
     gguf = sys.modules.get("gguf")
     cls = getattr(gguf, "TensorNameMap", None)
     saved = dict(cls.block_mappings_cfg) if cls is not None else None
@@ -4812,6 +5001,10 @@ def as_fresh_process():
         if saved is not None:
             cls.block_mappings_cfg.clear()
             cls.block_mappings_cfg.update(saved)
+        # the module is imported by the first conversion that needs it
+        rwkv = sys.modules.get("conversion.rwkv")
+        for c in ("Rwkv6Model", "Rwkv7Model") if rwkv is not None else ():
+            getattr(rwkv, c).lerp_weights.clear()
 
 
 def run_case(module, case: Case, fixture: Path, folder: Path, recorder: Recorder) -> dict:

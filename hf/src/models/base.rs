@@ -287,6 +287,9 @@ pub(crate) enum Order {
     /// Every row the first stored one (`data[0]` repeated: Chameleon's per-head norms, head
     /// 0's for every head).
     First,
+    /// The rows in five equal parts, output part `p` the stored part `.0[p]` (RWKV6-Qwen2's
+    /// token-shift projections, stored r, k, v, w, g and written w, k, v, r, g).
+    Parts([u8; 5]),
     /// `reshape(outer, inner, block, …).permute(1, 0, 2, …)`: blocks of `block` rows in
     /// `outer` groups of `inner`, written group-major the other way round (PLaMo's q rows and
     /// attention-output columns), after the first `skip` rows, which stay (Qwen 3.5's value
@@ -309,6 +312,7 @@ impl Order {
         let (parts, what) = match self {
             Order::Stored | Order::First => return Ok(()),
             Order::LlamaHeads(h) => (2 * h, format!("{h} heads of two halves")),
+            Order::Parts(_) => (5, "five parts".to_owned()),
             Order::QkvPerHead(h) => (3 * h, format!("{h} heads of q, k and v")),
             Order::KvGroups { kv, q_per_kv } => (
                 kv * (q_per_kv + 2),
@@ -377,6 +381,10 @@ impl Order {
         match self {
             Order::Stored => r,
             Order::First => 0,
+            Order::Parts(parts) => {
+                let part = rows / 5;
+                u64::from(parts[(r / part) as usize]) * part + r % part
+            }
             Order::LlamaHeads(heads) => {
                 let half = rows / heads / 2;
                 let (h, rest) = (r / (2 * half), r % (2 * half));
@@ -473,6 +481,8 @@ pub(crate) struct Gather {
     pub into: String,
     /// This tensor's place in the group.
     pub part: usize,
+    /// `into` is the GGUF name already: the class yields it without `map_tensor_name`.
+    pub named: bool,
     /// The group's size.
     pub of: usize,
     /// Stacked along a new first axis (`torch.stack`); otherwise joined along the first

@@ -723,6 +723,7 @@ impl TextModel for Gemma3n {
         Some(base::Gather {
             into: format!("model.{into}.weight"),
             part,
+            named: false,
             of: 3,
             stack: true,
         })

@@ -205,6 +205,7 @@ impl TextModel for RuGpt3Xl {
         Some(Gather {
             into: format_name(Tensor::ATTN_QKV, Some(bid), suffix),
             part,
+            named: false,
             of: 3,
             stack: false,
         })

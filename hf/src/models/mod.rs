@@ -68,6 +68,7 @@ mod qwen;
 mod qwen3vl;
 mod qwenvl;
 mod refact;
+mod rwkv;
 mod smallthinker;
 mod smolvlm;
 mod spark2_5;
@@ -419,6 +420,15 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
     ("Lfm2Model", &tables::LFM2, &lfm2::Lfm2ColBert),
     ("Lfm2BidirectionalModel", &tables::LFM2, &lfm2::Lfm2ColBert),
     ("JambaForCausalLM", &tables::JAMBA, &jamba::Jamba),
+    ("Rwkv6ForCausalLM", &tables::RWKV6, &rwkv::Rwkv6),
+    (
+        "RWKV6Qwen2ForCausalLM",
+        &tables::RWKV6QWEN2,
+        &rwkv::Rwkv6Qwen2,
+    ),
+    ("Rwkv7ForCausalLM", &tables::RWKV7, &rwkv::Rwkv7),
+    ("RWKV7ForCausalLM", &tables::RWKV7, &rwkv::Rwkv7),
+    ("RwkvHybridForCausalLM", &tables::ARWKV7, &rwkv::ARwkv7),
     ("MambaForCausalLM", &tables::MAMBA, &mamba::Mamba),
     ("MambaLMHeadModel", &tables::MAMBA, &mamba::Mamba),
     ("FalconMambaForCausalLM", &tables::MAMBA, &mamba::Mamba),
