@@ -32,6 +32,62 @@ const BERT_CLASSES: [&str; 4] = [
     "DistilBertTokenizerFast",
 ];
 
+/// RoBERTa's fast tokenizer loads `tokenizer.json` as it is but for its post-processor's
+/// offsets (which change no id) and the special tokens it adds where the vocabulary lacks
+/// them (which it is not read with): each of the configuration's (or the class's default)
+/// must be in the vocabulary already.
+fn roberta_specials_present(
+    json: &Value,
+    cfg: Option<&Value>,
+    cfg_path: &std::path::Path,
+) -> Result<()> {
+    const DEFAULTS: [(&str, &str); 7] = [
+        ("bos_token", "<s>"),
+        ("eos_token", "</s>"),
+        ("unk_token", "<unk>"),
+        ("sep_token", "</s>"),
+        ("pad_token", "<pad>"),
+        ("cls_token", "<s>"),
+        ("mask_token", "<mask>"),
+    ];
+    let content = |v: &Value| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(o) => o.get("content").and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    };
+    let mut wanted: Vec<String> = Vec::new();
+    for (key, default) in DEFAULTS {
+        match cfg.and_then(|c| c.get(key)) {
+            None => wanted.push(default.to_owned()),
+            Some(Value::Null) => {}
+            Some(v) => wanted.extend(content(v)),
+        }
+    }
+    if let Some(Value::Array(extra)) = cfg.and_then(|c| c.get("additional_special_tokens")) {
+        wanted.extend(extra.iter().filter_map(content));
+    }
+    let in_vocab = |t: &str| {
+        json.pointer("/model/vocab")
+            .and_then(|v| v.get(t))
+            .is_some()
+            || json
+                .get("added_tokens")
+                .and_then(Value::as_array)
+                .is_some_and(|a| {
+                    a.iter()
+                        .any(|e| e.get("content").and_then(Value::as_str) == Some(t))
+                })
+    };
+    if let Some(missing) = wanted.iter().find(|t| !in_vocab(t)) {
+        return Err(Error::not_yet(format!(
+            "{}: RobertaTokenizer adds its special token {missing:?}, which tokenizer.json \
+             lacks, when transformers loads it; not read yet",
+            cfg_path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// A BPE vocabulary: tokens, types and the pre-tokenizer's name.
 pub struct BpeVocab {
     /// `tokenizer.ggml.tokens`.
@@ -85,10 +141,15 @@ pub fn load(dir: &ModelDir) -> Result<Tokenizer> {
         "LlamaTokenizer" | "LlamaTokenizerFast" => Some((true, false)),
         "GPTNeoXTokenizer" | "GPTNeoXTokenizerFast" => Some((false, false)),
         c if BERT_CLASSES.contains(&c) => None,
+        "RobertaTokenizer" | "RobertaTokenizerFast" => {
+            roberta_specials_present(&json, cfg.as_deref(), &cfg_path)?;
+            None
+        }
         other => {
             return Err(Error::not_yet(format!(
                 "{}: tokenizer_class {other:?} changes the tokenizer when transformers loads it; \
-                 not read yet (read: {}, {}, LlamaTokenizerFast, GPTNeoXTokenizerFast)",
+                 not read yet (read: {}, {}, LlamaTokenizerFast, GPTNeoXTokenizerFast, \
+                 RobertaTokenizerFast)",
                 cfg_path.display(),
                 PLAIN_CLASSES.join(", "),
                 BERT_CLASSES.join(", ")

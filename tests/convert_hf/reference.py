@@ -2057,6 +2057,28 @@ FIXTURES += [
                    layer_norm_eps=1e-12, position_embedding_type="alibi",
                    feed_forward_type="geglu"),
     ),
+    # JinaBERT v2 with RoBERTa's BPE (jina-embeddings-v2-base-code and the bilingual models):
+    # GPT-2's vocabulary named RobertaTokenizer, two token types
+    Fixture(
+        name="jina-embeddings-tiny-v2-base-code", seed=8494, dtype="float32", raw="jinabert",
+        bpe="gpt-2", architectures="JinaBertModel", pooling="mean", post_save="roberta-tokenizer",
+        added=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        extra=dict(model_type="bert", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                   intermediate_size=96, max_position_embeddings=256, type_vocab_size=2,
+                   layer_norm_eps=1e-12, position_embedding_type="alibi",
+                   feed_forward_type="geglu"),
+    ),
+    # and pre-tokenized on whitespace: the reference's `whitespace` path, whose hash check then
+    # finds no known pre-tokenizer
+    Fixture(
+        name="jina-embeddings-tiny-v2-whitespace", seed=8495, dtype="float32", raw="jinabert",
+        bpe="gpt-2", architectures="JinaBertModel", post_save="roberta-whitespace",
+        added=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
+        extra=dict(model_type="bert", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                   intermediate_size=96, max_position_embeddings=256, type_vocab_size=2,
+                   layer_norm_eps=1e-12, position_embedding_type="alibi",
+                   feed_forward_type="geglu"),
+    ),
     # nomic-embed-text v1.5 (remote code): BERT's WordPiece, fused q/k/v, a SwiGLU, RoPE, the
     # context it was trained for, mean pooling
     Fixture(
@@ -4286,7 +4308,26 @@ def with_vision_class(folder: Path, class_name: str) -> None:
     path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
 
 
+def as_roberta_tokenizer(folder: Path, whitespace: bool = False) -> None:
+    """The BPE vocabulary named as RoBERTa's (`tokenizer_class`), as JinaBERT's code and
+    bilingual models publish theirs; `whitespace`: pre-tokenized on whitespace instead."""
+    path = folder / "tokenizer_config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["tokenizer_class"] = "RobertaTokenizer"
+    # RoBERTa's special tokens, added past the vocabulary (`added`) as the models carry them
+    config.update(bos_token="<s>", eos_token="</s>", unk_token="<unk>", sep_token="</s>",
+                  cls_token="<s>", pad_token="<pad>", mask_token="<mask>")
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    if whitespace:
+        path = folder / "tokenizer.json"
+        tok = json.loads(path.read_text(encoding="utf-8"))
+        tok["pre_tokenizer"] = {"type": "Whitespace"}
+        path.write_text(json.dumps(tok, ensure_ascii=False), encoding="utf-8")
+
+
 POST_SAVE = {
+    "roberta-tokenizer": as_roberta_tokenizer,
+    "roberta-whitespace": lambda folder: as_roberta_tokenizer(folder, whitespace=True),
     # SigLIP's tower as the Hub publishes Gemma 3 (transformers 5 drops the `vision_model.`)
     "siglip-hub": lambda folder: with_prefixes(folder, {"vision_tower.": "vision_tower.vision_model."}),
     # the vision tower's own class in its config, as PaddleOCR-VL publishes it

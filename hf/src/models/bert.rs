@@ -507,10 +507,41 @@ impl TextModel for NeoBert {
     }
 }
 
+/// JinaBERT's RoBERTa vocabulary (the code and bilingual models): `_set_vocab_whitespace` where
+/// `tokenizer.json` pre-tokenizes on whitespace, `_set_vocab_gpt2` otherwise.
+fn roberta_vocab(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    let path = cx.dir.file("tokenizer.json");
+    let pre = match cx.dir.json("tokenizer.json")? {
+        None => None,
+        Some(t) => match t.get("pre_tokenizer") {
+            None => None,
+            Some(Value::Object(p)) => p.get("type").cloned(),
+            Some(other) => {
+                return Err(Error::field(
+                    &path,
+                    "pre_tokenizer",
+                    format!("{other}: not an object (AttributeError)"),
+                ))
+            }
+        },
+    };
+    if pre.as_ref().and_then(Value::as_str) != Some("Whitespace") {
+        return base::gpt2(cx, kv);
+    }
+    let v = crate::bpe::vocab(cx.dir, cx.hp(), cx.tokenizer_pre)?;
+    kv.string("tokenizer.ggml.model", "whitespace");
+    // pinned by the reference, not found from the hash (which jina-v1-en's shares)
+    kv.string("tokenizer.ggml.pre", "whitespace");
+    kv.strings("tokenizer.ggml.tokens", v.tokens);
+    kv.i32s("tokenizer.ggml.token_type", v.types);
+    vocab::SpecialVocab::load(cx.dir, None, true)?.add_to(kv)
+}
+
 /// `JinaBertV2Model(BertModel)`: `JinaBertModel`, `JinaBertForMaskedLM` (jina-embeddings-v2).
 /// BERT's conversion, its config read as written (remote code); the vocabulary by
-/// `tokenizer_class`: WordPiece (`BertTokenizer`) as BERT's; RoBERTa's BPE (`RobertaTokenizer`,
-/// the code and bilingual models) is not read yet.
+/// `tokenizer_class`: WordPiece (`BertTokenizer`) as BERT's, RoBERTa's BPE
+/// (`RobertaTokenizer`: the code and bilingual models) as [`roberta_vocab`] reads it, with two
+/// token types.
 pub(crate) struct JinaBertV2;
 
 impl TextModel for JinaBertV2 {
@@ -534,12 +565,11 @@ impl TextModel for JinaBertV2 {
             .ok_or_else(|| Error::reference("KeyError: 'tokenizer_class'"))?;
         match class.as_str() {
             Some("BertTokenizer") => Bert.set_vocab(cx, kv),
-            Some("RobertaTokenizer") => Err(crate::error::Unsupported::NotYet(format!(
-                "{}: JinaBERT with RoBERTa's tokenizer (tokenizer_class RobertaTokenizer) is \
-                 not read yet",
-                path.display()
-            ))
-            .into()),
+            Some("RobertaTokenizer") => {
+                roberta_vocab(cx, kv)?;
+                kv.u32("tokenizer.ggml.token_type_count", 2);
+                Ok(())
+            }
             _ => Err(Error::reference(format!(
                 "NotImplementedError: Tokenizer {class} is not supported for JinaBertModel"
             ))),
