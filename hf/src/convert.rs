@@ -240,6 +240,12 @@ fn run(
         None => None,
     };
     let mut ckpt = open_checkpoint(dir)?;
+    // `generate_extra_tensors` runs in `prepare_tensors`, which `--vocab-only` never reaches
+    if let Some((path, from, into)) = model.extra_file_tensor(&folder) {
+        if path.is_file() && !options.vocab_only {
+            ckpt.prepend(&path, from, into)?;
+        }
+    }
     let names: Vec<String> = ckpt.entries.iter().map(|e| e.name.clone()).collect();
     let block_count = model.block_count(hp, &names)?;
     if options.mmproj && options.vocab_only {

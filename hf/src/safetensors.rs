@@ -366,6 +366,21 @@ pub(crate) fn open_file(path: &Path) -> Result<Checkpoint> {
     })
 }
 
+impl Checkpoint {
+    /// Tensor `from` of the safetensors file `path`, visited first under the name `into`.
+    pub(crate) fn prepend(&mut self, path: &Path, from: &str, into: &str) -> Result<()> {
+        let (part, entries) = open_part(path, self.parts.len())?;
+        let mut entry = entries
+            .into_iter()
+            .find(|e| e.name == from)
+            .ok_or_else(|| Error::field(path, from, "missing (KeyError)"))?;
+        entry.name = into.to_owned();
+        self.parts.push(part);
+        self.entries.insert(0, entry);
+        Ok(())
+    }
+}
+
 fn open_part(path: &Path, index: usize) -> Result<(Part, Vec<Entry>)> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     // SAFETY: the map is read-only; a file truncated by another process while mapped raises

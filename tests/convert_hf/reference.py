@@ -648,6 +648,11 @@ FIXTURES += [
         tie=True, bpe="llama-bpe", bare=True, pooling="cls",
         architectures="Lfm2BidirectionalModel",
     ),
+    # and with sentence-transformers' 1_Dense projection (LFM2-ColBERT's), written as dense_2
+    Fixture(
+        name="LFM2-Tiny-ColBERT-350M", seed=7203, arch="lfm2", dtype="bfloat16", kv_heads=2,
+        tie=True, bpe="llama-bpe", bare=True, pooling="cls", post_save="dense",
+    ),
     Fixture(
         name="LFM2-Tiny-8B-A1B", seed=7168, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
         extra=dict(config_class="Lfm2MoeConfig", num_hidden_layers=3, num_experts=4,
@@ -4325,7 +4330,25 @@ def as_roberta_tokenizer(folder: Path, whitespace: bool = False) -> None:
         path.write_text(json.dumps(tok, ensure_ascii=False), encoding="utf-8")
 
 
+def with_dense(folder: Path) -> None:
+    """sentence-transformers' `1_Dense` module beside the model (LFM2-ColBERT's projection to
+    its output width), as that package saves one: `linear.weight` in float32."""
+    import torch
+    from safetensors.torch import save_file
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    gen = torch.Generator().manual_seed(8701)
+    weight = 0.02 * torch.randn([48, config["hidden_size"]], generator=gen, dtype=torch.float32)
+    (folder / "1_Dense").mkdir()
+    save_file({"linear.weight": weight}, str(folder / "1_Dense" / "model.safetensors"),
+              metadata={"format": "pt"})
+    (folder / "1_Dense" / "config.json").write_text(json.dumps(dict(
+        in_features=config["hidden_size"], out_features=48, bias=False,
+        activation_function="torch.nn.modules.linear.Identity")) + "\n", encoding="utf-8")
+
+
 POST_SAVE = {
+    "dense": with_dense,
     "roberta-tokenizer": as_roberta_tokenizer,
     "roberta-whitespace": lambda folder: as_roberta_tokenizer(folder, whitespace=True),
     # SigLIP's tower as the Hub publishes Gemma 3 (transformers 5 drops the `vision_model.`)

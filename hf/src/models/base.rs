@@ -650,6 +650,16 @@ pub(crate) trait TextModel: Sync {
         self.parent().and_then(|p| p.scalar_key(cx, name))
     }
 
+    /// A tensor `generate_extra_tensors` loads from another safetensors file of the folder,
+    /// where that file exists: the file, the tensor's name in it, and the name it is yielded
+    /// under (before the checkpoint's own tensors, through `modify_tensors` as they go).
+    fn extra_file_tensor(
+        &self,
+        dir: &ModelDir,
+    ) -> Option<(std::path::PathBuf, &'static str, &'static str)> {
+        self.parent().and_then(|p| p.extra_file_tensor(dir))
+    }
+
     /// Keys `prepare_tensors` writes once every tensor is prepared (after the tensors' own
     /// keys: [`TextModel::scalar_key`]).
     fn after_tensors(&self, cx: &Ctx, early: &mut Kv) -> Result<()> {

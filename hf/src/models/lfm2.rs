@@ -175,27 +175,41 @@ impl TextModel for Lfm2Moe {
 }
 
 /// `LFM2ColBertModel(LFM2Model)`: `Lfm2Model`, `Lfm2BidirectionalModel` (LFM2's embedding and
-/// ColBERT models). The bare model's names given `model.`, its pooling, and for the
-/// bidirectional class no causal attention. The `1_Dense` projection some ship
-/// (`dense_2.weight`, written by the reference beside its output width) is not written yet:
-/// a folder with one is refused.
+/// ColBERT models). The bare model's names given `model.`, its pooling, for the bidirectional
+/// class no causal attention, and sentence-transformers' `1_Dense` projection where the folder
+/// has one: `dense_2.weight`, first in the file, its output width a key.
 pub(crate) struct Lfm2ColBert;
+
+/// The `1_Dense` module's weights and the tensor the reference takes from them.
+const DENSE: (&str, &str) = ("1_Dense/model.safetensors", "linear.weight");
 
 impl TextModel for Lfm2ColBert {
     fn parent(&self) -> Option<&'static dyn TextModel> {
         Some(&Lfm2)
     }
 
-    fn block_count(&self, hp: &Hparams, names: &[String]) -> Result<u64> {
-        let dense = hp.path.with_file_name("1_Dense").join("model.safetensors");
-        if dense.is_file() {
-            return Err(crate::error::Unsupported::NotYet(format!(
-                "{}: the 1_Dense projection (dense_2) is not written yet",
-                dense.display()
-            ))
-            .into());
+    fn extra_file_tensor(
+        &self,
+        dir: &crate::model_dir::ModelDir,
+    ) -> Option<(std::path::PathBuf, &'static str, &'static str)> {
+        Some((dir.path.join(DENSE.0), DENSE.1, "dense_2.weight"))
+    }
+
+    /// `add_embedding_length_out`, written as `generate_extra_tensors` loads the projection.
+    fn after_tensors(&self, cx: &Ctx, early: &mut Kv) -> Result<()> {
+        let path = cx.dir.path.join(DENSE.0);
+        if !path.is_file() {
+            return Ok(());
         }
-        Lfm2.block_count(hp, names)
+        let dense = crate::safetensors::open_file(&path)?;
+        let e = dense
+            .entries
+            .iter()
+            .find(|e| e.name == DENSE.1)
+            .ok_or_else(|| Error::field(&path, DENSE.1, "missing (KeyError)"))?;
+        let out = e.shape.first().copied().unwrap_or(0);
+        early.u32(&cx.key("embedding_length_out"), out as u32);
+        Ok(())
     }
 
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
