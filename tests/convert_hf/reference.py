@@ -747,6 +747,18 @@ FIXTURES += [
                    moe_shared_expert_intermediate_size=48, n_shared_experts=1,
                    routed_scaling_factor=2.5),
     ),
+    # NVIDIA's Puzzle of it (remote code): per-block expert settings in block_configs, the
+    # official checkpoint's names
+    Fixture(
+        name="Nemotron-Labs-3-Puzzle-Tiny-A1B", seed=7179, dtype="bfloat16", tf5="saved",
+        bpe="llama-bpe", post_save="nemotron-puzzle",
+        extra=dict(config_class="NemotronHConfig", head_dim=16,
+                   layers_block_type=["mamba", "moe", "attention", "moe"], mamba_num_heads=8,
+                   mamba_head_dim=16, n_groups=2, ssm_state_size=16, expand=2, chunk_size=16,
+                   n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                   moe_shared_expert_intermediate_size=48, n_shared_experts=1,
+                   routed_scaling_factor=2.5, moe_latent_size=32),
+    ),
     # Nemotron-H as published (remote code): the layers by a pattern string, no experts
     Fixture(
         name="Nemotron-H-Tiny-8B-Base", seed=7178, dtype="bfloat16", tf5="saved",
@@ -4347,7 +4359,36 @@ def with_dense(folder: Path) -> None:
         activation_function="torch.nn.modules.linear.Identity")) + "\n", encoding="utf-8")
 
 
+def as_nemotron_puzzle(folder: Path) -> None:
+    """Nemotron 3's mixture as NVIDIA's Puzzle publishes it: the layers and each expert
+    layer's width and experts used in `block_configs` (no flat `layers_block_type`,
+    `num_experts_per_tok` or `moe_intermediate_size`), the trunk named `model.` and the routing
+    bias `e_score_correction_bias`, as the official BF16 checkpoint names them."""
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["architectures"] = ["NemotronHPuzzleForCausalLM"]
+    types = config.pop("layers_block_type")
+    ff, used = config.pop("moe_intermediate_size"), config.pop("num_experts_per_tok")
+    moe = iter(range(len(types)))
+    config["block_configs"] = [
+        dict(block_type=t, **(dict(moe_intermediate_size=ff, num_experts_per_tok=used - next(moe) % 2)
+                              if t == "moe" else {}))
+        for t in types]
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    weights = folder / "model.safetensors"
+    tensors = {}
+    for name, t in load_file(str(weights)).items():
+        if name.startswith("backbone."):
+            name = "model." + name[len("backbone."):]
+        name = name.replace("e_score_correction.bias", "e_score_correction_bias")
+        tensors[name] = t
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 POST_SAVE = {
+    "nemotron-puzzle": as_nemotron_puzzle,
     "dense": with_dense,
     "roberta-tokenizer": as_roberta_tokenizer,
     "roberta-whitespace": lambda folder: as_roberta_tokenizer(folder, whitespace=True),

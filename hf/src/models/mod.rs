@@ -453,6 +453,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::NEMOTRON_H,
         &nemotron::NemotronH,
     ),
+    (
+        "NemotronHPuzzleForCausalLM",
+        &tables::NEMOTRON_H_MOE,
+        &nemotron::NemotronHPuzzle,
+    ),
     ("BertModel", &tables::BERT, &bert::Bert),
     ("BertForMaskedLM", &tables::BERT, &bert::Bert),
     ("CamembertModel", &tables::BERT, &bert::Bert),

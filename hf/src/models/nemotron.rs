@@ -244,58 +244,8 @@ impl TextModel for NemotronH {
     /// In the mixture, the Mamba tensors, routing bias and experts by name; the rest (and all
     /// of Nemotron-H's) as Granite's hybrid.
     fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
-        let hp = cx.hp();
-        let (layout, _) = nemotron_layout(hp, cx.block_count)?;
-        if !nemotron_moe(hp) || base::block_of(name).is_none() {
-            return hybrid_tensor(cx, name, shape, &layout);
-        }
-        let plain = |name: &str, change: Rearrange| base::yield_as(name, change);
-        if name.ends_with("mixer.gate.e_score_correction.bias") {
-            return plain(name, Rearrange::default());
-        }
-        if let Some(stem) = name.strip_suffix("mixer.dt_bias") {
-            return plain(&format!("{stem}mixer.dt.bias"), Rearrange::default());
-        }
-        if name.ends_with("mixer.conv1d.weight") {
-            let change = Rearrange {
-                squeeze: true,
-                ..Rearrange::default()
-            };
-            return plain(name, change);
-        }
-        let a_log = name.ends_with("mixer.A_log");
-        if a_log || name.ends_with("mixer.D") {
-            // `squeeze().reshape(-1, 1)`: one value a head, as published, given an axis
-            if shape.len() != 1 {
-                return Err(Unsupported::NotYet(format!(
-                    "{name} is {shape:?}: only one value a head (1-D) is read"
-                ))
-                .into());
-            }
-            let change = Rearrange {
-                unsqueeze: true,
-                neg_exp: a_log,
-                ..Rearrange::default()
-            };
-            return plain(name, change);
-        }
-        if name.ends_with("mixer.norm.weight") {
-            let n: u64 = shape.iter().product();
-            let groups = layout.groups;
-            if groups == 0 || n % groups != 0 {
-                return Err(Error::reference(format!(
-                    "{name}: shape {shape:?} cannot be reshaped to ({groups}, -1)"
-                )));
-            }
-            let per = n / groups;
-            let rows = View {
-                offset: 0,
-                axes: [(1, 0), (groups, per), (per, 1)],
-                three: false,
-            };
-            return plain(name, rows.alone());
-        }
-        hybrid_tensor(cx, name, shape, &layout)
+        let (layout, _) = nemotron_layout(cx.hp(), cx.block_count)?;
+        nemotron_tensor(cx, name, shape, &layout, nemotron_moe(cx.hp()))
     }
 
     /// The mixture's experts, up and down only.
@@ -309,5 +259,207 @@ impl TextModel for NemotronH {
             merged: "model.layers.{bid}.mlp.experts.{w}.weight",
             weights: &["down_proj", "up_proj"],
         })
+    }
+}
+
+/// `NemotronHModel.modify_tensors` for `layout`'s layers, as the mixture (`moe`) or not.
+fn nemotron_tensor(cx: &Ctx, name: &str, shape: &[u64], layout: &Layout, moe: bool) -> Yields {
+    if !moe || base::block_of(name).is_none() {
+        return hybrid_tensor(cx, name, shape, layout);
+    }
+    let plain = |name: &str, change: Rearrange| base::yield_as(name, change);
+    if name.ends_with("mixer.gate.e_score_correction.bias") {
+        return plain(name, Rearrange::default());
+    }
+    if let Some(stem) = name.strip_suffix("mixer.dt_bias") {
+        return plain(&format!("{stem}mixer.dt.bias"), Rearrange::default());
+    }
+    if name.ends_with("mixer.conv1d.weight") {
+        let change = Rearrange {
+            squeeze: true,
+            ..Rearrange::default()
+        };
+        return plain(name, change);
+    }
+    let a_log = name.ends_with("mixer.A_log");
+    if a_log || name.ends_with("mixer.D") {
+        // `squeeze().reshape(-1, 1)`: one value a head, as published, given an axis
+        if shape.len() != 1 {
+            return Err(Unsupported::NotYet(format!(
+                "{name} is {shape:?}: only one value a head (1-D) is read"
+            ))
+            .into());
+        }
+        let change = Rearrange {
+            unsqueeze: true,
+            neg_exp: a_log,
+            ..Rearrange::default()
+        };
+        return plain(name, change);
+    }
+    if name.ends_with("mixer.norm.weight") {
+        let n: u64 = shape.iter().product();
+        let groups = layout.groups;
+        if groups == 0 || n % groups != 0 {
+            return Err(Error::reference(format!(
+                "{name}: shape {shape:?} cannot be reshaped to ({groups}, -1)"
+            )));
+        }
+        let per = n / groups;
+        let rows = View {
+            offset: 0,
+            axes: [(1, 0), (groups, per), (per, 1)],
+            three: false,
+        };
+        return plain(name, rows.alone());
+    }
+    hybrid_tensor(cx, name, shape, layout)
+}
+
+/// `NemotronHPuzzleModel(NemotronHModel)`: `NemotronHPuzzleForCausalLM` (NVIDIA's Puzzle
+/// distillations of Nemotron 3): the layers and each mixture layer's width and experts used
+/// from `block_configs`, Granite's hybrid layout (every layer that does not attend taken by
+/// Mamba-2's rules), the official checkpoint's `model.` names read as `backbone.`; its
+/// prediction head (`mtp.`) left out, as the reference leaves it.
+pub(crate) struct NemotronHPuzzle;
+
+/// `block_configs`, each block's.
+fn block_configs(hp: &Hparams) -> Result<&Vec<Value>> {
+    match hp.map.get("block_configs") {
+        Some(Value::Array(a)) => Ok(a),
+        Some(_) => Err(Error::field(&hp.path, "block_configs", "not a list")),
+        None => Err(Error::reference(format!(
+            "KeyError: 'block_configs' ({})",
+            hp.path.display()
+        ))),
+    }
+}
+
+/// A block config's `key`, where it is set (`bc.get(key) or 0`).
+fn block_int(hp: &Hparams, bc: &Value, i: usize, key: &str) -> Result<i32> {
+    match bc.get(key) {
+        None | Some(Value::Null) => Ok(0),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| i32::try_from(n).ok())
+            .ok_or_else(|| {
+                Error::field(
+                    &hp.path,
+                    format!("block_configs[{i}].{key}"),
+                    format!("{v} is not a count"),
+                )
+            }),
+    }
+}
+
+/// `GraniteHybridModel.__init__`'s layout of the Puzzle's layers (attention by Nemotron-H's
+/// `get_attn_layers`, the rest Mamba-2's).
+fn puzzle_layout(hp: &Hparams, blocks: u64) -> Result<Layout> {
+    let (mut layout, _) = nemotron_layout(hp, blocks)?;
+    layout.ssm = (0..blocks).filter(|i| !layout.attn.contains(i)).collect();
+    Ok(layout)
+}
+
+impl TextModel for NemotronHPuzzle {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&NemotronH)
+    }
+
+    /// `block_configs` gives the layers and their types.
+    fn init_hparams(&self, _class: &str, hp: &mut Hparams) {
+        if let Some(Value::Array(blocks)) = hp.map.get("block_configs") {
+            let types: Vec<Value> = blocks
+                .iter()
+                .map(|b| b.get("block_type").cloned().unwrap_or(Value::Null))
+                .collect();
+            hp.map
+                .insert("num_hidden_layers".into(), types.len().into());
+            hp.map
+                .insert("layers_block_type".into(), Value::Array(types));
+        }
+    }
+
+    fn arch(&self, _hp: &Hparams, line: &'static ArchTable) -> &'static ArchTable {
+        line
+    }
+
+    /// One block a config; the prediction head is not folded in.
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
+        let blocks = block_configs(hp)?;
+        if let Some((i, _)) = blocks
+            .iter()
+            .enumerate()
+            .find(|(_, b)| !b.get("block_type").is_some_and(Value::is_string))
+        {
+            return Err(Error::field(
+                &hp.path,
+                format!("block_configs[{i}].block_type"),
+                "missing or not a string",
+            ));
+        }
+        Ok(blocks.len() as u64)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        if name.starts_with("mtp.") {
+            return None;
+        }
+        NemotronH.filter_tensors(cx, name)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let hp = cx.hp();
+        let head_dim = prefixed_int(hp, &["head_dim", "attention_head_dim"]).map_err(|_| {
+            Error::reference("ValueError: Could not find the attention head dim in config")
+        })?;
+        let layout = puzzle_layout(hp, cx.block_count)?;
+        hybrid_keys(cx, kv, &layout)?;
+        let k = |s: &str| cx.key(s);
+        kv.u32(&k("attention.key_length"), head_dim as u32);
+        kv.u32(&k("attention.value_length"), head_dim as u32);
+        let blocks = block_configs(hp)?;
+        let per_block = |key: &str| -> Result<Vec<i32>> {
+            blocks
+                .iter()
+                .enumerate()
+                .map(|(i, b)| block_int(hp, b, i, key))
+                .collect()
+        };
+        let ff = per_block("moe_intermediate_size")?;
+        kv.i32s(&k("feed_forward_length"), ff.clone());
+        kv.i32s(&k("expert_feed_forward_length"), ff);
+        kv.i32s(&k("expert_used_count"), per_block("num_experts_per_tok")?);
+        let int = |key: &str| -> Result<u32> { Ok(hp.int(&[key])? as u32) };
+        kv.u32(
+            &k("expert_shared_feed_forward_length"),
+            int("moe_shared_expert_intermediate_size")?,
+        );
+        kv.u32(&k("expert_count"), int("n_routed_experts")?);
+        kv.u32(&k("expert_shared_count"), int("n_shared_experts")?);
+        let norm = hp
+            .opt_bool(&["norm_topk_prob"])?
+            .ok_or_else(|| Error::field(&hp.path, "norm_topk_prob", "missing"))?;
+        kv.bool(&k("expert_weights_norm"), norm);
+        kv.f32(
+            &k("expert_weights_scale"),
+            hp.float(&["routed_scaling_factor"])?,
+        );
+        kv.u32(&k("expert_group_count"), int("n_group")?);
+        kv.u32(&k("moe_latent_size"), int("moe_latent_size")?);
+        Ok(())
+    }
+
+    /// The official checkpoint's `model.` trunk and `e_score_correction_bias` read as the
+    /// original release's names, then the mixture's rules.
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let mut name = match name.strip_prefix("model.") {
+            Some(rest) => format!("backbone.{rest}"),
+            None => name.to_owned(),
+        };
+        if let Some(stem) = name.strip_suffix("mixer.gate.e_score_correction_bias") {
+            name = format!("{stem}mixer.gate.e_score_correction.bias");
+        }
+        let layout = puzzle_layout(cx.hp(), cx.block_count)?;
+        nemotron_tensor(cx, &name, shape, &layout, true)
     }
 }
