@@ -280,6 +280,13 @@ pub(crate) fn describe_as(r: &ggufrw_hf::Report, dry_run: bool, tail: &str) -> S
         r.tensors.len(),
         r.parameters,
     ));
+    for path in &r.adapters {
+        text.push_str(&format!(
+            "{} {}: a task's LoRA adapter\n",
+            if dry_run { "would write" } else { "wrote" },
+            path.display()
+        ));
+    }
     text
 }
 

@@ -7,7 +7,8 @@ use crate::kv::Kv;
 use crate::metadata::Metadata;
 use crate::model_dir::ModelDir;
 use crate::models::{
-    self, Ctx, Experts, Force, Gather, LateInt, Order, Rearrange, ScalarKey, TextModel,
+    self, Ctx, Experts, Force, Gather, LateInt, Order, Rearrange, ScalarKey, TaskAdapters,
+    TextModel, View,
 };
 use crate::names::{self, NameMap};
 use crate::safetensors::{open_checkpoint, Checkpoint, Dtype, Entry};
@@ -170,6 +171,8 @@ pub struct Report {
     pub file_type: u32,
     /// What the reference does silently that the user should know (an override it ignores).
     pub warnings: Vec<String>,
+    /// Files written beside the model (jina-embeddings-v3's task adapters, one LoRA a task).
+    pub adapters: Vec<PathBuf>,
 }
 
 /// Converts the checkpoint folder `dir` as `convert_hf_to_gguf.py DIR` with `options` would.
@@ -343,6 +346,7 @@ fn run(
             parameters: 0,
             file_type,
             warnings: meta.warnings.clone(),
+            adapters: Vec::new(),
         };
         if !options.dry_run {
             write_header_only(&out_path, kv, order)?;
@@ -380,6 +384,13 @@ fn run(
             .map(|i| out_path.with_file_name(format!("{stem}-{:05}-of-{n:05}.gguf", i + 1)))
             .collect()
     };
+    // `generate_extra_tensors` names them from the output as given (before a folder or a
+    // template is resolved), the task's name before the file's
+    let given = options.outfile.clone().unwrap_or_else(|| dir.to_owned());
+    let adapters = match model.task_adapters(&cx)? {
+        Some(tasks) => task_adapter_files(&cx, &ckpt, &kept, &tasks, &given)?,
+        None => Vec::new(),
+    };
     let report = Report {
         outputs: outputs.clone(),
         shard_sizes: shards.iter().map(Vec::len).collect(),
@@ -387,6 +398,7 @@ fn run(
         parameters: count.total,
         file_type,
         warnings: meta.warnings.clone(),
+        adapters: adapters.iter().map(|a| a.0.clone()).collect(),
     };
     if options.dry_run {
         return Ok((report, None));
@@ -411,11 +423,142 @@ fn run(
         }
         if let Some((opts, run)) = quantize {
             let q = ggufrw::quantize::quantize_built(b, dir, &outputs[i], opts, run, progress)?;
+            write_adapters(&ckpt, adapters, order, threads)?;
             return Ok((report, Some(q)));
         }
         b.write_file_with(&outputs[i], Mode::Plain, progress)?;
     }
+    write_adapters(&ckpt, adapters, order, threads)?;
     Ok((report, None))
+}
+
+/// A task adapter's file: its path, keys and tensors.
+type AdapterFile = (PathBuf, Kv, Vec<TensorPlan>);
+
+/// `XLMRobertaModel`'s task adapters: for each task, its slice of every stacked `lora_A` and
+/// `lora_B` in checkpoint order, as F32 (the embeddings' `lora_b` transposed, the token types'
+/// two factors named the other way round), in `lora-<task>-<file>` beside `given`.
+fn task_adapter_files(
+    cx: &Ctx,
+    ckpt: &Checkpoint,
+    kept: &[(String, usize)],
+    tasks: &TaskAdapters,
+    given: &Path,
+) -> Result<Vec<AdapterFile>> {
+    let map = NameMap::new(cx.arch, cx.block_count);
+    let file_name = given
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut files: Vec<AdapterFile> = tasks
+        .names
+        .iter()
+        .enumerate()
+        .map(|(i, task)| {
+            let mut kv = Kv::default();
+            kv.string("general.architecture", cx.arch.name);
+            kv.string("general.type", "adapter");
+            kv.string("adapter.type", "lora");
+            kv.f32("adapter.lora.alpha", tasks.alpha);
+            kv.string("adapter.lora.task_name", task);
+            if let Some(prefixes) = &tasks.prefixes {
+                kv.string("adapter.lora.prompt_prefix", &prefixes[i]);
+            }
+            let path = given.with_file_name(format!("lora-{task}-{file_name}"));
+            (path, kv, Vec::new())
+        })
+        .collect();
+    for (name, index) in kept {
+        if !crate::models::is_task_lora(name) || name.starts_with("pooler.dense") {
+            continue;
+        }
+        let e = &ckpt.entries[*index];
+        let path = &ckpt.parts[e.part].path;
+        let [n, a, b] = e.shape[..] else {
+            return Err(Error::field(
+                path,
+                format!("{}.shape", e.name),
+                format!("{:?}: not [tasks, rows, columns]", e.shape),
+            ));
+        };
+        if n != tasks.names.len() as u64 {
+            return Err(Error::reference(format!(
+                "AssertionError: {name} holds {n} adapters, lora_adaptations names {}",
+                tasks.names.len()
+            )));
+        }
+        let (stem, factor) = name.split_at(name.len() - 9);
+        let mut new_name = format!(
+            "{}{}",
+            map.map_tensor_name(stem)?,
+            factor[2..].to_lowercase()
+        );
+        let transposed = new_name == "token_embd.weight.lora_b";
+        if let Some(stem) = new_name.strip_prefix("token_types.weight.lora_") {
+            new_name = format!(
+                "token_types.weight.lora_{}",
+                if stem == "b" { "a" } else { "b" }
+            );
+        }
+        for (i, (_, _, tensors)) in files.iter_mut().enumerate() {
+            let offset = i as u64 * a * b;
+            let (view, dims) = match transposed {
+                true => (
+                    View {
+                        offset,
+                        axes: [(1, 0), (b, 1), (a, b)],
+                        three: false,
+                    },
+                    vec![a, b],
+                ),
+                false => (
+                    View {
+                        offset,
+                        axes: [(1, 0), (a, b), (b, 1)],
+                        three: false,
+                    },
+                    vec![b, a],
+                ),
+            };
+            tensors.push(TensorPlan {
+                name: new_name.clone(),
+                ggml_type: GgmlType::F32,
+                bytes: 4 * a * b,
+                dims,
+                source_type: e.dtype.torch_name(),
+                note: None,
+                src: Src::Entry {
+                    index: *index,
+                    change: Box::new(view.alone()),
+                },
+            });
+        }
+    }
+    Ok(files)
+}
+
+/// Writes the task adapters' files, each alone.
+fn write_adapters(
+    ckpt: &Checkpoint,
+    files: Vec<AdapterFile>,
+    order: ByteOrder,
+    threads: usize,
+) -> Result<()> {
+    for (path, kv, tensors) in files {
+        let mut b = Builder::new()
+            .byte_order(order)
+            .with_metadata(kv.into_pairs());
+        for p in &tensors {
+            b = b.tensor(
+                p.name.as_str(),
+                p.ggml_type,
+                &p.dims,
+                data_source(ckpt, p, order, threads),
+            )?;
+        }
+        b.write_file_with(&path, Mode::Plain, &())?;
+    }
+    Ok(())
 }
 
 /// `filter_tensors` over the checkpoint: each kept tensor's name and entry, the first position

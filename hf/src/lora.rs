@@ -200,6 +200,7 @@ pub fn convert_lora(
         parameters: count.total,
         file_type,
         warnings,
+        adapters: Vec::new(),
     };
     if options.dry_run {
         return Ok(report);

@@ -579,9 +579,25 @@ fn a_nemotron_h_mixture_with_a_prediction_layer_is_refused_as_not_yet() {
 }
 
 #[test]
-fn jina_embeddings_v3_task_adapters_are_refused_as_not_yet() {
+fn jina_embeddings_v3_adapters_that_contradict_the_config_are_refused_writing_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    checkpoint(dir.path(), &llama_tensors());
+    let lora = |shape: Vec<u64>| {
+        vec![
+            ("embeddings.word_embeddings.weight", "F32", vec![4, 8]),
+            ("embeddings.word_embeddings.weight.0.lora_A", "F32", shape),
+        ]
+    };
+    // XLM-R's SentencePiece model under its checkpoints' name
+    let spm = |dir: &Path| {
+        std::fs::rename(
+            dir.join("tokenizer.model"),
+            dir.join("sentencepiece.bpe.model"),
+        )
+        .unwrap()
+    };
+    // three tasks' adapters stacked, two tasks named
+    checkpoint(dir.path(), &lora(vec![3, 2, 4]));
+    spm(dir.path());
     as_class(
         dir.path(),
         "XLMRobertaModel",
@@ -590,27 +606,40 @@ fn jina_embeddings_v3_task_adapters_are_refused_as_not_yet() {
     );
     let e = refused(dir.path());
     assert!(
-        e.contains("lora_adaptations") && e.contains("not converted yet"),
+        e.contains("holds 3 adapters") && e.contains("names 2"),
+        "{e}"
+    );
+    assert!(!dir.path().join("lora-retrieval.query-out.gguf").exists());
+    // adapters that are not stacked by task
+    checkpoint(dir.path(), &lora(vec![2, 4]));
+    spm(dir.path());
+    as_class(
+        dir.path(),
+        "XLMRobertaModel",
+        "xlm-roberta",
+        r#", "lora_adaptations": ["retrieval.query", "retrieval.passage"]"#,
+    );
+    let e = refused(dir.path());
+    assert!(
+        e.contains("embeddings.word_embeddings.weight.0.lora_A")
+            && e.contains("[tasks, rows, columns]"),
         "{e}"
     );
 }
 
 #[test]
-fn an_lfm2_embedding_model_with_its_dense_projection_is_refused_as_not_yet() {
+fn an_lfm2_dense_projection_without_its_weight_is_refused_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     checkpoint(dir.path(), &llama_tensors());
     as_class(dir.path(), "Lfm2Model", "lfm2", "");
     std::fs::create_dir(dir.path().join("1_Dense")).unwrap();
     std::fs::write(
         dir.path().join("1_Dense/model.safetensors"),
-        safetensors(&[("linear.weight", "F32", vec![4, 8])]),
+        safetensors(&[("linear.bias", "F32", vec![4])]),
     )
     .unwrap();
     let e = refused(dir.path());
-    assert!(
-        e.contains("1_Dense") && e.contains("not written yet"),
-        "{e}"
-    );
+    assert!(e.contains("1_Dense") && e.contains("linear.weight"), "{e}");
 }
 
 #[test]

@@ -869,6 +869,25 @@ FIXTURES += [
                    num_attention_heads=4, max_position_embeddings=258, pad_token_id=1,
                    bos_token_id=0, eos_token_id=2, type_vocab_size=1, num_labels=1),
     ),
+    # jina-embeddings-v3 (remote code): XLM-R with RoPE and five task adapters stacked in
+    # every weight, written as jina-bert-v3 beside one LoRA file a task
+    Fixture(
+        name="jina-embeddings-tiny-v3", seed=7191, dtype="bfloat16", raw="jina-v3",
+        architectures="XLMRobertaModel", spm=dict(model_type="unigram", vocab_size=320),
+        post_save="xlmr-spm", pooling="mean",
+        extra=dict(model_type="xlm-roberta", hidden_size=64, intermediate_size=96,
+                   num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=258,
+                   pad_token_id=1, bos_token_id=0, eos_token_id=2, type_vocab_size=1,
+                   layer_norm_eps=1e-5, position_embedding_type="rotary", rotary_emb_base=20000.0,
+                   lora_adaptations=["retrieval.query", "retrieval.passage", "separation",
+                                     "classification", "text-matching"],
+                   task_instructions={"retrieval.query": "Represent the query for retrieving "
+                                      "evidence documents: ",
+                                      "retrieval.passage": "Represent the document for "
+                                      "retrieval: ", "separation": "", "classification": "",
+                                      "text-matching": ""},
+                   lora_rank=4, lora_alpha=1, use_flash_attn=False),
+    ),
     # T5 encoder-decoders and encoders with a Unigram SentencePiece model (spiece.model, as the
     # checkpoints name it) as the t5 tokenizer model: Flan-T5 (gated GELU, its own output),
     # the encoder alone (sentence-t5), mT5 and UMT5 (each layer its own position bias; its
@@ -3480,6 +3499,31 @@ def nomic_layout(c: dict) -> list:
     return out
 
 
+def jina_v3_layout(c: dict) -> list:
+    """jina-embeddings-v3 (`XLMRobertaLoRA`, remote code, flash-attention names): every linear
+    and embedding weight parametrized (`parametrizations.weight.original`) with its task
+    adapters stacked, `lora_A` `[tasks, rank, in]` and `lora_B` `[tasks, out, rank]`."""
+    h, ff, v, n, r = (c["hidden_size"], c["intermediate_size"], c["vocab_size"],
+                      len(c["lora_adaptations"]), c["lora_rank"])
+
+    def lora(stem: str, out: int, inp: int, bias: bool) -> list:
+        t = [(f"{stem}.parametrizations.weight.original", [out, inp]),
+             (f"{stem}.parametrizations.weight.0.lora_A", [n, r, inp]),
+             (f"{stem}.parametrizations.weight.0.lora_B", [n, out, r])]
+        return t + ([(f"{stem}.bias", [out])] if bias else [])
+
+    t = (lora("roberta.embeddings.word_embeddings", v, h, False)
+         + lora("roberta.embeddings.token_type_embeddings", c["type_vocab_size"], h, False)
+         + [("roberta.emb_ln.weight", [h]), ("roberta.emb_ln.bias", [h])])
+    for i in range(c["num_hidden_layers"]):
+        b = f"roberta.encoder.layers.{i}"
+        t += (lora(f"{b}.mixer.Wqkv", 3 * h, h, True) + lora(f"{b}.mixer.out_proj", h, h, True)
+              + lora(f"{b}.mlp.fc1", ff, h, True) + lora(f"{b}.mlp.fc2", h, ff, True))
+        t += [(f"{b}.norm1.weight", [h]), (f"{b}.norm1.bias", [h]),
+              (f"{b}.norm2.weight", [h]), (f"{b}.norm2.bias", [h])]
+    return t + lora("roberta.pooler.dense", h, h, True)
+
+
 RAW_LAYOUTS = {
     "llama": llama_layout,
     "grove": grove_layout,
@@ -3516,6 +3560,7 @@ RAW_LAYOUTS = {
     "plamo2": plamo2_layout,
     "neobert": neobert_layout,
     "jinabert": jinabert_layout,
+    "jina-v3": jina_v3_layout,
     "rwkv6": rwkv6_layout,
     "rwkv6qwen2": rwkv6qwen2_layout,
     "rwkv7-fla": rwkv7_fla_layout,
@@ -5095,8 +5140,9 @@ def as_fresh_process():
     `TensorNameMap.__init__` updates the class's own `block_mappings_cfg` with an
     architecture's overrides (Arctic's `residual_layernorm` as `ffn_norm`, …), which every
     later conversion in the same process would map by; RWKV's classes keep the token-shift
-    mixes they gather in a dict of the class (`lerp_weights`), which a later conversion would
-    find filled. A user's conversion runs alone."""
+    mixes they gather in a dict of the class (`lerp_weights`), and XLM-R its task adapters'
+    writers (`_lora_files`), which a later conversion would find filled. A user's conversion
+    runs alone."""
     gguf = sys.modules.get("gguf")
     cls = getattr(gguf, "TensorNameMap", None)
     saved = dict(cls.block_mappings_cfg) if cls is not None else None
@@ -5106,10 +5152,15 @@ def as_fresh_process():
         if saved is not None:
             cls.block_mappings_cfg.clear()
             cls.block_mappings_cfg.update(saved)
-        # the module is imported by the first conversion that needs it
+        # the modules are imported by the first conversion that needs them
         rwkv = sys.modules.get("conversion.rwkv")
         for c in ("Rwkv6Model", "Rwkv7Model") if rwkv is not None else ():
             getattr(rwkv, c).lerp_weights.clear()
+        # XLMRobertaModel keeps jina-embeddings-v3's adapter writers in a dict of the class:
+        # a later XLM-R conversion would write them again
+        bert = sys.modules.get("conversion.bert")
+        if bert is not None:
+            bert.XLMRobertaModel._lora_files.clear()
 
 
 def run_case(module, case: Case, fixture: Path, folder: Path, recorder: Recorder) -> dict:

@@ -499,6 +499,18 @@ pub(crate) struct LateInt {
     pub values: fn(&Ctx, Vec<i64>) -> Result<Vec<i64>>,
 }
 
+/// Task adapters written beside the model: each task's file holds its slice of every
+/// checkpoint tensor named `….0.lora_A` or `….0.lora_B` (`[tasks, …]`).
+#[derive(Clone, Debug)]
+pub(crate) struct TaskAdapters {
+    /// The tasks, in the order of the stored slices.
+    pub names: Vec<String>,
+    /// `adapter.lora.alpha`.
+    pub alpha: f64,
+    /// Each task's `adapter.lora.prompt_prefix`, where the config has them.
+    pub prefixes: Option<Vec<String>>,
+}
+
 /// A key made of one-value tensors.
 #[derive(Clone, Debug)]
 pub(crate) enum ScalarKey {
@@ -658,6 +670,15 @@ pub(crate) trait TextModel: Sync {
         dir: &ModelDir,
     ) -> Option<(std::path::PathBuf, &'static str, &'static str)> {
         self.parent().and_then(|p| p.extra_file_tensor(dir))
+    }
+
+    /// The task adapters the class writes beside the model, one LoRA file a task
+    /// (jina-embeddings-v3's `lora_adaptations`), if it has them.
+    fn task_adapters(&self, cx: &Ctx) -> Result<Option<TaskAdapters>> {
+        match self.parent() {
+            Some(p) => p.task_adapters(cx),
+            None => Ok(None),
+        }
     }
 
     /// Keys `prepare_tensors` writes once every tensor is prepared (after the tensors' own

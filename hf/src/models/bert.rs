@@ -414,10 +414,15 @@ fn xlmroberta_vocab_with(cx: &Ctx, kv: &mut Kv, mask: Option<usize>) -> Result<(
 }
 
 /// `XLMRobertaModel(BertModel)`: `XLMRobertaModel`, `XLMRobertaForSequenceClassification`.
-/// RoBERTa's positions past the padding id with XLM-R's Unigram vocabulary; jina-embeddings-v3's
-/// `parametrizations` names read plainly. Its LoRA adapters (`lora_adaptations`, written as
-/// separate files) are not written yet.
+/// RoBERTa's positions past the padding id with XLM-R's Unigram vocabulary; jina-embeddings-v3
+/// (`lora_adaptations`) as `jina-bert-v3`, its `parametrizations` names read plainly and its
+/// task adapters written beside the model, one LoRA file a task.
 pub(crate) struct XlmRoberta;
+
+/// A jina-embeddings-v3 adapter tensor (`….0.lora_A`, `….0.lora_B`: every task's, stacked).
+pub(crate) fn is_task_lora(name: &str) -> bool {
+    name.ends_with(".0.lora_A") || name.ends_with(".0.lora_B")
+}
 
 impl TextModel for XlmRoberta {
     fn parent(&self) -> Option<&'static dyn TextModel> {
@@ -428,19 +433,54 @@ impl TextModel for XlmRoberta {
         xlmroberta_vocab(cx, kv)
     }
 
-    /// `__init__`'s: jina-embeddings-v3's task adapters (`lora_adaptations`, which the
-    /// reference writes as `jina-bert-v3` beside one LoRA file a task) are refused as not yet
-    /// converted, before anything is read.
-    fn block_count(&self, hp: &Hparams, names: &[String]) -> Result<u64> {
-        if hp.map.get("lora_adaptations").is_some_and(vocab::truthy) {
-            return Err(crate::error::Unsupported::NotYet(format!(
-                "{}: lora_adaptations: jina-embeddings-v3's task adapters (written by the \
-                 reference as jina-bert-v3 beside one LoRA file a task) are not converted yet",
-                hp.path.display()
-            ))
-            .into());
+    fn arch(&self, hp: &Hparams, line: &'static ArchTable) -> &'static ArchTable {
+        match hp.map.get("lora_adaptations").is_some_and(vocab::truthy) {
+            true => &tables::JINA_BERT_V3,
+            false => line,
         }
-        Roberta.block_count(hp, names)
+    }
+
+    /// `lora_adaptations`, `lora_alpha` (1 where unset) and `task_instructions`, which must
+    /// name every task.
+    fn task_adapters(&self, cx: &Ctx) -> Result<Option<base::TaskAdapters>> {
+        let hp = cx.hp();
+        let names: Vec<String> = match hp.map.get("lora_adaptations") {
+            Some(v) if vocab::truthy(v) => v
+                .as_array()
+                .and_then(|a| a.iter().map(|t| t.as_str().map(str::to_owned)).collect())
+                .ok_or_else(|| Error::field(&hp.path, "lora_adaptations", "not a list of names"))?,
+            _ => return Ok(None),
+        };
+        let alpha = hp.opt_float(&["lora_alpha"])?.unwrap_or(1.0);
+        let prefixes = match hp.map.get("task_instructions") {
+            Some(v) if vocab::truthy(v) => {
+                let each: Option<Vec<String>> = names
+                    .iter()
+                    .map(|n| v.get(n).and_then(Value::as_str).map(str::to_owned))
+                    .collect();
+                Some(each.ok_or_else(|| {
+                    Error::reference(format!(
+                        "AssertionError: task_instructions does not name every task of \
+                         lora_adaptations ({})",
+                        hp.path.display()
+                    ))
+                })?)
+            }
+            _ => None,
+        };
+        Ok(Some(base::TaskAdapters {
+            names,
+            alpha,
+            prefixes,
+        }))
+    }
+
+    /// The task adapters' tensors go to their own files ([`TextModel::task_adapters`]).
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        if is_task_lora(name) {
+            return Ok(Vec::new());
+        }
+        Roberta.modify_tensors(cx, name, shape)
     }
 
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {

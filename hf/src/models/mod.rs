@@ -81,8 +81,10 @@ mod ultravox;
 mod xverse;
 
 pub(crate) use base::{
-    block_of, Ctx, Experts, Force, Gather, LateInt, Order, Rearrange, ScalarKey, TextModel,
+    block_of, Ctx, Experts, Force, Gather, LateInt, Order, Rearrange, ScalarKey, TaskAdapters,
+    TextModel, View,
 };
+pub(crate) use bert::is_task_lora;
 pub(crate) use llama::llama3_factors;
 
 use crate::error::{Result, Unsupported};
