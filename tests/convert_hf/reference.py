@@ -1253,6 +1253,27 @@ FIXTURES += [
                                                  num_mel_bins=16, max_source_positions=16))),
         mmproj=MMPROJ_TYPES,
     ),
+    # Ultravox: Whisper's encoder and its stacking projector alone (its text model is loaded
+    # by name); the text class itself is refused by both
+    Fixture(
+        name="ultravox-tiny-v0_5", seed=7158, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        model_class="Qwen2AudioForConditionalGeneration", post_save="ultravox",
+        extra=dict(config_class="Qwen2AudioConfig",
+                   towers=dict(audio_config=dict(d_model=32, encoder_layers=3,
+                                                 encoder_attention_heads=2, encoder_ffn_dim=64,
+                                                 num_mel_bins=16, max_source_positions=16))),
+        mmproj=MMPROJ_TYPES,
+    ),
+    # MERaLiON 2: the same parts under its own names, its speech adapter's projections
+    Fixture(
+        name="MERaLiON-2-Tiny", seed=7159, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        model_class="Qwen2AudioForConditionalGeneration", post_save="meralion",
+        extra=dict(config_class="Qwen2AudioConfig",
+                   towers=dict(audio_config=dict(d_model=32, encoder_layers=3,
+                                                 encoder_attention_heads=2, encoder_ffn_dim=64,
+                                                 num_mel_bins=16, max_source_positions=16))),
+        mmproj=MMPROJ_TYPES,
+    ),
     Fixture(
         name="Voxtral-Tiny-Mini", seed=7155, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
         model_class="VoxtralForConditionalGeneration",
@@ -4432,7 +4453,74 @@ def as_nemotron_puzzle(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def as_ultravox(folder: Path) -> None:
+    """Qwen2-Audio's Whisper encoder as Ultravox publishes its projector (remote code,
+    `UltravoxModel`): the audio tower, a SwiGLU projector over frames stacked eight at a time
+    (`ln_pre`, `linear_1`, `ln_mid`, `linear_2`, no biases) and no language model (Ultravox
+    loads its text model by name)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    stack, d_audio = 8, config["audio_config"]["d_model"]
+    d_text, hidden = config["text_config"]["hidden_size"], 64
+    config.update(architectures=["UltravoxModel"], model_type="ultravox", stack_factor=stack,
+                  projector_act="swiglu", hidden_size=hidden)
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    weights = folder / "model.safetensors"
+    tensors = {k: v for k, v in load_file(str(weights)).items() if k.startswith("audio_tower.")}
+    gen = torch.Generator().manual_seed(7158)
+    shapes = {"ln_pre.weight": [d_audio * stack], "linear_1.weight": [hidden, d_audio * stack],
+              "ln_mid.weight": [hidden // 2], "linear_2.weight": [d_text, hidden // 2]}
+    for name, shape in shapes.items():
+        noise = torch.randn(shape, generator=gen, dtype=torch.float32)
+        value = 1.0 + 0.1 * noise if name.startswith("ln_") else 0.02 * noise
+        tensors[f"multi_modal_projector.{name}"] = value.to(torch.bfloat16)
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
+def as_meralion(folder: Path) -> None:
+    """Qwen2-Audio's parts as MERaLiON 2 publishes them (remote code): the Whisper encoder as
+    `speech_encoder.` (its config `speech_config`), the language model as `text_decoder.`,
+    and its speech adapter (`ln_speech`, then `speech_audio_adapter.`: an MLP, gate, pool and
+    output projection, and a norm the reference leaves out)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["speech_config"] = config.pop("audio_config")
+    config.update(architectures=["MERaLiON2ForConditionalGeneration"], model_type="meralion2")
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    d_audio, d_text, k, h = (config["speech_config"]["d_model"], config["text_config"]["hidden_size"],
+                             15, 64)
+    weights = folder / "model.safetensors"
+    tensors = {}
+    for name, t in load_file(str(weights)).items():
+        if name.startswith("audio_tower."):
+            tensors["speech_encoder." + name[len("audio_tower."):]] = t
+        elif name.startswith("language_model."):
+            tensors["text_decoder." + name[len("language_model."):]] = t
+    gen = torch.Generator().manual_seed(7159)
+    shapes = {"ln_speech.weight": [d_audio * k], "ln_speech.bias": [d_audio * k],
+              "speech_audio_adapter.mlp_adapter.0.weight": [h, d_audio * k],
+              "speech_audio_adapter.mlp_adapter.0.bias": [h],
+              "speech_audio_adapter.gate_proj.weight": [h, h],
+              "speech_audio_adapter.pool_proj.weight": [h, h],
+              "speech_audio_adapter.out_proj.weight": [d_text, h],
+              "speech_audio_adapter.out_proj.bias": [d_text],
+              "speech_audio_adapter.norm.weight": [h]}
+    for name, shape in shapes.items():
+        noise = torch.randn(shape, generator=gen, dtype=torch.float32)
+        value = 1.0 + 0.1 * noise if "norm" in name or "ln_" in name else 0.02 * noise
+        tensors[name] = value.to(torch.bfloat16)
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 POST_SAVE = {
+    "meralion": as_meralion,
+    "ultravox": as_ultravox,
     "nemotron-puzzle": as_nemotron_puzzle,
     "dense": with_dense,
     "roberta-tokenizer": as_roberta_tokenizer,

@@ -730,6 +730,8 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
         &ultravox::WhisperEncoder,
     ),
     ("VoxtralForConditionalGeneration", &ultravox::Voxtral),
+    ("UltravoxModel", &ultravox::Ultravox),
+    ("MERaLiON2ForConditionalGeneration", &ultravox::Meralion),
     (
         "AudioFlamingo3ForConditionalGeneration",
         &ultravox::AudioFlamingo3,
@@ -742,6 +744,12 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
 pub(crate) const REFERENCE_FAILS: &[(&str, &str)] = &[
     ("BaichuanForCausalLM", BAICHUAN_FAILS),
     ("BaiChuanForCausalLM", BAICHUAN_FAILS),
+    (
+        "UltravoxModel",
+        "the reference's UltravoxModel has no text decoder (NotImplementedError: Ultravox does \
+         not have text decoder. Instead, it uses Llama or other models for text. If you want to \
+         get the audio encoder, please use --mmproj argument)",
+    ),
     (
         "BitNetForCausalLM",
         "the reference's bitnet table maps neither attn_sub_norm nor ffn_sub_norm, the names \

@@ -118,3 +118,102 @@ impl TextModel for AudioFlamingo3 {
         WhisperEncoder.tensor_force_quant(cx, name, new_name, bid, n_dims)
     }
 }
+
+/// `UltravoxWhisperEncoderModel`: Ultravox's projector (Whisper's encoder, frames stacked
+/// `stack_factor` at a time into a SwiGLU projector).
+pub(crate) struct Ultravox;
+
+impl TextModel for Ultravox {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&WhisperEncoder)
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        WhisperEncoder.set_gguf_parameters(cx, kv)?;
+        kv.string("clip.projector_type", "ultravox");
+        stack_factor(cx, kv, "stack_factor", None)
+    }
+}
+
+/// `add_audio_stack_factor(global_config[key])` (or `.get(key, default)`).
+fn stack_factor(cx: &Ctx, kv: &mut Kv, key: &str, default: Option<u64>) -> Result<()> {
+    let hp = cx.hp();
+    let g = mmproj::global_config(hp);
+    let n = match (g.get(key), default) {
+        (Some(v), _) => base::u32_of(hp, key, v)?,
+        (None, Some(d)) => d as u32,
+        (None, None) => {
+            return Err(crate::error::Error::reference(format!(
+                "KeyError: '{key}' ({})",
+                hp.path.display()
+            )))
+        }
+    };
+    kv.u32("clip.audio.projector.stack_factor", n);
+    Ok(())
+}
+
+/// `MERaLiONWhisperEncoderModel`: MERaLiON 2's projector (Whisper's encoder under
+/// `speech_encoder.`, its config `speech_config`; the speech adapter's four projections and
+/// the norm before them named as the reference names them, its other tensors left out; the
+/// text decoder left out).
+pub(crate) struct Meralion;
+
+impl TextModel for Meralion {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&WhisperEncoder)
+    }
+
+    /// `get_audio_config()` is `speech_config`.
+    fn init_hparams(&self, class: &str, hp: &mut Hparams) {
+        match hp.raw.get("speech_config").cloned() {
+            Some(speech) => hp.raw.insert("audio_config".into(), speech),
+            None => hp.raw.remove("audio_config"),
+        };
+        hp.raw.remove("whisper_config");
+        WhisperEncoder.init_hparams(class, hp);
+    }
+
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        WhisperEncoder.set_gguf_parameters(cx, kv)?;
+        kv.string("clip.projector_type", "meralion");
+        stack_factor(cx, kv, "speech_mlp_scale_factor", Some(15))
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        if name.starts_with("text_decoder.") {
+            return None;
+        }
+        match name.strip_prefix("speech_encoder.") {
+            Some(rest) => WhisperEncoder.filter_tensors(cx, &format!("audio_tower.{rest}")),
+            None => WhisperEncoder.filter_tensors(cx, name),
+        }
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let suffix = name.rsplit('.').next().unwrap_or("");
+        let named = |gguf: String| {
+            let change = Rearrange {
+                named: true,
+                ..Rearrange::default()
+            };
+            base::yield_as(&format!("{gguf}.{suffix}"), change)
+        };
+        if name.starts_with("ln_speech.") {
+            return named("mm.a.norm_pre".into());
+        }
+        if name.starts_with("speech_audio_adapter.") {
+            let parts = [
+                ".mlp_adapter.0.",
+                ".gate_proj.",
+                ".pool_proj.",
+                ".out_proj.",
+            ];
+            return match parts.iter().position(|p| name.contains(p)) {
+                Some(i) => named(format!("mm.a.mlp.{i}")),
+                None => Ok(Vec::new()),
+            };
+        }
+        WhisperEncoder.modify_tensors(cx, name, shape)
+    }
+}
