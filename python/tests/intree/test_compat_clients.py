@@ -5,6 +5,8 @@ Exit status, stdout, the log lines and every file written must be the same, but 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -18,6 +20,62 @@ import numpy as np
 import pytest
 
 LOG = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):", re.M)
+
+
+# The gguf-py side's runs on inputs that do not change between runs (the real model, the
+# tree's own tests) are kept here once made, keyed by everything they read: the interpreter,
+# numpy, the tree's gguf-py, the arguments (a file's by its bytes), the input files, stdin and
+# PYTHONPATH. gguf-py is pinned code, so its answer for the same key is the same; ggufrw's side
+# always runs.
+CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ggufrw" / "intree-gguf-py"
+_digests: dict[tuple, str] = {}
+
+
+def file_digest(path: Path) -> str:
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _digests:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 22), b""):
+                h.update(chunk)
+        _digests[key] = h.hexdigest()
+    return _digests[key]
+
+
+def files_digest(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): file_digest(p) for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def cache_key(tree: Path, argv: list, cwd: Path, stdin: str) -> str:
+    h = hashlib.sha256()
+    for part in (sys.version, np.__version__, os.environ.get("PYTHONPATH", ""), stdin):
+        h.update(part.encode() + b"\0")
+    for p in sorted((tree / "gguf-py").rglob("*.py")):
+        h.update(p.relative_to(tree).as_posix().encode() + b"\0" + file_digest(p).encode())
+    for a in argv:
+        h.update(b"file:" + file_digest(Path(a)).encode() if Path(a).is_file() else b"arg:" + str(a).encode())
+    h.update(json.dumps(files_digest(cwd), sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def run_cached(tree: Path, argv: list, cwd: Path, stdin: str = ""):
+    """`run` of the gguf-py side, from the cache where this exact run was made before: the
+    result, its seconds (when it was made), the files it wrote (digests) and whether cached."""
+    path = CACHE / f"{cache_key(tree, argv, cwd, stdin)}.json"
+    if path.is_file():
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        proc = subprocess.CompletedProcess(kept["args"], kept["returncode"], kept["stdout"], kept["stderr"])
+        return proc, kept["seconds"], kept["files"], True
+    proc, seconds = run(tree, "gguf-py", argv, cwd, stdin)
+    written = files_digest(cwd)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(dict(args=[str(a) for a in proc.args], returncode=proc.returncode,
+                                   stdout=proc.stdout, stderr=proc.stderr, seconds=seconds,
+                                   files=written)), encoding="utf-8")
+    tmp.replace(path)
+    return proc, seconds, written, False
 
 
 def run(tree: Path, which: str, argv: list, cwd: Path, stdin: str = "") -> tuple[subprocess.CompletedProcess, float]:
@@ -37,20 +95,24 @@ def log_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if LOG.match(line)]
 
 
-def files(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
-
-def both(tree, timings, tmp_path, name, argv, inputs=(), stdin="", compare_stderr=True):
-    """Runs `argv` on each side in its own copy of `inputs`; asserts the same results."""
+def both(tree, timings, tmp_path, name, argv, inputs=(), stdin="", compare_stderr=True, cache=False):
+    """Runs `argv` on each side in its own copy of `inputs`; asserts the same results (the files
+    written compared by their digests). `cache`: the gguf-py side's run may come from the
+    cache ([`run_cached`]): for inputs that stay the same from run to run."""
     results = {}
+    cached = False
     for which in ("gguf-py", "ggufrw"):
         cwd = tmp_path / which
         cwd.mkdir()
         for path in inputs:
             shutil.copy(path, cwd / Path(path).name)
-        proc, seconds = run(tree, which, argv, cwd, stdin)
-        results[which] = (proc, seconds, files(cwd))
+        if which == "gguf-py" and cache:
+            proc, seconds, written, cached = run_cached(tree, argv, cwd, stdin)
+        else:
+            proc, seconds = run(tree, which, argv, cwd, stdin)
+            written = files_digest(cwd)
+        results[which] = (proc, seconds, written)
     (theirs, t_theirs, f_theirs), (ours, t_ours, f_ours) = results["gguf-py"], results["ggufrw"]
     assert ours.returncode == theirs.returncode, (theirs.stderr[-3000:], ours.stderr[-3000:])
     assert ours.stdout == theirs.stdout
@@ -59,7 +121,8 @@ def both(tree, timings, tmp_path, name, argv, inputs=(), stdin="", compare_stder
     assert f_ours.keys() == f_theirs.keys()
     for key in f_theirs:
         assert f_ours[key] == f_theirs[key], key
-    timings.append((name, t_theirs, t_ours, f"same (exit {ours.returncode})"))
+    timings.append((name, t_theirs, t_ours,
+                    f"same (exit {ours.returncode})" + (", gguf-py's run cached" if cached else "")))
     return ours
 
 
@@ -171,12 +234,12 @@ def test_gguf_pys_test_quants_against_libggml(tree, timings, tmp_path):
             pytest.fail("GGUFRW_LIBGGML is unset (scripts/ggml.sh --shared)")
         pytest.skip("GGUFRW_LIBGGML is unset: no shared libggml (scripts/ggml.sh --shared)")
     args = [tree / "gguf-py" / "tests" / "test_quants.py", "--libggml", lib]
-    results = {}
     for which in ("gguf-py", "ggufrw"):
-        cwd = tmp_path / which
-        cwd.mkdir()
-        results[which] = run(tree, which, args, cwd)
-    (theirs, t_theirs), (ours, t_ours) = results["gguf-py"], results["ggufrw"]
+        (tmp_path / which).mkdir()
+    # gguf-py's run (a minute) comes from the cache where it was made before on the same tree,
+    # interpreter and library
+    theirs, t_theirs, _, cached = run_cached(tree, args, tmp_path / "gguf-py")
+    ours, t_ours = run(tree, "ggufrw", args, tmp_path / "ggufrw")
     assert theirs.returncode == 0, theirs.stderr[-3000:]
     assert ours.returncode == 0, ours.stderr[-3000:]
     # Its verdicts are "... matches exactly" (INFO) and "... does not match" or "Error with"
@@ -190,7 +253,8 @@ def test_gguf_pys_test_quants_against_libggml(tree, timings, tmp_path):
     assert set(reference) <= set(mine), sorted(set(reference) - set(mine))
     assert all(map(passed, mine)), [l for l in mine if not passed(l)]
     timings.append(("gguf-py tests/test_quants.py (libggml)", t_theirs, t_ours,
-                    f"{len(mine)} exact matches (gguf-py: {len(reference)})"))
+                    f"{len(mine)} exact matches (gguf-py: {len(reference)})"
+                    + (", gguf-py's run cached" if cached else "")))
 
 
 def ggjt(path: Path, ftype: int, seed: int = 1) -> None:
@@ -277,12 +341,14 @@ def gemma() -> Path:
 def test_on_a_real_model(tree, timings, tmp_path, gemma, client):
     script, *flags = client
     argv = [tree / script, gemma, *flags]
-    both(tree, timings, tmp_path, f"{Path(script).name} {' '.join(flags)} (Gemma 3 270M)".replace("  ", " "), argv)
+    both(tree, timings, tmp_path, f"{Path(script).name} {' '.join(flags)} (Gemma 3 270M)".replace("  ", " "), argv,
+         cache=True)
 
 
 def test_gguf_new_metadata_on_a_real_model(tree, timings, tmp_path, gemma):
     both(tree, timings, tmp_path, "gguf_new_metadata (Gemma 3 270M)",
-         [tree / SCRIPTS / "gguf_new_metadata.py", gemma, "out.gguf", "--general-name", "Renamed"])
+         [tree / SCRIPTS / "gguf_new_metadata.py", gemma, "out.gguf", "--general-name", "Renamed"],
+         cache=True)
 
 
 QUANT_CLONE = "quant-clone==0.1.3"
@@ -308,5 +374,5 @@ def test_quant_clone_on_a_real_model(tree, timings, tmp_path, gemma, quant_clone
     script = tmp_path / "quant_clone_cli.py"
     script.write_text("from quant_clone.main import run\nrun()\n")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(quant_clone), os.environ.get("PYTHONPATH", "")]))
-    out = both(tree, timings, tmp_path, "quant-clone 0.1.3 (Gemma 3 270M)", [script, gemma])
+    out = both(tree, timings, tmp_path, "quant-clone 0.1.3 (Gemma 3 270M)", [script, gemma], cache=True)
     assert "Loading file" in out.stdout
