@@ -244,10 +244,11 @@ fn run(
     };
     let mut ckpt = open_checkpoint(dir)?;
     // `generate_extra_tensors` runs in `prepare_tensors`, which `--vocab-only` never reaches
-    if let Some((path, from, into)) = model.extra_file_tensor(&folder) {
-        if path.is_file() && !options.vocab_only {
-            ckpt.prepend(&path, from, into)?;
-        }
+    let extra = model
+        .extra_file_tensor(&folder)
+        .filter(|x| x.path.is_file() && !options.vocab_only);
+    if let Some(x) = &extra {
+        ckpt.prepend(&x.path, x.from, x.into)?;
     }
     let names: Vec<String> = ckpt.entries.iter().map(|e| e.name.clone()).collect();
     let block_count = model.block_count(hp, &names)?;
@@ -313,6 +314,12 @@ fn run(
     let mut plan = Vec::new();
     let mut early = Kv::default();
     model.init_keys(&cx, &mut early)?;
+    if let Some(key) = extra.as_ref().and_then(|x| x.width_key) {
+        // `generate_extra_tensors` writes it as it loads the tensor (prepended: entry 0), first
+        // of the tensors' keys
+        let width = ckpt.entries[0].shape.first().copied().unwrap_or(0);
+        early.u32(&cx.key(key), width as u32);
+    }
     let mut prec_a4 = Vec::new();
     if !options.vocab_only {
         if let Some(tensors) = nvfp4 {
@@ -335,8 +342,9 @@ fn run(
         kv.strings("general.tensor_extra.name", std::mem::take(&mut prec_a4));
         kv.bools("general.tensor_extra.prec_a4", vec![false; n]);
     }
-    let target = options.outfile.clone().unwrap_or_else(|| dir.to_owned());
-    let out_path = output_path(target, type_name, || {
+    // the output as given: the task adapters are named from it, before it is resolved
+    let given = options.outfile.clone().unwrap_or_else(|| dir.to_owned());
+    let out_path = output_path(given.clone(), type_name, || {
         if options.mmproj {
             format!("mmproj-{}", meta.file_stem(None, Some(type_name), None))
         } else if options.vocab_only {
@@ -398,9 +406,6 @@ fn run(
             .map(|i| out_path.with_file_name(format!("{stem}-{:05}-of-{n:05}.gguf", i + 1)))
             .collect()
     };
-    // `generate_extra_tensors` names them from the output as given (before a folder or a
-    // template is resolved), the task's name before the file's
-    let given = options.outfile.clone().unwrap_or_else(|| dir.to_owned());
     let adapters = match model.task_adapters(&cx)? {
         Some(tasks) => task_adapter_files(&cx, &ckpt, &kept, &tasks, &given)?,
         None => Vec::new(),

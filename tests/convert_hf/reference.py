@@ -224,6 +224,13 @@ MINIMAX01_SAVED = dict(rotary_dim=8, attn_type_list=[0, 1], layernorm_full_atten
 
 # the `--mmproj` cases of a vision-language fixture: the projector's outtypes, and the
 # vocabulary alone, which the reference refuses for a projector
+# JinaBERT v2's config (remote code: read as written), two blocks
+JINABERT_TINY = dict(model_type="bert", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=96, max_position_embeddings=256, type_vocab_size=2,
+                     layer_norm_eps=1e-12, position_embedding_type="alibi",
+                     feed_forward_type="geglu")
+# RoBERTa's special tokens, added past a GPT-2 vocabulary as RoBERTa's BPE carries them
+ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
 # Whisper's encoder three blocks deep (its `conv2` is named by block), as Qwen2-Audio's config
 # gives it
 WHISPER_TINY = dict(d_model=32, encoder_layers=3, encoder_attention_heads=2, encoder_ffn_dim=64,
@@ -2096,40 +2103,28 @@ FIXTURES += [
     Fixture(
         name="jina-embeddings-tiny-v2-base-en", seed=8491, dtype="float32", raw="jinabert",
         bpe="bert-bge", architectures="JinaBertModel", pooling="mean",
-        extra=dict(model_type="bert", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                   intermediate_size=96, max_position_embeddings=256, type_vocab_size=2,
-                   layer_norm_eps=1e-12, position_embedding_type="alibi",
-                   feed_forward_type="geglu"),
+        extra=JINABERT_TINY,
     ),
     Fixture(
         name="jina-bert-tiny-mlm", seed=8492, dtype="float16", raw="jinabert", bpe="bert-bge",
         architectures="JinaBertForMaskedLM",
-        extra=dict(model_type="bert", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                   intermediate_size=96, max_position_embeddings=256, type_vocab_size=2,
-                   layer_norm_eps=1e-12, position_embedding_type="alibi",
-                   feed_forward_type="geglu"),
+        extra=JINABERT_TINY,
     ),
     # JinaBERT v2 with RoBERTa's BPE (jina-embeddings-v2-base-code and the bilingual models):
     # GPT-2's vocabulary named RobertaTokenizer, two token types
     Fixture(
         name="jina-embeddings-tiny-v2-base-code", seed=8494, dtype="float32", raw="jinabert",
         bpe="gpt-2", architectures="JinaBertModel", pooling="mean", post_save="roberta-tokenizer",
-        added=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
-        extra=dict(model_type="bert", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                   intermediate_size=96, max_position_embeddings=256, type_vocab_size=2,
-                   layer_norm_eps=1e-12, position_embedding_type="alibi",
-                   feed_forward_type="geglu"),
+        added=ROBERTA_SPECIALS,
+        extra=JINABERT_TINY,
     ),
     # and pre-tokenized on whitespace: the reference's `whitespace` path, whose hash check then
     # finds no known pre-tokenizer
     Fixture(
         name="jina-embeddings-tiny-v2-whitespace", seed=8495, dtype="float32", raw="jinabert",
         bpe="gpt-2", architectures="JinaBertModel", post_save="roberta-whitespace",
-        added=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
-        extra=dict(model_type="bert", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                   intermediate_size=96, max_position_embeddings=256, type_vocab_size=2,
-                   layer_norm_eps=1e-12, position_embedding_type="alibi",
-                   feed_forward_type="geglu"),
+        added=ROBERTA_SPECIALS,
+        extra=JINABERT_TINY,
     ),
     # nomic-embed-text v1.5 (remote code): BERT's WordPiece, fused q/k/v, a SwiGLU, RoPE, the
     # context it was trained for, mean pooling

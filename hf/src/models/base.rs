@@ -499,6 +499,19 @@ pub(crate) struct LateInt {
     pub values: fn(&Ctx, Vec<i64>) -> Result<Vec<i64>>,
 }
 
+/// A tensor taken from another safetensors file of the folder ([`TextModel::extra_file_tensor`]).
+#[derive(Clone, Debug)]
+pub(crate) struct ExtraFileTensor {
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// The tensor's name in it.
+    pub from: &'static str,
+    /// The name it is yielded under.
+    pub into: &'static str,
+    /// The key its first dimension is written as when it is loaded (`{arch}.` and this), if any.
+    pub width_key: Option<&'static str>,
+}
+
 /// Task adapters written beside the model: each task's file holds its slice of every
 /// checkpoint tensor named `….0.lora_A` or `….0.lora_B` (`[tasks, …]`).
 #[derive(Clone, Debug)]
@@ -663,12 +676,9 @@ pub(crate) trait TextModel: Sync {
     }
 
     /// A tensor `generate_extra_tensors` loads from another safetensors file of the folder,
-    /// where that file exists: the file, the tensor's name in it, and the name it is yielded
-    /// under (before the checkpoint's own tensors, through `modify_tensors` as they go).
-    fn extra_file_tensor(
-        &self,
-        dir: &ModelDir,
-    ) -> Option<(std::path::PathBuf, &'static str, &'static str)> {
+    /// where that file exists (yielded before the checkpoint's own tensors, through
+    /// `modify_tensors` as they go).
+    fn extra_file_tensor(&self, dir: &ModelDir) -> Option<ExtraFileTensor> {
         self.parent().and_then(|p| p.extra_file_tensor(dir))
     }
 
@@ -1094,6 +1104,14 @@ pub(crate) fn sentencepiece(cx: &Ctx, kv: &mut Kv) -> Result<bool> {
     };
     llama_vocab(cx, kv, v)?;
     Ok(true)
+}
+
+/// `try: _set_vocab_sentencepiece() except FileNotFoundError: _set_vocab_gpt2()`.
+pub(crate) fn sentencepiece_or_gpt2(cx: &Ctx, kv: &mut Kv) -> Result<()> {
+    if sentencepiece(cx, kv)? {
+        return Ok(());
+    }
+    gpt2(cx, kv)
 }
 
 /// `_set_vocab_sentencepiece`'s refusal without a `tokenizer.model` (the reference's

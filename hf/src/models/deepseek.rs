@@ -196,10 +196,7 @@ pub(crate) struct DeepseekV1;
 
 impl TextModel for DeepseekV1 {
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        if base::sentencepiece(cx, kv)? {
-            return Ok(());
-        }
-        base::gpt2(cx, kv)
+        base::sentencepiece_or_gpt2(cx, kv)
     }
 
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {

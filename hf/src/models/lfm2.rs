@@ -1,6 +1,6 @@
 //! `conversion/lfm2.py`: Liquid's LFM2 (short convolutions beside attention) and its mixture.
 
-use super::base::{self, Ctx, Experts, Rearrange, TextModel, Yields};
+use super::base::{self, Ctx, Experts, ExtraFileTensor, Rearrange, TextModel, Yields};
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
@@ -188,28 +188,14 @@ impl TextModel for Lfm2ColBert {
         Some(&Lfm2)
     }
 
-    fn extra_file_tensor(
-        &self,
-        dir: &crate::model_dir::ModelDir,
-    ) -> Option<(std::path::PathBuf, &'static str, &'static str)> {
-        Some((dir.path.join(DENSE.0), DENSE.1, "dense_2.weight"))
-    }
-
-    /// `add_embedding_length_out`, written as `generate_extra_tensors` loads the projection.
-    fn after_tensors(&self, cx: &Ctx, early: &mut Kv) -> Result<()> {
-        let path = cx.dir.path.join(DENSE.0);
-        if !path.is_file() {
-            return Ok(());
-        }
-        let dense = crate::safetensors::open_file(&path)?;
-        let e = dense
-            .entries
-            .iter()
-            .find(|e| e.name == DENSE.1)
-            .ok_or_else(|| Error::field(&path, DENSE.1, "missing (KeyError)"))?;
-        let out = e.shape.first().copied().unwrap_or(0);
-        early.u32(&cx.key("embedding_length_out"), out as u32);
-        Ok(())
+    /// The projection, its output width written as `add_embedding_length_out` when loaded.
+    fn extra_file_tensor(&self, dir: &crate::model_dir::ModelDir) -> Option<ExtraFileTensor> {
+        Some(ExtraFileTensor {
+            path: dir.path.join(DENSE.0),
+            from: DENSE.1,
+            into: "dense_2.weight",
+            width_key: Some("embedding_length_out"),
+        })
     }
 
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {

@@ -331,10 +331,7 @@ impl TextModel for Rwkv6Qwen2 {
     }
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        if base::sentencepiece(cx, kv)? {
-            return Ok(());
-        }
-        base::gpt2(cx, kv)
+        base::sentencepiece_or_gpt2(cx, kv)
     }
 
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
@@ -591,7 +588,7 @@ impl TextModel for ARwkv7 {
     }
 
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        Rwkv6Qwen2.set_vocab(cx, kv)
+        base::sentencepiece_or_gpt2(cx, kv)
     }
 
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
