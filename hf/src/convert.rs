@@ -243,6 +243,7 @@ fn run(
         None => None,
     };
     let mut ckpt = open_checkpoint(dir)?;
+    ckpt.rename(|name| model.published_name(name))?;
     // `generate_extra_tensors` runs in `prepare_tensors`, which `--vocab-only` never reaches
     let extra = model
         .extra_file_tensor(&folder)

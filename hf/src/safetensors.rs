@@ -381,6 +381,36 @@ impl Checkpoint {
     }
 }
 
+impl Checkpoint {
+    /// Each tensor `published` names read under that name instead, each part's tensors then
+    /// visited in the new names' order: a checkpoint saved under other names (transformers
+    /// 5's) read as the published one is. A new name another tensor has already is refused.
+    pub(crate) fn rename(&mut self, published: impl Fn(&str) -> Option<String>) -> Result<()> {
+        let mut renamed = std::collections::HashSet::new();
+        for e in &mut self.entries {
+            if let Some(name) = published(&e.name) {
+                e.name = name;
+                renamed.insert(e.name.clone());
+            }
+        }
+        if renamed.is_empty() {
+            return Ok(());
+        }
+        self.entries
+            .sort_by(|a, b| (a.part, &a.name).cmp(&(b.part, &b.name)));
+        for pair in self.entries.windows(2) {
+            if pair[0].name == pair[1].name && renamed.contains(&pair[0].name) {
+                return Err(Error::field(
+                    &self.parts[pair[1].part].path,
+                    pair[1].name.as_str(),
+                    "stored twice: under this name and under another name read as it",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 fn open_part(path: &Path, index: usize) -> Result<(Part, Vec<Entry>)> {
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     // SAFETY: the map is read-only; a file truncated by another process while mapped raises

@@ -984,3 +984,48 @@ fn an_rwkv_world_vocabulary_converts_and_one_that_lies_is_refused_naming_its_lin
     let e = refused(dir.path());
     assert!(e.contains("vocab_size 4"), "{e}");
 }
+
+/// A Kimi Linear config in transformers 5's form (`layer_types`, `mlp_layer_types`, no
+/// `linear_attn_config`), its MLP layers as `mlp`.
+fn kimi_linear_tf5(dir: &Path, mlp: &str) {
+    let extra = format!(
+        r#", "layer_types": ["full_attention"], "mlp_layer_types": {mlp},
+        "linear_conv_kernel_dim": 4, "linear_head_dim": 4, "kv_lora_rank": 4,
+        "qk_rope_head_dim": 2, "qk_nope_head_dim": 2, "v_head_dim": 4,
+        "moe_intermediate_size": 4, "num_shared_experts": 1, "routed_scaling_factor": 2.5"#
+    );
+    as_class(dir, "KimiLinearForCausalLM", "kimi_linear", &extra);
+}
+
+#[test]
+fn a_kimi_linear_whose_layer_kinds_the_published_config_cannot_say_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    checkpoint(dir.path(), &llama_tensors());
+    // a sparse layer before a dense one: no `first_k_dense_replace` says that
+    kimi_linear_tf5(dir.path(), r#"["sparse", "dense"]"#);
+    let e = refused(dir.path());
+    assert!(
+        e.contains("config.json") && e.contains("mlp_layer_types"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_tensor_stored_under_its_published_name_and_transformers_5s_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tensors = llama_tensors();
+    // transformers 5 saves a dense layer's MLP under the mixture's prefix; this one has both
+    for name in [
+        "model.layers.0.block_sparse_moe.down_proj.weight",
+        "model.layers.0.mlp.down_proj.weight",
+    ] {
+        tensors.push((name, "F32", vec![8, 16]));
+    }
+    checkpoint(dir.path(), &tensors);
+    kimi_linear_tf5(dir.path(), r#"["dense"]"#);
+    let e = refused(dir.path());
+    assert!(
+        e.contains("model.layers.0.mlp.down_proj.weight") && e.contains("stored twice"),
+        "{e}"
+    );
+}

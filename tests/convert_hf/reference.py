@@ -67,6 +67,17 @@ MISTRAL_TEMPLATE = (
 )
 
 
+# A tiny Kimi Linear (transformers 5's KimiLinearConfig): delta attention on layers 1, 2
+# and 4, latent attention on layer 3, experts past a dense first layer
+KIMI_LINEAR_TINY = dict(
+    config_class="KimiLinearConfig", num_hidden_layers=4, num_key_value_heads=4, pad_token_id=None,
+    kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16, v_head_dim=16,
+    moe_intermediate_size=32, num_local_experts=4, num_experts_per_tok=2,
+    linear_head_dim=16, linear_num_heads=4, linear_conv_kernel_dim=4,
+    layer_types=["linear_attention", "linear_attention", "full_attention", "linear_attention"],
+    mlp_layer_types=["dense", "sparse", "sparse", "sparse"])
+
+
 @dataclass
 class Fixture:
     name: str                      # folder name: the reference derives metadata from it
@@ -124,6 +135,9 @@ class Fixture:
     # class does not write, added to config.json for the reference's runs only: ggufrw runs on
     # the folder as saved and must give what the reference gives with them
     reference_config: dict = field(default_factory=dict)
+    # tensors renamed (old: new) for the reference's runs only, as reference_config: where
+    # the saving transformers writes names the reference cannot map and ggufrw reads
+    reference_renamed: dict = field(default_factory=dict)
     # integer tensors of a raw layout (name: values), written as int64 beside the random ones
     raw_ints: dict = field(default_factory=dict)
     # the saved folder rewritten into another class's form (POST_SAVE)
@@ -778,6 +792,25 @@ FIXTURES += [
                    layers_block_type=["mamba", "mlp", "mamba", "attention", "mlp"],
                    mamba_num_heads=8, mamba_head_dim=16, n_groups=2, ssm_state_size=16,
                    expand=2, chunk_size=16),
+    ),
+    # Moonshot's Kimi Linear: Kimi's delta attention (short convolutions, low-rank gates) on
+    # most layers, DeepSeek's latent attention on the others, Mixtral-named experts with a
+    # shared one past a dense first layer. Transformers 5 saves the published tensor names;
+    # the first is then given the published config.json (remote code's), the second keeps
+    # transformers 5's (layer_types, linear_*, no first_k_dense_replace), which the reference
+    # reads only with the published fields added
+    Fixture(
+        name="Kimi-Linear-Tiny-A1B-Instruct", seed=7209, dtype="bfloat16", tf5="saved",
+        bpe="deepseek-llm", post_save="kimi-linear-hub", extra=KIMI_LINEAR_TINY,
+    ),
+    Fixture(
+        name="Kimi-Linear-Tiny-A1B-tf5", seed=7210, dtype="bfloat16", tf5="saved",
+        bpe="deepseek-llm", extra=KIMI_LINEAR_TINY,
+        reference_config=dict(first_k_dense_replace=1, linear_attn_config=dict(
+            full_attn_layers=[3], kda_layers=[1, 2, 4], num_heads=4, head_dim=16,
+            short_conv_kernel_size=4)),
+        reference_renamed={f"model.layers.0.block_sparse_moe.{p}_proj.weight":
+                           f"model.layers.0.mlp.{p}_proj.weight" for p in ("gate", "up", "down")},
     ),
     # RoBERTa encoders: positions past the padding id (the first rows cut, the context
     # shortened), GPT-2's BPE; a sentence-transformers model with mean pooling, and a
@@ -4443,6 +4476,40 @@ def as_nemotron_puzzle(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def as_kimi_linear_hub(folder: Path) -> None:
+    """Kimi Linear's config.json as Moonshot publishes it (remote code's KimiLinearConfig):
+    the delta attention's layers (counted from 1) and widths in `linear_attn_config`, the
+    dense lead as `first_k_dense_replace`, `head_dim` its default (hidden over heads), and
+    transformers 5's derived fields gone. The tensors are the published names already."""
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    types, mlp = config.pop("layer_types"), config.pop("mlp_layer_types")
+    config["linear_attn_config"] = dict(
+        full_attn_layers=[i + 1 for i, t in enumerate(types) if t == "full_attention"],
+        kda_layers=[i + 1 for i, t in enumerate(types) if t == "linear_attention"],
+        num_heads=config.pop("linear_num_heads"), head_dim=config.pop("linear_head_dim"),
+        short_conv_kernel_size=config.pop("linear_conv_kernel_dim"))
+    config.pop("qk_head_dim")
+    config.update(
+        head_dim=config["hidden_size"] // config["num_attention_heads"],
+        first_k_dense_replace=mlp.index("sparse"), moe_layer_freq=1, mla_use_nope=True,
+        moe_router_activation_func="sigmoid", use_grouped_topk=True,
+        auto_map={"AutoConfig": "configuration_kimi.KimiLinearConfig",
+                  "AutoModel": "modeling_kimi.KimiLinearModel",
+                  "AutoModelForCausalLM": "modeling_kimi.KimiLinearForCausalLM"})
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    from safetensors.torch import load_file, save_file
+
+    # transformers 5 names every layer's MLP `block_sparse_moe.`; the dense ones are `mlp.`
+    weights = folder / "model.safetensors"
+    dense = [f"model.layers.{i}.block_sparse_moe." for i in range(mlp.index("sparse"))]
+    tensors = {}
+    for name, t in load_file(str(weights)).items():
+        prefix = next((p for p in dense if name.startswith(p)), None)
+        tensors[name if prefix is None else name.replace(".block_sparse_moe.", ".mlp.")] = t
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 def as_ultravox(folder: Path) -> None:
     """Qwen2-Audio's Whisper encoder as Ultravox publishes its projector (remote code,
     `UltravoxModel`): the audio tower, a SwiGLU projector over frames stacked eight at a time
@@ -4509,6 +4576,7 @@ def as_meralion(folder: Path) -> None:
 
 
 POST_SAVE = {
+    "kimi-linear-hub": as_kimi_linear_hub,
     "meralion": as_meralion,
     "ultravox": as_ultravox,
     "nemotron-puzzle": as_nemotron_puzzle,
@@ -4824,6 +4892,24 @@ def as_457_reads(fixture: Path):
 
 
 @contextlib.contextmanager
+def with_reference_tensors(fixture: Path, renamed: dict):
+    """model.safetensors with tensors renamed (old: new) for the length of a reference run."""
+    if not renamed:
+        yield
+        return
+    from safetensors.torch import load_file, save_file
+
+    path = fixture / "model.safetensors"
+    saved = path.read_bytes()
+    tensors = {renamed.get(k, k): v for k, v in load_file(str(path)).items()}
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    try:
+        yield
+    finally:
+        path.write_bytes(saved)
+
+
+@contextlib.contextmanager
 def with_reference_config(fixture: Path, fields: dict):
     """config.json with `fields` added (to its text_config where it has one) for the length
     of a reference run."""
@@ -5050,6 +5136,7 @@ FAST = {
     # RWKV: the world vocabulary, the fused token-shift mixes, fla-hub's LoRA modules
     "v6-Finch-tiny-HF__bf16",
     "rwkv7-tiny-world__q8_0",
+    "Kimi-Linear-Tiny-A1B-tf5__q8_0",
     # mixtures of experts: Mixtral's names, a shared expert with the routing's bias, GLM's
     # vocabulary and prediction layer, a class only transformers 5 has
     "Mixtral-Tiny-8x-Instruct__q8_0",
@@ -5259,9 +5346,12 @@ def run_case(module, case: Case, fixture: Path, folder: Path, recorder: Recorder
     try:
         sys.argv = ["convert_hf_to_gguf.py", str(fixture), *case.args]
         # stdout is the summary line's: the reference prints (--dry-run's plan) go to stderr
-        patch = next((fx.reference_config for fx in FIXTURES if fx.name == case.fixture), {})
+        fx = next((fx for fx in FIXTURES if fx.name == case.fixture), None)
+        patch = fx.reference_config if fx is not None else {}
+        renamed = fx.reference_renamed if fx is not None else {}
         with warnings.catch_warnings(), contextlib.redirect_stdout(sys.stderr), \
-                as_457_reads(fixture), with_reference_config(fixture, patch), as_fresh_process():
+                as_457_reads(fixture), with_reference_config(fixture, patch), \
+                with_reference_tensors(fixture, renamed), as_fresh_process():
             warnings.simplefilter("default")  # once per location and case
             module.main()
     except SystemExit as e:

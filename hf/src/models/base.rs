@@ -602,6 +602,12 @@ pub(crate) trait TextModel: Sync {
         None
     }
 
+    /// The published name of a checkpoint tensor saved under another one the reference
+    /// cannot map (transformers 5's renames), read under it from the start; `None`: as stored.
+    fn published_name(&self, name: &str) -> Option<String> {
+        self.parent().and_then(|p| p.published_name(name))
+    }
+
     /// `__init__`'s edits of `self.hparams` for class `class`, made before anything reads them.
     fn init_hparams(&self, class: &str, hp: &mut Hparams) {
         if let Some(p) = self.parent() {

@@ -25,15 +25,22 @@ impl TextModel for MiniMaxM2 {
     }
 
     fn experts(&self) -> Option<Experts> {
-        Some(Experts {
-            count_keys: &["num_local_experts", "num_experts"],
-            marker: "block_sparse_moe.experts.",
-            unless: "",
-            packed: &[],
-            expert: "model.layers.{bid}.block_sparse_moe.experts.{xid}.{w}.weight",
-            merged: "model.layers.{bid}.block_sparse_moe.experts.{w}.weight",
-            weights: &["w1", "w2", "w3"],
-        })
+        Some(minimax_experts())
+    }
+}
+
+/// Mixtral's expert names (`w1` gate, `w2` down, `w3` up), stacked under
+/// `block_sparse_moe.experts.{w}` in that order, counted by `num_local_experts` or
+/// `num_experts` (MiniMax-M2's and Kimi Linear's).
+pub(crate) fn minimax_experts() -> Experts {
+    Experts {
+        count_keys: &["num_local_experts", "num_experts"],
+        marker: "block_sparse_moe.experts.",
+        unless: "",
+        packed: &[],
+        expert: "model.layers.{bid}.block_sparse_moe.experts.{xid}.{w}.weight",
+        merged: "model.layers.{bid}.block_sparse_moe.experts.{w}.weight",
+        weights: &["w1", "w2", "w3"],
     }
 }
 

@@ -39,6 +39,7 @@ mod hy_v4;
 mod internlm;
 mod jais;
 mod jamba;
+mod kimi_linear;
 mod laguna;
 mod lfm2;
 mod llada;
@@ -429,6 +430,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &rwkv::Rwkv6Qwen2,
     ),
     ("Rwkv7ForCausalLM", &tables::RWKV7, &rwkv::Rwkv7),
+    (
+        "KimiLinearForCausalLM",
+        &tables::KIMI_LINEAR,
+        &kimi_linear::KimiLinear,
+    ),
+    (
+        "KimiLinearModel",
+        &tables::KIMI_LINEAR,
+        &kimi_linear::KimiLinear,
+    ),
     ("RWKV7ForCausalLM", &tables::RWKV7, &rwkv::Rwkv7),
     ("RwkvHybridForCausalLM", &tables::ARWKV7, &rwkv::ARwkv7),
     ("MambaForCausalLM", &tables::MAMBA, &mamba::Mamba),
