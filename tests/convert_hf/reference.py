@@ -67,6 +67,16 @@ MISTRAL_TEMPLATE = (
 )
 
 
+# Kimi K2.5's tensors transformers 5 saves under names other than the published ones (its
+# text layers as `blocks`, the projector's norm and the patch embedding moved), renamed back
+# (by prefix) for the reference's runs
+KIMI_K25_PUBLISHED = {
+    "language_model.model.blocks.": "language_model.model.layers.",
+    "model.mm_projector.": "mm_projector.",
+    "vision_tower.encoder.patch_embed.": "vision_tower.patch_embed.",
+}
+
+
 # A tiny Kimi Linear (transformers 5's KimiLinearConfig): delta attention on layers 1, 2
 # and 4, latent attention on layer 3, experts past a dense first layer
 KIMI_LINEAR_TINY = dict(
@@ -135,8 +145,9 @@ class Fixture:
     # class does not write, added to config.json for the reference's runs only: ggufrw runs on
     # the folder as saved and must give what the reference gives with them
     reference_config: dict = field(default_factory=dict)
-    # tensors renamed (old: new) for the reference's runs only, as reference_config: where
-    # the saving transformers writes names the reference cannot map and ggufrw reads
+    # tensors renamed (old prefix: new prefix) for the reference's runs only, as
+    # reference_config: where the saving transformers writes names the reference cannot map
+    # and ggufrw reads
     reference_renamed: dict = field(default_factory=dict)
     # integer tensors of a raw layout (name: values), written as int64 beside the random ones
     raw_ints: dict = field(default_factory=dict)
@@ -626,6 +637,58 @@ FIXTURES += [
                    moe_intermediate_size=32, first_k_dense_replace=1, n_group=2, topk_group=1,
                    index_n_heads=2, index_head_dim=16, index_topk=8),
         saved_extra=dict(num_nextn_predict_layers=1),
+    ),
+    # Moonshot's Kimi K2.5/K2.6 (transformers 5's Kimi_K25ForConditionalGeneration): DeepSeek
+    # V3 as the text half beside a MoonViT tower and its projector; GPT-2's BPE from
+    # tokenizer.json (transformers 5 converts Kimi's tiktoken.model to one). Three tower
+    # blocks: the projector's `linear_2` is mapped as a block's (none past the tower's count)
+    Fixture(
+        name="Kimi-K2.6-Tiny", seed=7211, dtype="bfloat16", tf5="saved", bpe="deepseek-llm",
+        architectures="KimiK25ForConditionalGeneration",
+        extra=dict(config_class="Kimi_K25Config", num_key_value_heads=4, kv_lora_rank=32,
+                   q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16,
+                   head_dim=8, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
+                   moe_intermediate_size=32, first_k_dense_replace=1, n_group=2, topk_group=1,
+                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                               num_attention_heads=2),
+                   towers=dict(projection_hidden_size=32)),
+        reference_renamed=KIMI_K25_PUBLISHED,
+        preprocessor=dict(media_proc_cfg=dict(in_patch_limit=4096, patch_size=14,
+                                              merge_kernel_size=2, image_mean=[0.5, 0.5, 0.5],
+                                              image_std=[0.5, 0.5, 0.5])),
+        mmproj=MMPROJ_TYPES,
+    ),
+    # Kimi-VL (remote code): the same DeepSeek V3 text half and MoonViT tower as Kimi-VL
+    # publishes them (`multi_modal_projector.`, the tower's config as `moonvit`)
+    Fixture(
+        name="Kimi-VL-Tiny-A3B-Instruct", seed=7212, dtype="bfloat16", tf5="saved",
+        bpe="deepseek-llm", architectures="KimiVLForConditionalGeneration", post_save="kimi-vl",
+        extra=dict(config_class="Kimi_K25Config", num_key_value_heads=4, kv_lora_rank=32,
+                   q_lora_rank=None, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16,
+                   head_dim=8, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
+                   moe_intermediate_size=32, first_k_dense_replace=1, n_group=2, topk_group=1,
+                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+                               num_attention_heads=2, pos_emb_height=8, pos_emb_width=8),
+                   towers=dict(projection_hidden_size=32)),
+        preprocessor=dict(image_processor_type="KimiVLImageProcessor", patch_size=14,
+                          in_token_limit=4096, merge_kernel_size=[2, 2],
+                          image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5]),
+        mmproj=MMPROJ_TYPES,
+    ),
+    Fixture(
+        name="Kimi-K2.6-Tiny-hub", seed=7211, dtype="bfloat16", tf5="saved", bpe="deepseek-llm",
+        architectures="KimiK25ForConditionalGeneration", post_save="kimi-k25-hub",
+        extra=dict(config_class="Kimi_K25Config", num_key_value_heads=4, kv_lora_rank=32,
+                   q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16,
+                   head_dim=8, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
+                   moe_intermediate_size=32, first_k_dense_replace=1, n_group=2, topk_group=1,
+                   vision=dict(hidden_size=64, intermediate_size=64, num_hidden_layers=3,
+                               num_attention_heads=16),
+                   towers=dict(projection_hidden_size=32)),
+        preprocessor=dict(media_proc_cfg=dict(in_patch_limit=4096, patch_size=14,
+                                              merge_kernel_size=2, image_mean=[0.5, 0.5, 0.5],
+                                              image_std=[0.5, 0.5, 0.5])),
+        mmproj=MMPROJ_TYPES,
     ),
     # JetBrains' Mellum 2 (transformers 5 only): q/k norms, experts in every layer, sliding
     # windows on some layers
@@ -4510,6 +4573,60 @@ def as_kimi_linear_hub(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def kimi_published_tensors(folder: Path, renamed: dict) -> None:
+    """model.safetensors with tensors renamed by prefix (the first that matches), and the
+    text's q_proj that transformers 5 saves as `self_wqkv` (no q_lora_rank) named back."""
+    from safetensors.torch import load_file, save_file
+
+    weights = folder / "model.safetensors"
+    tensors = {}
+    for name, t in load_file(str(weights)).items():
+        old = next((p for p in renamed if name.startswith(p)), None)
+        name = name if old is None else renamed[old] + name[len(old):]
+        tensors[name.replace(".self_wqkv.", ".self_attn.q_proj.")] = t
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
+def as_kimi_k25_hub(folder: Path) -> None:
+    """Kimi K2.5/K2.6 as Moonshot publishes it (remote code): the tensors transformers 5
+    renames on saving back under their published names (KIMI_K25_PUBLISHED), the text
+    config's model type `kimi_k2`, the tower's fields under the remote code's names (`vt_*`,
+    `init_pos_emb_*`)."""
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["text_config"]["model_type"] = "kimi_k2"
+    vision = config["vision_config"]
+    for field in ("hidden_size", "intermediate_size", "num_attention_heads",
+                  "num_hidden_layers"):
+        vision[f"vt_{field}"] = vision.pop(field)
+    for axis in ("height", "width", "time"):
+        vision[f"init_pos_emb_{axis}"] = vision.pop(f"pos_emb_{axis}")
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    kimi_published_tensors(folder, KIMI_K25_PUBLISHED)
+
+
+def as_kimi_vl(folder: Path) -> None:
+    """Kimi K2.6's parts as Kimi-VL publishes them (remote code, `KimiVLForConditionalGeneration`):
+    the text half as K2.6's, the projector `multi_modal_projector.` (`pre_norm`, `linear_1`,
+    `linear_2`), the tower's config MoonViT's (`init_pos_emb_*`, no time axis)."""
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["model_type"] = "kimi_vl"
+    vision = config["vision_config"]
+    vision.update(model_type="moonvit", init_pos_emb_height=vision.pop("pos_emb_height"),
+                  init_pos_emb_width=vision.pop("pos_emb_width"))
+    vision.pop("pos_emb_time")
+    for k in ("projection_hidden_size", "projection_layer_norm_eps", "video_token_id",
+              "vision_start_token_id", "vision_end_token_id"):
+        config.pop(k, None)
+    config["media_placeholder_token_id"] = config.pop("image_token_id")
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    kimi_published_tensors(folder, {
+        **KIMI_K25_PUBLISHED, "model.mm_projector.": "multi_modal_projector.",
+        "mm_projector.proj.0.": "multi_modal_projector.linear_1.",
+        "mm_projector.proj.2.": "multi_modal_projector.linear_2."})
+
+
 def as_ultravox(folder: Path) -> None:
     """Qwen2-Audio's Whisper encoder as Ultravox publishes its projector (remote code,
     `UltravoxModel`): the audio tower, a SwiGLU projector over frames stacked eight at a time
@@ -4577,6 +4694,8 @@ def as_meralion(folder: Path) -> None:
 
 POST_SAVE = {
     "kimi-linear-hub": as_kimi_linear_hub,
+    "kimi-k25-hub": as_kimi_k25_hub,
+    "kimi-vl": as_kimi_vl,
     "meralion": as_meralion,
     "ultravox": as_ultravox,
     "nemotron-puzzle": as_nemotron_puzzle,
@@ -4893,7 +5012,8 @@ def as_457_reads(fixture: Path):
 
 @contextlib.contextmanager
 def with_reference_tensors(fixture: Path, renamed: dict):
-    """model.safetensors with tensors renamed (old: new) for the length of a reference run."""
+    """model.safetensors with tensors renamed (old prefix: new prefix, the first that
+    matches) for the length of a reference run."""
     if not renamed:
         yield
         return
@@ -4901,7 +5021,11 @@ def with_reference_tensors(fixture: Path, renamed: dict):
 
     path = fixture / "model.safetensors"
     saved = path.read_bytes()
-    tensors = {renamed.get(k, k): v for k, v in load_file(str(path)).items()}
+    def published(name: str) -> str:
+        old = next((p for p in renamed if name.startswith(p)), None)
+        return name if old is None else renamed[old] + name[len(old):]
+
+    tensors = {published(k): v for k, v in load_file(str(path)).items()}
     save_file(tensors, str(path), metadata={"format": "pt"})
     try:
         yield

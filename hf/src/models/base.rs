@@ -290,6 +290,19 @@ pub(crate) enum Order {
     /// The rows in five equal parts, output part `p` the stored part `.0[p]` (RWKV6-Qwen2's
     /// token-shift projections, stored r, k, v, w, g and written w, k, v, r, g).
     Parts([u8; 5]),
+    /// [`Order::Swapped`] within each head of `outer · inner · block` rows, over the first
+    /// `end` rows; the rest as stored (Kimi K2.5's tower: q and k of its fused `wqkv`, each
+    /// head's rotated pairs from interleaved to split, v kept).
+    HeadsSwapped {
+        /// Rows permuted, whole heads.
+        end: u64,
+        /// Groups a head.
+        outer: u64,
+        /// Blocks a group.
+        inner: u64,
+        /// Rows a block.
+        block: u64,
+    },
     /// `reshape(outer, inner, block, …).permute(1, 0, 2, …)`: blocks of `block` rows in
     /// `outer` groups of `inner`, written group-major the other way round (PLaMo's q rows and
     /// attention-output columns), after the first `skip` rows, which stay (Qwen 3.5's value
@@ -327,6 +340,21 @@ impl Order {
                 if rows != skip + outer * inner * block {
                     return Err(format!(
                         "{rows} rows are not {skip} and {outer} × {inner} blocks of {block}"
+                    ));
+                }
+                return Ok(());
+            }
+            Order::HeadsSwapped {
+                end,
+                outer,
+                inner,
+                block,
+            } => {
+                let head = outer * inner * block;
+                if head == 0 || end % head != 0 || end > rows {
+                    return Err(format!(
+                        "{rows} rows do not begin with {end} rows of heads of {outer} × \
+                         {inner} blocks of {block}"
                     ));
                 }
                 return Ok(());
@@ -421,6 +449,24 @@ impl Order {
                 let r = r - skip;
                 let (b, a, c) = (r / (outer * block), (r / block) % outer, r % block);
                 skip + (a * inner + b) * block + c
+            }
+            Order::HeadsSwapped {
+                end,
+                outer,
+                inner,
+                block,
+            } => {
+                if r >= end {
+                    return r;
+                }
+                let head = outer * inner * block;
+                let within = Order::Swapped {
+                    skip: 0,
+                    outer,
+                    inner,
+                    block,
+                };
+                (r / head) * head + within.source(r % head, head)
             }
             Order::NeoxHeads { head_dim, rotary } => {
                 let (h, i) = (r / head_dim, r % head_dim);
@@ -1607,6 +1653,20 @@ mod tests {
         };
         assert!(order.check(8).is_ok() && order.check(6).is_err());
         assert_eq!(written(order, 8), vec![0, 1, 2, 5, 3, 6, 4, 7]);
+    }
+
+    #[test]
+    fn each_heads_interleaved_pairs_become_split_before_the_kept_rows() {
+        // 2 heads of 4 rows (2 groups of 2 one-row blocks), then 2 rows kept: each head's
+        // [a b c d] becomes [a c b d]; the last two stay.
+        let order = Order::HeadsSwapped {
+            end: 8,
+            outer: 2,
+            inner: 2,
+            block: 1,
+        };
+        assert!(order.check(10).is_ok() && order.check(6).is_err());
+        assert_eq!(written(order, 10), vec![0, 2, 1, 3, 4, 6, 5, 7, 8, 9]);
     }
 
     #[test]

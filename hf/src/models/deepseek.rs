@@ -131,6 +131,37 @@ impl TextModel for DeepseekV2 {
     }
 }
 
+/// `DeepseekV2Model` on `KimiK25ForConditionalGeneration` and `KimiVLForConditionalGeneration`:
+/// the text half (`language_model.`) of Kimi K2.5/K2.6 and Kimi-VL, their towers and
+/// projectors left out.
+pub(crate) struct KimiMultimodal;
+
+impl TextModel for KimiMultimodal {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&DeepseekV2)
+    }
+
+    /// Kimi K2.5 as transformers 5 saves it (`save_original_format`), which renames more
+    /// than it loaded: the text layers `language_model.model.blocks.N` for the published
+    /// `language_model.model.layers.N`, the projector's norm `model.mm_projector.` and the
+    /// patch embedding `vision_tower.encoder.patch_embed.` (the reference maps none of them).
+    fn published_name(&self, name: &str) -> Option<String> {
+        [
+            (
+                "language_model.model.blocks.",
+                "language_model.model.layers.",
+            ),
+            ("model.mm_projector.", "mm_projector."),
+            (
+                "vision_tower.encoder.patch_embed.",
+                "vision_tower.patch_embed.",
+            ),
+        ]
+        .iter()
+        .find_map(|(from, to)| name.strip_prefix(from).map(|rest| format!("{to}{rest}")))
+    }
+}
+
 /// `DeepseekV32Model(DeepseekV2Model)`: `DeepseekV32ForCausalLM` (DeepSeek V3.2). DeepSeek V3
 /// with the sparse attention's indexer; the prediction layers kept and counted as blocks.
 pub(crate) struct DeepseekV32;

@@ -40,6 +40,7 @@ mod internlm;
 mod jais;
 mod jamba;
 mod kimi_linear;
+mod kimivl;
 mod laguna;
 mod lfm2;
 mod llada;
@@ -256,6 +257,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         "YoutuForCausalLM",
         &tables::DEEPSEEK2,
         &deepseek::DeepseekV2,
+    ),
+    (
+        "KimiVLForConditionalGeneration",
+        &tables::DEEPSEEK2,
+        &deepseek::KimiMultimodal,
+    ),
+    (
+        "KimiK25ForConditionalGeneration",
+        &tables::DEEPSEEK2,
+        &deepseek::KimiMultimodal,
     ),
     (
         "Glm4MoeLiteForCausalLM",
@@ -708,6 +719,8 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Qwen2VLModel", &qwenvl::Qwen2VlVision),
     ("Qwen2VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
     ("Qwen2_5_VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
+    ("KimiVLForConditionalGeneration", &kimivl::KimiVl),
+    ("KimiK25ForConditionalGeneration", &kimivl::KimiK25),
     ("Qwen3VLForConditionalGeneration", &qwen3vl::Qwen3VlVision),
     (
         "Qwen3VLMoeForConditionalGeneration",
