@@ -356,6 +356,17 @@ FIXTURES += [
         name="Step3-VL-Tiny-10B", seed=7162, arch="qwen3", dtype="bfloat16", kv_heads=2,
         head_dim=16, bpe="qwen2", post_save="step_vl",
     ),
+    # and as its projector is published: Qwen2-VL's tower (transformers' class) beside the
+    # text half (its text cases are Llama's on Qwen 2's weights, as any text half under `llm.`)
+    Fixture(
+        name="sarashina2.2-vision-tiny-tower", seed=7213, dtype="bfloat16", tf5="saved",
+        bpe="llama-bpe", post_save="sarashina2-vision-tower",
+        extra=dict(config_class="Qwen2VLConfig",
+                   rope_parameters={"rope_type": "default", "rope_theta": 1000000.0,
+                                    "mrope_section": [2, 3, 3]},
+                   vision=dict(depth=3, embed_dim=32, hidden_size=64, num_heads=2)),
+        processor={"class": "Qwen2VLImageProcessor"}, mmproj=MMPROJ_TYPES,
+    ),
     # Phi-4's vision-reasoning class (remote code): Phi-3's text half beside a SigLIP tower
     Fixture(
         name="Phi-4-Tiny-reasoning-vision", seed=7164, arch="phi3", dtype="bfloat16", kv_heads=4,
@@ -4627,6 +4638,32 @@ def as_kimi_vl(folder: Path) -> None:
         "mm_projector.proj.2.": "multi_modal_projector.linear_2."})
 
 
+def as_sarashina2_vision_tower(folder: Path) -> None:
+    """A Qwen2-VL folder as Sarashina2.2-Vision publishes its parts (remote code): the tower
+    and merger under `visual.`, the text half under `llm.`, a norm of its own (`norm.`), the
+    class and model type its own."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config.update(architectures=["Sarashina2VisionForCausalLM"], model_type="sarashina2_vision")
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    weights = folder / "model.safetensors"
+    tensors = {}
+    for name, t in load_file(str(weights)).items():
+        if name.startswith("model.visual."):
+            name = name[len("model."):]
+        elif name.startswith("model.language_model."):
+            name = "llm.model." + name[len("model.language_model."):]
+        elif not name.startswith("visual."):
+            name = "llm." + name
+        tensors[name] = t
+    tensors["norm.weight"] = torch.ones([config["text_config"]["hidden_size"]],
+                                        dtype=next(iter(tensors.values())).dtype)
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 def as_ultravox(folder: Path) -> None:
     """Qwen2-Audio's Whisper encoder as Ultravox publishes its projector (remote code,
     `UltravoxModel`): the audio tower, a SwiGLU projector over frames stacked eight at a time
@@ -4696,6 +4733,7 @@ POST_SAVE = {
     "kimi-linear-hub": as_kimi_linear_hub,
     "kimi-k25-hub": as_kimi_k25_hub,
     "kimi-vl": as_kimi_vl,
+    "sarashina2-vision-tower": as_sarashina2_vision_tower,
     "meralion": as_meralion,
     "ultravox": as_ultravox,
     "nemotron-puzzle": as_nemotron_puzzle,

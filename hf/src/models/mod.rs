@@ -719,6 +719,7 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Qwen2VLModel", &qwenvl::Qwen2VlVision),
     ("Qwen2VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
     ("Qwen2_5_VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
+    ("Sarashina2VisionForCausalLM", &qwenvl::Sarashina2Vision),
     ("KimiVLForConditionalGeneration", &kimivl::KimiVl),
     ("KimiK25ForConditionalGeneration", &kimivl::KimiK25),
     ("Qwen3VLForConditionalGeneration", &qwen3vl::Qwen3VlVision),

@@ -140,6 +140,23 @@ impl TextModel for Qwen2VlVision {
     }
 }
 
+/// `Sarashina2VLVisionModel(Qwen2VLVisionModel)`: Sarashina2.2-Vision's projector, Qwen2-VL's
+/// tower and merger whatever the config's model type.
+pub(crate) struct Sarashina2Vision;
+
+impl TextModel for Sarashina2Vision {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&Qwen2VlVision)
+    }
+
+    /// Qwen2-VL's keys, its `global_config['model_type']` set to `qwen2_vl`.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        let mut hp = cx.hp().clone();
+        hp.raw.insert("model_type".into(), "qwen2_vl".into());
+        Qwen2VlVision.set_gguf_parameters(&cx.with_hparams(&hp), kv)
+    }
+}
+
 /// `Exaone4_5VisionModel`: Qwen2-VL's tower with grouped kv heads, its fused q/k/v kept, the
 /// processor's pixel bounds.
 pub(crate) struct Exaone45Vision;
