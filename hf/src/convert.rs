@@ -855,7 +855,10 @@ pub(crate) fn modify_tensors(
             if group.iter().all(Option::is_some) {
                 let parts = groups.remove(&g.into).unwrap_or_default();
                 let parts: Vec<usize> = parts.into_iter().flatten().collect();
-                yielded.push(gathered(ckpt, &g, parts, bid)?);
+                match g.fold {
+                    Some(fold) => yielded.extend(folded(ckpt, &g, fold, &parts, bid)?),
+                    None => yielded.push(gathered(ckpt, &g, parts, bid)?),
+                }
             }
             continue;
         }
@@ -1107,6 +1110,39 @@ fn gathered(ckpt: &Checkpoint, g: &Gather, parts: Vec<usize>, bid: Option<u64>) 
         first.read_dtype(),
         shape,
     ))
+}
+
+/// A group's 1-D tensors of one shape and type folded into the tensors `fold` computes.
+fn folded(
+    ckpt: &Checkpoint,
+    g: &Gather,
+    fold: models::base::Fold,
+    parts: &[usize],
+    bid: Option<u64>,
+) -> Result<Vec<Yielded>> {
+    let first = &ckpt.entries[parts[0]];
+    for &i in parts {
+        let other = &ckpt.entries[i];
+        if other.shape.len() != 1 || other.shape != first.shape || other.dtype != first.dtype {
+            return Err(Error::field(
+                &ckpt.parts[other.part].path,
+                format!("{}.shape", other.name),
+                format!(
+                    "{:?} {:?}, but {} has {:?} {:?} (they are folded together, vectors alike)",
+                    other.dtype, other.shape, first.name, first.dtype, first.shape
+                ),
+            ));
+        }
+    }
+    let values: Vec<Vec<f32>> = parts
+        .iter()
+        .map(|&i| dequant::values(ckpt, &ckpt.entries[i]))
+        .collect();
+    let dtype = first.read_dtype();
+    Ok(fold(&g.into, dtype, &values)?
+        .into_iter()
+        .map(|(name, v)| (name, bid, Src::Values(v), dtype, first.shape.clone()))
+        .collect())
 }
 
 /// One weight of a block's `n` experts stacked along a new first axis.

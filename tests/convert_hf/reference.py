@@ -1392,6 +1392,42 @@ FIXTURES += [
                                                  num_mel_bins=16, max_source_positions=16))),
         mmproj=MMPROJ_TYPES,
     ),
+    # Granite Speech: a conformer encoder (batch norms among its convolutions) and a Q-Former
+    # projector over windows of its frames, Granite's text half (which the reference has no
+    # text class for); the batch norms' statistics random, as a trained model's are
+    Fixture(
+        name="granite-speech-tiny-3.3", seed=7214, dtype="bfloat16", tf5="saved",
+        bpe="gpt-2", model_class="GraniteSpeechForConditionalGeneration",
+        post_save="batch-norm-stats",
+        extra=dict(config_class="GraniteSpeechConfig", head_dim=16,
+                   towers=dict(
+                       encoder_config=dict(input_dim=16, num_layers=3, hidden_dim=32,
+                                           feedforward_mult=2, num_heads=2, dim_head=16,
+                                           output_dim=24, context_size=8, max_pos_emb=16,
+                                           conv_kernel_size=3),
+                       projector_config=dict(model_type="blip_2_qformer", hidden_size=32,
+                                             num_hidden_layers=1, num_attention_heads=2,
+                                             intermediate_size=64, encoder_hidden_size=32),
+                       downsample_rate=2, window_size=4)),
+        mmproj=MMPROJ_TYPES,
+    ),
+    # and Granite Speech Plus: two of the encoder's hidden layers joined to its output
+    Fixture(
+        name="granite-speech-tiny-4.1-plus", seed=7216, dtype="bfloat16", tf5="saved",
+        bpe="gpt-2", model_class="GraniteSpeechPlusForConditionalGeneration",
+        post_save="batch-norm-stats",
+        extra=dict(config_class="GraniteSpeechPlusConfig", head_dim=16,
+                   towers=dict(
+                       encoder_config=dict(input_dim=16, num_layers=3, hidden_dim=32,
+                                           feedforward_mult=2, num_heads=2, dim_head=16,
+                                           output_dim=24, context_size=8, max_pos_emb=16,
+                                           conv_kernel_size=3, cat_hidden_layers=[0, 1]),
+                       projector_config=dict(model_type="blip_2_qformer", hidden_size=32,
+                                             num_hidden_layers=1, num_attention_heads=2,
+                                             intermediate_size=64, encoder_hidden_size=96),
+                       downsample_rate=2, window_size=4)),
+        mmproj=MMPROJ_TYPES,
+    ),
     # Audio Flamingo 3: Qwen 2's text half
     Fixture(
         name="audio-flamingo-3-tiny-hf", seed=7156, dtype="bfloat16", tf5="saved", bpe="qwen2",
@@ -4664,6 +4700,38 @@ def as_sarashina2_vision_tower(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def with_batch_norm_stats(folder: Path) -> None:
+    """Every batch norm's running mean and variance random (a trained model's are not the
+    initial 0 and 1, which would fold into nothing), stored F32. Each variance is one whose
+    `var + 1e-5` is, in f32, the exact square of a number of 6 significant bits: the fold's
+    `torch.sqrt` is then exact on every machine. torch's f32 `sqrt` is MKL's `vsSqrt`, not
+    correctly rounded, so on other variances the reference's last bit is the machine's, as
+    `exp` is for `ssm_a`; ggufrw's fold is the correctly rounded one."""
+    import numpy as np
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    weights = folder / "model.safetensors"
+    tensors = load_file(str(weights))
+    gen = torch.Generator().manual_seed(7215)
+    eps = np.float32(1e-5)
+    for name, t in tensors.items():
+        if name.endswith(".running_mean"):
+            tensors[name] = 0.1 * torch.randn(t.shape, generator=gen)
+        elif name.endswith(".running_var"):
+            roots = torch.randint(40, 80, t.shape, generator=gen).numpy().astype(np.float32) / 64
+            squares = roots * roots
+            var = squares - eps
+            for _ in range(4):  # a unit or two either way, until var + eps is the square
+                var = np.where(var + eps > squares, np.nextafter(var, np.float32(0)), var)
+                var = np.where(var + eps < squares, np.nextafter(var, np.float32(9)), var)
+            assert np.array_equal(var + eps, squares), name
+            tensors[name] = torch.from_numpy(var)
+        elif ".batch_norm." in name:
+            tensors[name] = t.float()
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 def as_ultravox(folder: Path) -> None:
     """Qwen2-Audio's Whisper encoder as Ultravox publishes its projector (remote code,
     `UltravoxModel`): the audio tower, a SwiGLU projector over frames stacked eight at a time
@@ -4733,6 +4801,7 @@ POST_SAVE = {
     "kimi-linear-hub": as_kimi_linear_hub,
     "kimi-k25-hub": as_kimi_k25_hub,
     "kimi-vl": as_kimi_vl,
+    "batch-norm-stats": with_batch_norm_stats,
     "sarashina2-vision-tower": as_sarashina2_vision_tower,
     "meralion": as_meralion,
     "ultravox": as_ultravox,

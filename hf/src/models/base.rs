@@ -521,7 +521,7 @@ impl Order {
 
 /// A tensor `modify_tensors` holds back until the others of its group are in, then yields
 /// them as one under another name (Gemma 3n's AltUp projections, RuGPT3XL's q, k and v).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub(crate) struct Gather {
     /// The name the group is yielded under (then mapped as any other).
     pub into: String,
@@ -534,7 +534,17 @@ pub(crate) struct Gather {
     /// Stacked along a new first axis (`torch.stack`); otherwise joined along the first
     /// axis (`torch.cat`). Either way the stored bytes follow one another.
     pub stack: bool,
+    /// Instead of either, the 1-D tensors computed from the group's values (each part's, in
+    /// the group's order) in the stored type's arithmetic: their names and values, yielded in
+    /// that order and written F32 (Granite Speech's batch norms folded into a scale and a
+    /// shift).
+    pub fold: Option<Fold>,
 }
+
+/// A [`Gather::fold`]: the group's name, the parts' stored type and their values, to the
+/// tensors yielded.
+pub(crate) type Fold =
+    fn(&str, crate::safetensors::Dtype, &[Vec<f32>]) -> Result<Vec<(String, Vec<f32>)>>;
 
 /// An integer tensor the class writes as I64 after every other tensor (EAGLE-3's `d2t`):
 /// its name and its values from the stored ones.

@@ -726,6 +726,7 @@ impl TextModel for Gemma3n {
             named: false,
             of: 3,
             stack: true,
+            fold: None,
         })
     }
 

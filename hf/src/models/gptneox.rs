@@ -208,6 +208,7 @@ impl TextModel for RuGpt3Xl {
             named: false,
             of: 3,
             stack: false,
+            fold: None,
         })
     }
 }

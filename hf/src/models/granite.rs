@@ -2,6 +2,7 @@
 
 use super::base::{self, Ctx, Experts, Rearrange, TextModel, View, Yields};
 use super::llama::Llama;
+use super::mmproj;
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
@@ -473,5 +474,242 @@ impl TextModel for GraniteHybrid {
 
     fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
         hybrid_tensor(cx, name, shape, &Layout::granite(cx.hp(), cx.block_count)?)
+    }
+}
+
+/// `GraniteSpeechMmprojModel`: Granite Speech's projector (a conformer encoder, its batch
+/// norms folded into a scale and a shift, and a Q-Former over windows of its frames).
+pub(crate) struct GraniteSpeech;
+
+/// The parts of a conformer block's batch norm, in the group's order.
+const BATCH_NORM: [&str; 4] = ["weight", "bias", "running_mean", "running_var"];
+
+/// A batch norm's `weight / sqrt(running_var + 1e-5)` and `bias - running_mean · that`, in
+/// f32 arithmetic: the reference widens every type but F16 to F32 before `modify_tensors`
+/// (an F16 norm, folded in F16's, is not converted yet).
+fn fold_batch_norm(
+    into: &str,
+    dtype: crate::safetensors::Dtype,
+    parts: &[Vec<f32>],
+) -> Result<Vec<(String, Vec<f32>)>> {
+    if dtype == crate::safetensors::Dtype::F16 {
+        return Err(Error::not_yet(format!(
+            "{into}: a batch norm stored as F16 (folded in F16 arithmetic by the reference)"
+        )));
+    }
+    let [w, b, mean, var] = parts else {
+        return Err(Error::reference(format!("{into}: not its four tensors")));
+    };
+    let scale: Vec<f32> = w
+        .iter()
+        .zip(var)
+        .map(|(w, v)| w / (v + 1e-5).sqrt())
+        .collect();
+    let shift = b
+        .iter()
+        .zip(mean)
+        .zip(&scale)
+        .map(|((b, m), a)| b - m * a)
+        .collect();
+    Ok(vec![
+        (format!("{into}.weight"), scale),
+        (format!("{into}.bias"), shift),
+    ])
+}
+
+impl TextModel for GraniteSpeech {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&mmproj::AUDIO)
+    }
+
+    /// The encoder's config (`encoder_config`) as the audio hparams, its fields under the
+    /// names the keys read.
+    fn init_hparams(&self, _class: &str, hp: &mut Hparams) {
+        let g = mmproj::global_config(hp);
+        let Some(Value::Object(m)) = g.get("encoder_config") else {
+            return;
+        };
+        let mut m = m.clone();
+        let int = |m: &serde_json::Map<String, Value>, k: &str| m.get(k).and_then(Value::as_u64);
+        if let (Some(h), Some(f)) = (int(&m, "hidden_dim"), int(&m, "feedforward_mult")) {
+            m.insert("intermediate_size".into(), (h * f).into());
+        }
+        mmproj::rename(&mut m, "hidden_size", "hidden_dim");
+        mmproj::rename(&mut m, "num_attention_heads", "num_heads");
+        mmproj::rename(&mut m, "num_hidden_layers", "num_layers");
+        hp.map = m;
+    }
+
+    fn block_count(&self, hp: &Hparams, _names: &[String]) -> Result<u64> {
+        mmproj::n_embd_text(hp)?;
+        if !hp.raw.get("encoder_config").is_some_and(Value::is_object) {
+            return Err(Error::reference(
+                "ValueError: vision_config / audio_config not found in hparams",
+            ));
+        }
+        hp.int(&mmproj::N_BLOCK_KEYS)
+    }
+
+    /// The encoder's sizes, then the conformer's and the projector's.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        mmproj::AUDIO.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        kv.string("clip.projector_type", "granite_speech");
+        let int = |key: &str| base::int32(hp, &[key]);
+        kv.u32("clip.audio.num_mel_bins", int("input_dim")?);
+        kv.f32("clip.audio.attention.layer_norm_epsilon", 1e-5);
+        kv.u32("clip.audio.chunk_size", int("context_size")?);
+        kv.u32("clip.audio.conv_kernel_size", int("conv_kernel_size")?);
+        kv.u32("clip.audio.max_pos_emb", int("max_pos_emb")?);
+        let global = |key: &str| -> Result<u32> {
+            let v = hp
+                .raw
+                .get(key)
+                .ok_or_else(|| Error::field(&hp.path, key, "missing (KeyError)"))?;
+            base::u32_of(hp, key, v)
+        };
+        kv.u32("clip.audio.projector.window_size", global("window_size")?);
+        kv.u32(
+            "clip.audio.projector.downsample_rate",
+            global("downsample_rate")?,
+        );
+        let heads = hp
+            .raw
+            .get("projector_config")
+            .and_then(|p| p.get("num_attention_heads"))
+            .ok_or_else(|| {
+                Error::field(
+                    &hp.path,
+                    "projector_config.num_attention_heads",
+                    "missing (KeyError)",
+                )
+            })?;
+        kv.u32(
+            "clip.audio.projector.head_count",
+            base::u32_of(hp, "projector_config.num_attention_heads", heads)?,
+        );
+        Ok(())
+    }
+
+    /// The encoder's and projector's convolutions F32.
+    fn tensor_force_quant(
+        &self,
+        cx: &Ctx,
+        name: &str,
+        new_name: &str,
+        bid: Option<u64>,
+        n_dims: usize,
+    ) -> Option<base::Force> {
+        if (name.contains("encoder") || name.contains("projector"))
+            && name.contains(".conv")
+            && name.contains(".weight")
+        {
+            return Some(base::Force::Type(ggufrw::quant::GgmlType::F32));
+        }
+        mmproj::AUDIO.tensor_force_quant(cx, name, new_name, bid, n_dims)
+    }
+
+    fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
+        if name.contains("attention_dists") || name.contains("num_batches_tracked") {
+            return None;
+        }
+        mmproj::AUDIO.filter_tensors(cx, name)
+    }
+
+    /// A conformer block's batch norm, held until its four tensors are in, then folded.
+    fn gather(&self, _cx: &Ctx, name: &str) -> Option<base::Gather> {
+        if !name.contains("batch_norm") || !name.contains("encoder.layers.") {
+            return None;
+        }
+        let bid = base::block_of(name)?;
+        let into = format!("encoder.layers.{bid}.conv.batch_norm");
+        let part = BATCH_NORM
+            .iter()
+            .position(|p| name == format!("{into}.{p}"))?;
+        Some(base::Gather {
+            into,
+            part,
+            named: false,
+            of: BATCH_NORM.len(),
+            stack: false,
+            fold: Some(fold_batch_norm),
+        })
+    }
+
+    /// `to_kv` cut into `to_k` and `to_v`; the pointwise convolutions' and the depthwise
+    /// one's axis of 1 dropped.
+    fn modify_tensors(&self, _cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        if name.contains(".attn.to_kv.weight") {
+            let half = shape.first().copied().unwrap_or(0) / 2;
+            return Ok(["to_k", "to_v"]
+                .iter()
+                .zip(0..)
+                .map(|(part, i)| {
+                    let change = Rearrange {
+                        rows: Some((i * half, (i + 1) * half)),
+                        ..Rearrange::default()
+                    };
+                    (name.replace("to_kv", part), change)
+                })
+                .collect());
+        }
+        let mut change = Rearrange::default();
+        let pointwise = name.contains("up_conv") || name.contains("down_conv");
+        match shape {
+            [a, b, 1] if pointwise && name.ends_with(".weight") => {
+                change.reshape = Some(([*a, *b, 0, 0], 2));
+            }
+            [a, 1, c] if name.contains("depth_conv") && name.ends_with(".weight") => {
+                change.reshape = Some(([*a, *c, 0, 0], 2));
+            }
+            _ => {}
+        }
+        base::yield_as(name, change)
+    }
+}
+
+/// `GraniteSpeechPlusMmprojModel(GraniteSpeechMmprojModel)`: Granite Speech with the
+/// encoder's hidden layers `cat_hidden_layers` joined to its output before the projector.
+pub(crate) struct GraniteSpeechPlus;
+
+impl TextModel for GraniteSpeechPlus {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&GraniteSpeech)
+    }
+
+    /// Granite Speech's keys, then the joined layers, whose width the projector's
+    /// `encoder_hidden_size` must be.
+    fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
+        GraniteSpeech.set_gguf_parameters(cx, kv)?;
+        let hp = cx.hp();
+        let field = "encoder_config.cat_hidden_layers";
+        let layers = match hp.map.get("cat_hidden_layers") {
+            None | Some(Value::Null) => return Ok(()),
+            Some(v) => v
+                .as_array()
+                .and_then(|a| a.iter().map(Value::as_i64).collect::<Option<Vec<i64>>>())
+                .ok_or_else(|| Error::field(&hp.path, field, "not a list of layers"))?,
+        };
+        if layers.is_empty() {
+            return Ok(());
+        }
+        kv.i32s(
+            "clip.audio.feature_layer",
+            layers.iter().map(|&l| l as i32).collect(),
+        );
+        let expected = hp.int(&["hidden_dim"])? * (layers.len() as u64 + 1);
+        let projector = hp
+            .raw
+            .get("projector_config")
+            .and_then(|p| p.get("encoder_hidden_size"))
+            .and_then(Value::as_u64);
+        if projector != Some(expected) {
+            return Err(Error::reference(format!(
+                "ValueError: Projector encoder_hidden_size ({}) does not match expected \
+                 concatenated dimension ({expected}): hidden_dim × (len(cat_hidden_layers) + 1)",
+                projector.map_or("missing".to_owned(), |p| p.to_string())
+            )));
+        }
+        Ok(())
     }
 }

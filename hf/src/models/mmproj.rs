@@ -38,7 +38,7 @@ pub(crate) const BOTH: Mmproj = Mmproj {
 };
 
 /// `MmprojModel.n_block_keys`.
-const N_BLOCK_KEYS: [&str; 8] = [
+pub(crate) const N_BLOCK_KEYS: [&str; 8] = [
     "n_layers",
     "num_hidden_layers",
     "n_layer",

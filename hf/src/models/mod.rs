@@ -720,6 +720,14 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Qwen2VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
     ("Qwen2_5_VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
     ("Sarashina2VisionForCausalLM", &qwenvl::Sarashina2Vision),
+    (
+        "GraniteSpeechForConditionalGeneration",
+        &granite::GraniteSpeech,
+    ),
+    (
+        "GraniteSpeechPlusForConditionalGeneration",
+        &granite::GraniteSpeechPlus,
+    ),
     ("KimiVLForConditionalGeneration", &kimivl::KimiVl),
     ("KimiK25ForConditionalGeneration", &kimivl::KimiK25),
     ("Qwen3VLForConditionalGeneration", &qwen3vl::Qwen3VlVision),
@@ -766,7 +774,19 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
 
 /// Classes the reference registers but cannot convert, with what stops it: ggufrw refuses
 /// them too (with this reason), rather than write what the reference never has.
+/// Granite Speech's text half: the reference registers only its projector.
+const GRANITE_SPEECH_FAILS: &str = "the reference has no text class for it (KeyError): its \
+     text half is Granite's, published on its own; the projector converts with --mmproj";
+
 pub(crate) const REFERENCE_FAILS: &[(&str, &str)] = &[
+    (
+        "GraniteSpeechForConditionalGeneration",
+        GRANITE_SPEECH_FAILS,
+    ),
+    (
+        "GraniteSpeechPlusForConditionalGeneration",
+        GRANITE_SPEECH_FAILS,
+    ),
     ("BaichuanForCausalLM", BAICHUAN_FAILS),
     ("BaiChuanForCausalLM", BAICHUAN_FAILS),
     (

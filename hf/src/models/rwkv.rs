@@ -272,6 +272,7 @@ impl TextModel for Rwkv6 {
             named: true,
             of: 5,
             stack: true,
+            fold: None,
         })
     }
 
@@ -489,6 +490,7 @@ impl TextModel for Rwkv7 {
             named: true,
             of: lerps.len(),
             stack: true,
+            fold: None,
         })
     }
 
