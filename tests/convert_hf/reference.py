@@ -367,6 +367,23 @@ FIXTURES += [
                    vision=dict(depth=3, embed_dim=32, hidden_size=64, num_heads=2)),
         processor={"class": "Qwen2VLImageProcessor"}, mmproj=MMPROJ_TYPES,
     ),
+    # InternVL 3 as OpenGVLab publishes it (remote code, `InternVLChatModel`): transformers'
+    # InternVL saved, then laid out as the remote code's (`vision_model.`, q/k/v fused, the
+    # layer scales `ls1`/`ls2`, the projector `mlp1`, the text half under `language_model.`,
+    # `llm_config`); Qwen 2's text half
+    Fixture(
+        name="InternVL3-Tiny-1B", seed=7217, dtype="bfloat16", tf5="saved", bpe="qwen2",
+        post_save="internvl-chat",
+        extra=dict(config_class="InternVLConfig",
+                   # four blocks at least: the projector's `mlp1.3` is named by block
+                   vision=dict(hidden_size=32, num_hidden_layers=4, num_attention_heads=2,
+                               intermediate_size=64, image_size=[28, 28], patch_size=[14, 14],
+                               attention_bias=True),
+                   towers=dict(downsample_ratio=0.5)),
+        preprocessor=dict(image_processor_type="CLIPImageProcessor", crop_size=28, size=28,
+                          image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225]),
+        mmproj=MMPROJ_TYPES,
+    ),
     # Phi-4's vision-reasoning class (remote code): Phi-3's text half beside a SigLIP tower
     Fixture(
         name="Phi-4-Tiny-reasoning-vision", seed=7164, arch="phi3", dtype="bfloat16", kv_heads=4,
@@ -4732,6 +4749,72 @@ def with_batch_norm_stats(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def as_internvl_chat(folder: Path) -> None:
+    """transformers' InternVL as OpenGVLab's remote code publishes it (`InternVLChatModel`):
+    its config (`llm_config`, the tower's `InternVisionModel` config, the tiles' bounds) and
+    its tensor names (`vision_model.`, each block's q, k and v joined into `attn.qkv`, `ls1`,
+    `ls2`, `norm1`, `norm2`, `attn.proj`; the projector `mlp1.0/1/3`; `language_model.`)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    text = config["text_config"]
+    text["architectures"] = ["Qwen2ForCausalLM"]
+    v = config["vision_config"]
+    vision = dict(
+        architectures=["InternVisionModel"], model_type="intern_vit_6b",
+        hidden_size=v["hidden_size"], intermediate_size=v["intermediate_size"],
+        num_hidden_layers=v["num_hidden_layers"], num_attention_heads=v["num_attention_heads"],
+        image_size=v["image_size"][0], patch_size=v["patch_size"][0],
+        layer_norm_eps=v["layer_norm_eps"], hidden_act=v["hidden_act"],
+        qkv_bias=v["attention_bias"], qk_normalization=v["use_qk_norm"],
+        norm_type=v["norm_type"], num_channels=3, drop_path_rate=0.0, use_flash_attn=False)
+    chat = dict(
+        architectures=["InternVLChatModel"], model_type="internvl_chat",
+        auto_map={"AutoConfig": "configuration_internvl_chat.InternVLChatConfig",
+                  "AutoModel": "modeling_internvl_chat.InternVLChatModel"},
+        llm_config=text, vision_config=vision, downsample_ratio=config["downsample_ratio"],
+        dynamic_image_size=True, force_image_size=vision["image_size"], min_dynamic_patch=1,
+        max_dynamic_patch=12, ps_version="v2", select_layer=-1, template="internvl2_5",
+        use_thumbnail=True, torch_dtype=config.get("dtype"),
+        transformers_version=config.get("transformers_version"))
+    path.write_text(json.dumps(chat, indent=2) + "\n", encoding="utf-8")
+    weights = folder / "model.safetensors"
+    stored = load_file(str(weights))
+    renames = [("vision_tower.embeddings.cls_token", "vision_model.embeddings.class_embedding"),
+               ("vision_tower.embeddings.patch_embeddings.projection.",
+                "vision_model.embeddings.patch_embedding."),
+               ("vision_tower.embeddings.position_embeddings",
+                "vision_model.embeddings.position_embedding"),
+               ("multi_modal_projector.layer_norm.", "mlp1.0."),
+               ("multi_modal_projector.linear_1.", "mlp1.1."),
+               ("multi_modal_projector.linear_2.", "mlp1.3."),
+               ("model.language_model.", "language_model.model."),
+               ("lm_head.", "language_model.lm_head.")]
+    block = [(".attention.projection_layer.", ".attn.proj."), (".lambda_1", ".ls1"),
+             (".lambda_2", ".ls2"), (".layernorm_before.", ".norm1."),
+             (".layernorm_after.", ".norm2.")]
+    tensors = {}
+    for name, t in stored.items():
+        if ".attention.k_proj." in name or ".attention.v_proj." in name:
+            continue
+        if ".attention.q_proj." in name:
+            parts = [stored[name.replace("q_proj", p)] for p in ("q_proj", "k_proj", "v_proj")]
+            t = torch.cat(parts, dim=0)
+            name = name.replace(".attention.q_proj.", ".attn.qkv.")
+        if name.startswith("vision_tower.encoder.layer."):
+            name = "vision_model.encoder.layers." + name[len("vision_tower.encoder.layer."):]
+            for old, new in block:
+                name = name.replace(old, new)
+        for old, new in renames:
+            if name.startswith(old):
+                name = new + name[len(old):]
+                break
+        tensors[name] = t
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+
+
 def as_ultravox(folder: Path) -> None:
     """Qwen2-Audio's Whisper encoder as Ultravox publishes its projector (remote code,
     `UltravoxModel`): the audio tower, a SwiGLU projector over frames stacked eight at a time
@@ -4801,6 +4884,7 @@ POST_SAVE = {
     "kimi-linear-hub": as_kimi_linear_hub,
     "kimi-k25-hub": as_kimi_k25_hub,
     "kimi-vl": as_kimi_vl,
+    "internvl-chat": as_internvl_chat,
     "batch-norm-stats": with_batch_norm_stats,
     "sarashina2-vision-tower": as_sarashina2_vision_tower,
     "meralion": as_meralion,

@@ -37,6 +37,7 @@ mod hrm_text;
 mod hunyuan;
 mod hy_v4;
 mod internlm;
+mod internvl;
 mod jais;
 mod jamba;
 mod kimi_linear;
@@ -720,6 +721,7 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Qwen2VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
     ("Qwen2_5_VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
     ("Sarashina2VisionForCausalLM", &qwenvl::Sarashina2Vision),
+    ("InternVisionModel", &internvl::InternVision),
     (
         "GraniteSpeechForConditionalGeneration",
         &granite::GraniteSpeech,
