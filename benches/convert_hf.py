@@ -2,7 +2,8 @@
 """`ggufrw convert-hf` against the reference, llama.cpp's `convert_hf_to_gguf.py`.
 
 Usage: benches/convert_hf.py [--pairs 3] [--exe BUILD/ggufrw] [--only f16,q8_0,Q4_K_M]
-                             [--model llama-bf16|deepseek-fp8|qwen25vl-bf16] [--layers N]
+                             [--model llama-bf16|deepseek-fp8|qwen25vl-bf16|granite4h-bf16]
+                             [--layers N]
 
 Needs the reference's environment (`scripts/convert-ref.sh`: torch and transformers) and, for
 the Q4_K_M row, llama-quantize (`scripts/ggml.sh --tools`). Makes (once, cached under
@@ -29,6 +30,11 @@ vocabulary of the Qwen2.5-VL fixture, which needs `scripts/convert-tf5.sh` in
 GGUFRW_TF5_PYTHON), and its row `with-mmproj`: `ggufrw convert-hf DIR --with-mmproj --outtype
 f16` against the reference's two runs, `convert_hf_to_gguf.py DIR --outtype f16` and the same
 with `--mmproj` (both outputs compared byte for byte).
+
+`--model granite4h-bf16` uses a ~0.8 GB bf16 Granite 4.0-H (transformers' GraniteMoeHybrid class,
+random weights): a hybrid of Mamba-2 and attention layers (three Mamba-2 layers to one
+attention layer, `--layers` layers, 16 by default), width 1024, a dense shared MLP, the GPT-2
+vocabulary of the Granite 4 fixture; its rows as the Llama's.
 """
 import argparse, os, shutil, statistics, subprocess, sys, tempfile
 
@@ -122,6 +128,36 @@ for f in tiny.iterdir():
 '''
 
 
+MAKE_HYBRID = r'''
+import shutil, sys, torch
+from pathlib import Path
+root, out, layers, work, tree = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4]), sys.argv[5]
+sys.path.insert(0, root + "/tests/convert_hf")
+import reference
+reference.LLAMA_CPP = tree
+from transformers import AutoConfig, AutoModelForCausalLM, GraniteMoeHybridConfig
+fx = next(f for f in reference.FIXTURES if f.name == "granite-4.0-tiny-h-preview")
+tiny = reference.ensure_fixtures(work, [fx])[fx.name]
+vocab = AutoConfig.from_pretrained(str(tiny)).vocab_size
+kinds = ["mamba", "mamba", "mamba", "attention"]
+cfg = GraniteMoeHybridConfig(
+    vocab_size=vocab, hidden_size=1024, intermediate_size=512, shared_intermediate_size=4096,
+    num_hidden_layers=layers, num_attention_heads=16, num_key_value_heads=4,
+    layer_types=[kinds[i % 4] for i in range(layers)], num_local_experts=0, num_experts_per_tok=0,
+    mamba_n_heads=32, mamba_d_head=64, mamba_n_groups=1, mamba_d_state=128, mamba_expand=2,
+    mamba_chunk_size=256, max_position_embeddings=4096, position_embedding_type="nope",
+    tie_word_embeddings=False)
+torch.manual_seed(0)
+model = AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.bfloat16)
+model.save_pretrained(str(out), safe_serialization=True, max_shard_size="400MB")
+del model
+for f in tiny.iterdir():
+    if f.name.startswith(("tokenizer", "special_tokens", "vocab", "merges")):
+        shutil.copy(f, out / f.name)
+(out / ".complete").write_text("")
+'''
+
+
 def lines_of(cmd):
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
 
@@ -145,12 +181,17 @@ def main():
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--exe")
     ap.add_argument("--only", default="f16,q8_0,Q4_K_M")
-    ap.add_argument("--model", default="llama-bf16", choices=["llama-bf16", "deepseek-fp8", "qwen25vl-bf16"])
-    ap.add_argument("--layers", type=int, default=9)
+    ap.add_argument("--model", default="llama-bf16", choices=["llama-bf16", "deepseek-fp8", "qwen25vl-bf16",
+                                                                 "granite4h-bf16"])
+    ap.add_argument("--layers", type=int)
     a = ap.parse_args()
     model = MODEL
     if a.model == "deepseek-fp8":
+        a.layers = a.layers or 9
         model = os.path.join(CACHE, f"Bench-DeepSeek-V3-FP8-{a.layers}L")
+    if a.model == "granite4h-bf16":
+        a.layers = a.layers or 16
+        model = os.path.join(CACHE, f"Bench-Granite-4.0-H-{a.layers}L")
     if a.model == "qwen25vl-bf16":
         model = os.path.join(CACHE, "Bench-Qwen2.5-VL-0.5B")
         if a.only == ap.get_default("only"):
@@ -165,6 +206,10 @@ def main():
         if a.model == "qwen25vl-bf16":
             shutil.rmtree(model, ignore_errors=True)
             subprocess.run([py, "-c", MAKE_VL, ROOT, model, os.path.join(CACHE, "fixtures"), tree], check=True)
+        elif a.model == "granite4h-bf16":
+            shutil.rmtree(model, ignore_errors=True)
+            subprocess.run([py, "-c", MAKE_HYBRID, ROOT, model, str(a.layers), os.path.join(CACHE, "fixtures"),
+                            tree], check=True)
         elif a.model == "deepseek-fp8":
             shutil.rmtree(model, ignore_errors=True)
             subprocess.run([py, "-c", MAKE_FP8, ROOT, model, str(a.layers), os.path.join(CACHE, "fixtures"), tree],

@@ -1906,6 +1906,16 @@ FIXTURES += [
 ]
 
 
+# A tiny CogVLM (its remote code's config: the tower's under vision_config)
+COGVLM_TINY = dict(
+    model_type="cogvlm", hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+    num_attention_heads=4, max_position_embeddings=256, rms_norm_eps=1e-5, hidden_act="silu",
+    template_version="chat",
+    vision_config=dict(dropout_prob=0.0, hidden_act="gelu", hidden_size=32, image_size=28,
+                       in_channels=3, intermediate_size=64, layer_norm_eps=1e-6, num_heads=2,
+                       num_hidden_layers=4, num_positions=5, patch_size=14))
+
+
 def llama_config(model_type: str, **more) -> dict:
     """The config.json fields a Llama-shaped remote-code checkpoint carries (tiny sizes)."""
     return {**dict(model_type=model_type, hidden_size=64, intermediate_size=96,
@@ -1933,6 +1943,22 @@ FIXTURES += [
         name="Maincoder-Tiny", seed=6363, dtype="bfloat16", raw="qk-norm", bpe="starcoder",
         architectures="MaincoderForCausalLM", tie=True,
         extra=llama_config("maincoder", head_dim=16),
+    ),
+    # CogVLM (remote code): Llama with a vision expert beside each attention and MLP, and an
+    # EVA-CLIP tower (four blocks: the projector's parts are named by block). The published
+    # config has no num_key_value_heads, which the reference's Llama requires of every
+    # tensor: its text half is refused by both; the second fixture has it
+    Fixture(
+        name="cogvlm-tiny-chat-hf", seed=7218, dtype="bfloat16", raw="cogvlm",
+        architectures="CogVLMForCausalLM", bpe="llama-bpe", extra=COGVLM_TINY,
+        preprocessor=dict(image_mean=[0.48145466, 0.4578275, 0.40821073],
+                          image_std=[0.26862954, 0.26130258, 0.27577711]),
+        mmproj=MMPROJ_TYPES,
+    ),
+    Fixture(
+        name="cogvlm-tiny-chat-hf-kv", seed=7218, dtype="bfloat16", raw="cogvlm",
+        architectures="CogVLMForCausalLM", bpe="llama-bpe",
+        extra=dict(COGVLM_TINY, num_key_value_heads=4),
     ),
     Fixture(
         name="Nanbeige-Tiny-Loop", seed=6464, dtype="bfloat16", raw="llama",
@@ -3695,7 +3721,52 @@ def jina_v3_layout(c: dict) -> list:
     return t + lora("roberta.pooler.dense", h, h, True)
 
 
+def cogvlm_layout(c: dict) -> list:
+    """CogVLM's tensors (remote code, `THUDM/cogvlm-chat-hf`): a Llama decoder whose attention
+    and MLP have a language expert and a vision expert each (q/k/v fused), beside an EVA-CLIP
+    tower (q/k/v fused, biases) and a SwiGLU projector. (CogVLM 2 adds a downsampling
+    convolution, which the reference cannot map, and grouped kv heads.)"""
+    h, ff, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    heads = c["num_attention_heads"]
+    kv = c.get("num_key_value_heads", heads)
+    hd = h // heads
+    out = [("model.embed_tokens.weight", [v, h])]
+    for i in range(c["num_hidden_layers"]):
+        b = f"model.layers.{i}"
+        out += [(f"{b}.input_layernorm.weight", [h]),
+                (f"{b}.post_attention_layernorm.weight", [h])]
+        for expert in ("language", "vision"):
+            out += [(f"{b}.self_attn.{expert}_expert_query_key_value.weight", [(heads + 2 * kv) * hd, h]),
+                    (f"{b}.self_attn.{expert}_expert_dense.weight", [h, h]),
+                    (f"{b}.mlp.{expert}_mlp.gate_proj.weight", [ff, h]),
+                    (f"{b}.mlp.{expert}_mlp.up_proj.weight", [ff, h]),
+                    (f"{b}.mlp.{expert}_mlp.down_proj.weight", [h, ff])]
+    out += [("model.norm.weight", [h]), ("lm_head.weight", [v, h])]
+    vc = c["vision_config"]
+    w, vff, p = vc["hidden_size"], vc["intermediate_size"], vc["patch_size"]
+    t = "model.vision."
+    out += [(t + "patch_embedding.cls_embedding", [1, w]),
+            (t + "patch_embedding.proj.weight", [w, vc["in_channels"], p, p]),
+            (t + "patch_embedding.proj.bias", [w]),
+            (t + "patch_embedding.position_embedding.weight", [vc["num_positions"], w])]
+    for i in range(vc["num_hidden_layers"]):
+        b = f"{t}transformer.layers.{i}"
+        for name, shape in (("input_layernorm", [w]), ("post_attention_layernorm", [w])):
+            out += [(f"{b}.{name}.weight", shape), (f"{b}.{name}.bias", shape)]
+        for name, rows, cols in (("attention.query_key_value", 3 * w, w), ("attention.dense", w, w),
+                                 ("mlp.fc1", vff, w), ("mlp.fc2", w, vff)):
+            out += [(f"{b}.{name}.weight", [rows, cols]), (f"{b}.{name}.bias", [rows])]
+    out += [(t + "linear_proj.linear_proj.weight", [h, w]),
+            (t + "linear_proj.norm1.weight", [h]), (t + "linear_proj.norm1.bias", [h]),
+            (t + "linear_proj.gate_proj.weight", [ff, h]),
+            (t + "linear_proj.dense_h_to_4h.weight", [ff, h]),
+            (t + "linear_proj.dense_4h_to_h.weight", [h, ff]),
+            (t + "boi", [1, 1, h]), (t + "eoi", [1, 1, h])]
+    return out
+
+
 RAW_LAYOUTS = {
+    "cogvlm": cogvlm_layout,
     "llama": llama_layout,
     "grove": grove_layout,
     "deepseek-moe": deepseek_moe_layout,
@@ -3776,6 +3847,9 @@ def build_raw(fx: Fixture, folder: Path, n_vocab: int, special_ids: dict) -> Non
     if fx.generation is not None:
         (folder / "generation_config.json").write_text(json.dumps(fx.generation, indent=2) + "\n",
                                                         encoding="utf-8")
+    if fx.preprocessor is not None:
+        (folder / "preprocessor_config.json").write_text(json.dumps(fx.preprocessor, indent=2) + "\n",
+                                                          encoding="utf-8")
     (folder / ".complete").write_text("")
 
 

@@ -17,6 +17,7 @@ mod bert;
 mod chameleon;
 mod chatglm;
 mod codeshell;
+mod cogvlm;
 mod command_r;
 mod dbrx;
 mod deci;
@@ -441,6 +442,7 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &tables::RWKV6QWEN2,
         &rwkv::Rwkv6Qwen2,
     ),
+    ("CogVLMForCausalLM", &tables::COGVLM, &llama::Llama),
     ("Rwkv7ForCausalLM", &tables::RWKV7, &rwkv::Rwkv7),
     (
         "KimiLinearForCausalLM",
@@ -722,6 +724,7 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Qwen2_5_VLForConditionalGeneration", &qwenvl::Qwen2VlVision),
     ("Sarashina2VisionForCausalLM", &qwenvl::Sarashina2Vision),
     ("InternVisionModel", &internvl::InternVision),
+    ("CogVLMForCausalLM", &cogvlm::CogVlmVision),
     (
         "GraniteSpeechForConditionalGeneration",
         &granite::GraniteSpeech,
