@@ -1732,6 +1732,14 @@ FIXTURES += [
         extra=dict(config_class="YoutuConfig", num_key_value_heads=4, kv_lora_rank=32, q_lora_rank=48,
                    qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16),
     ),
+    # Youtu-VL (remote code): that text half, its settings at the top level, beside a SigLIP 2
+    # tower and a merger
+    Fixture(
+        name="Youtu-VL-Tiny-Instruct", seed=7117, dtype="bfloat16", tf5="saved", bpe="llama-bpe",
+        post_save="youtu_vl",
+        extra=dict(config_class="YoutuConfig", num_key_value_heads=4, kv_lora_rank=32, q_lora_rank=48,
+                   qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16),
+    ),
     # published quantized: FP8 in blocks with float32 scales (DeepSeek-V3's form, blocks that
     # do not divide the weights), compressed-tensors FP8 and INT8 per row, ModelOpt FP8 per
     # tensor (named by hf_quant_config.json alone)
@@ -5014,6 +5022,13 @@ POST_SAVE = {
         {"vision_tower.patch_embed.patchifier.proj.weight": [32, 3, 14, 14],
          "vision_tower.blocks.0.attn.qkv.weight": [96, 32],
          "vision_tower.merger.mlp.0.weight": [64, 128]}),
+    "youtu_vl": lambda folder: with_towers(
+        folder, "YoutuVLForConditionalGeneration", "youtu_vl",
+        {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
+         "fullatt_block_indexes": [0]},
+        {"siglip2.vision_model.embeddings.patch_embedding.weight": [32, 588],
+         "siglip2.vision_model.encoder.layers.0.self_attn.q_proj.weight": [32, 32],
+         "merger.mlp.0.weight": [64, 128]}),
     "step_vl": lambda folder: as_multimodal(
         folder, "StepVLForConditionalGeneration", "step_vl",
         {"vision_model.embeddings.patch_embedding.weight": [32, 3, 14, 14],

@@ -261,6 +261,11 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &deepseek::DeepseekV2,
     ),
     (
+        "YoutuVLForConditionalGeneration",
+        &tables::DEEPSEEK2,
+        &deepseek::DeepseekV2,
+    ),
+    (
         "KimiVLForConditionalGeneration",
         &tables::DEEPSEEK2,
         &deepseek::KimiMultimodal,
