@@ -474,8 +474,6 @@ pub struct SpecialVocab {
     strip_accents: Option<bool>,
     types: Vec<String>,
     n_vocab: Option<u64>,
-    /// A template already written stays (the converter set `chat_template = None`).
-    keep_template: bool,
 }
 
 const DEFAULT_TYPES: [&str; 7] = ["bos", "eos", "unk", "sep", "pad", "cls", "mask"];
@@ -538,7 +536,6 @@ impl SpecialVocab {
     /// `chat_template = None`: nothing of a template is written.
     pub fn without_chat_template(&mut self) {
         self.chat_template = None;
-        self.keep_template = true;
     }
 
     fn set_id(&mut self, path: &Path, typ: &str, id: Option<&Value>) -> Result<()> {
@@ -871,8 +868,7 @@ impl SpecialVocab {
                     "a list of named chat templates is not written yet",
                 ))
             }
-            _ if self.keep_template => {}
-            _ => kv.remove("tokenizer.chat_template"),
+            _ => {}
         }
         if let Some(b) = self.lowercase {
             kv.bool("tokenizer.ggml.normalizer.lowercase", b);

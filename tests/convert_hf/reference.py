@@ -67,6 +67,17 @@ MISTRAL_TEMPLATE = (
 )
 
 
+# DeepSeek-OCR's decoder (its remote code's language_config: DeepSeek-MoE with full
+# multi-head attention)
+DEEPSEEK_OCR_TEXT = dict(
+    architectures=["DeepseekV2ForCausalLM"], model_type="deepseek_v2", hidden_size=64,
+    intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+    max_position_embeddings=256, first_k_dense_replace=1, moe_intermediate_size=32,
+    n_routed_experts=4, n_shared_experts=2, num_experts_per_tok=2, n_group=1, topk_group=1,
+    topk_method="greedy", kv_lora_rank=None, q_lora_rank=None, qk_nope_head_dim=0,
+    qk_rope_head_dim=0, v_head_dim=0, use_mla=False, rm_head=False, lm_head=True)
+
+
 # Kimi K2.5's tensors transformers 5 saves under names other than the published ones (its
 # text layers as `blocks`, the projector's norm and the patch embedding moved), renamed back
 # (by prefix) for the reference's runs
@@ -1706,6 +1717,25 @@ FIXTURES += [
     ),
     # DeepSeek-MoE (V1, remote code): Llama's attention, a dense first layer, experts with
     # shared ones; its SentencePiece-free BPE
+    # DeepSeek-OCR and Unlimited-OCR (remote code): that decoder's settings under
+    # language_config, written as deepseek2-ocr; Unlimited-OCR's with a sliding window
+    Fixture(
+        name="DeepSeek-OCR-Tiny", seed=7219, dtype="bfloat16", raw="deepseek-ocr",
+        bpe="deepseek-llm", architectures="DeepseekOCRForCausalLM",
+        extra=dict(model_type="deepseek_vl_v2", language_config=DEEPSEEK_OCR_TEXT,
+                   vision_config=dict(image_size=1024, mlp_ratio=3.7362, model_name="deeplip_b_l",
+                                      model_type="vision"),
+                   projector_config=dict(input_dim=2048, model_type="mlp_projector",
+                                         n_embed=64, projector_type="linear")),
+    ),
+    Fixture(
+        name="Unlimited-OCR-Tiny", seed=7220, dtype="bfloat16", raw="deepseek-ocr",
+        bpe="deepseek-llm", architectures="UnlimitedOCRForCausalLM",
+        extra=dict(model_type="deepseek_vl_v2",
+                   language_config=dict(DEEPSEEK_OCR_TEXT, sliding_window_size=128,
+                                        rope_theta=50000.0),
+                   vision_config=dict(image_size=1024, model_type="vision")),
+    ),
     Fixture(
         name="deepseek-moe-tiny-base", seed=7133, dtype="bfloat16", raw="deepseek-moe",
         bpe="deepseek-llm", architectures="DeepseekForCausalLM",
@@ -3773,7 +3803,22 @@ def cogvlm_layout(c: dict) -> list:
     return out
 
 
+def deepseek_ocr_layout(c: dict) -> list:
+    """DeepSeek-OCR's tensors (remote code): DeepSeek-MoE's decoder (full multi-head
+    attention, `use_mla` off) from `language_config`, beside the SAM and CLIP towers, their
+    projector and the image separators (a few of each: the text half leaves them out)."""
+    lc = {**c["language_config"], "vocab_size": c["vocab_size"]}
+    return deepseek_moe_layout(lc) + [
+        ("model.sam_model.patch_embed.proj.weight", [32, 3, 16, 16]),
+        ("model.vision_model.embeddings.class_embedding", [32]),
+        ("model.vision_model.transformer.layers.0.self_attn.qkv_proj.weight", [96, 32]),
+        ("model.projector.layers.weight", [lc["hidden_size"], 64]),
+        ("model.image_newline", [lc["hidden_size"]]),
+        ("model.view_seperator", [lc["hidden_size"]])]
+
+
 RAW_LAYOUTS = {
+    "deepseek-ocr": deepseek_ocr_layout,
     "cogvlm": cogvlm_layout,
     "llama": llama_layout,
     "grove": grove_layout,

@@ -4,6 +4,7 @@ use super::base::{self, Ctx, Experts, Rearrange, TextModel, View, Yields};
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
+use crate::tables;
 use serde_json::Value;
 
 /// `DeepseekV2Model`: `DeepseekV2ForCausalLM`, `DeepseekV3ForCausalLM`. Latent attention
@@ -48,6 +49,22 @@ pub(crate) fn filter(cx: &Ctx, name: &str, skip_mtp: bool) -> Option<String> {
 }
 
 impl TextModel for DeepseekV2 {
+    /// `DEEPSEEK2OCR` for the OCR models (full multi-head attention).
+    fn arch(&self, hp: &Hparams, line: &'static tables::ArchTable) -> &'static tables::ArchTable {
+        match ocr(hp) {
+            true => &tables::DEEPSEEK2OCR,
+            false => line,
+        }
+    }
+
+    /// The OCR models' plain chat template (a tokenizer's own replaces it).
+    fn init_keys(&self, cx: &Ctx, early: &mut Kv) -> Result<()> {
+        if ocr(cx.hp()) {
+            early.string("tokenizer.chat_template", OCR_TEMPLATE);
+        }
+        Ok(())
+    }
+
     /// The OCR models' vision towers, the tied output and the prediction layers (blocks past
     /// `num_hidden_layers`) are left out.
     fn filter_tensors(&self, cx: &Ctx, name: &str) -> Option<String> {
@@ -57,57 +74,7 @@ impl TextModel for DeepseekV2 {
     /// `TextModel`'s keys as if one kv head (and an RMS epsilon of 1e-6 where none is given),
     /// then the latent attention's widths and the mixture's keys.
     fn set_gguf_parameters(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
-        let mut hp = cx.hp().clone();
-        hp.map.insert("num_key_value_heads".into(), 1.into());
-        if !hp.map.contains_key("rms_norm_eps") {
-            hp.map.insert("rms_norm_eps".into(), 1e-6.into());
-        }
-        let cx = cx.with_hparams(&hp);
-        base::set_gguf_parameters(&cx, kv)?;
-        let k = |s: &str| cx.key(s);
-        let has_moe = hp.opt_int(&["n_routed_experts"])?.is_some();
-        let dense = match hp.opt_int(&["first_k_dense_replace"])? {
-            Some(n) => n,
-            None if has_moe => 0,
-            None => hp.int(&["num_hidden_layers"])?,
-        };
-        kv.u32(&k("leading_dense_block_count"), dense as u32);
-        let kv_lora = int_or(&hp, "kv_lora_rank", 512)?;
-        kv.u32(&k("vocab_size"), hp.int(&["vocab_size"])? as u32);
-        if let Some(q_lora) = hp.opt_int(&["q_lora_rank"])? {
-            kv.u32(&k("attention.q_lora_rank"), q_lora as u32);
-        }
-        let rope = hp.int(&["qk_rope_head_dim"])?;
-        let nope = hp.int(&["qk_nope_head_dim"])?;
-        kv.u32(&k("attention.kv_lora_rank"), kv_lora as u32);
-        kv.u32(&k("attention.key_length"), (kv_lora + rope) as u32);
-        kv.u32(&k("attention.value_length"), kv_lora as u32);
-        kv.u32(&k("attention.key_length_mla"), (nope + rope) as u32);
-        let v = hp.int(&["v_head_dim"])?;
-        kv.u32(&k("attention.value_length_mla"), v as u32);
-        let ff = hp.int(&["moe_intermediate_size", "intermediate_size"])?;
-        kv.u32(&k("expert_feed_forward_length"), ff as u32);
-        if let Some(n) = hp.opt_int(&["n_routed_experts"])? {
-            kv.u32(&k("expert_count"), n as u32);
-        }
-        kv.u32(
-            &k("expert_shared_count"),
-            int_or(&hp, "n_shared_experts", 0)? as u32,
-        );
-        if let Some(scale) = hp.opt_float(&["routed_scaling_factor"])? {
-            kv.f32(&k("expert_weights_scale"), scale);
-        }
-        if hp.opt_bool(&["norm_topk_prob"])? == Some(true) {
-            kv.bool(&k("expert_weights_norm"), true);
-        }
-        kv.u32(&k("rope.dimension_count"), rope as u32);
-        if let Some(m) = cx.rope().get("mscale_all_dim").filter(|v| !v.is_null()) {
-            let m = m.as_f64().ok_or_else(|| {
-                Error::field(&hp.path, "rope_scaling.mscale_all_dim", "not a number")
-            })?;
-            kv.f32(&k("rope.scaling.yarn_log_multiplier"), 0.1 * m);
-        }
-        Ok(())
+        deepseek2_keys(cx, kv, ocr(cx.hp()))
     }
 
     /// `kv_b_proj` cut with the config's kv heads ([`split_kv_b`]).
@@ -129,6 +96,98 @@ impl TextModel for DeepseekV2 {
     fn set_vocab(&self, cx: &Ctx, kv: &mut Kv) -> Result<()> {
         base::gpt2(cx, kv)
     }
+}
+
+/// `DeepseekV2Model.set_gguf_parameters`; `ocr` for the OCR models' (`DEEPSEEK2OCR`: their
+/// own kv heads, no latent attention's widths, a sliding window where the config names one).
+fn deepseek2_keys(cx: &Ctx, kv: &mut Kv, ocr: bool) -> Result<()> {
+    let mut hp = cx.hp().clone();
+    // The OCR models' `rope_theta` default (10000) is set after `__init__` read the RoPE
+    // parameters: it writes nothing, and is left out here.
+    if !ocr {
+        hp.map.insert("num_key_value_heads".into(), 1.into());
+    }
+    if !hp.map.contains_key("rms_norm_eps") {
+        hp.map.insert("rms_norm_eps".into(), 1e-6.into());
+    }
+    let cx = cx.with_hparams(&hp);
+    base::set_gguf_parameters(&cx, kv)?;
+    let k = |s: &str| cx.key(s);
+    let has_moe = hp.opt_int(&["n_routed_experts"])?.is_some();
+    let dense = match hp.opt_int(&["first_k_dense_replace"])? {
+        Some(n) => n,
+        None if has_moe => 0,
+        None => hp.int(&["num_hidden_layers"])?,
+    };
+    kv.u32(&k("leading_dense_block_count"), dense as u32);
+    kv.u32(&k("vocab_size"), hp.int(&["vocab_size"])? as u32);
+    if let Some(q_lora) = hp.opt_int(&["q_lora_rank"])? {
+        kv.u32(&k("attention.q_lora_rank"), q_lora as u32);
+    }
+    let rope = hp.int(&["qk_rope_head_dim"])?;
+    // `hparams.get("kv_lora_rank", 512)`, read (a null refused) where it is written
+    if !ocr {
+        let kv_lora = int_or(&hp, "kv_lora_rank", 512)?;
+        let nope = hp.int(&["qk_nope_head_dim"])?;
+        kv.u32(&k("attention.kv_lora_rank"), kv_lora as u32);
+        kv.u32(&k("attention.key_length"), (kv_lora + rope) as u32);
+        kv.u32(&k("attention.value_length"), kv_lora as u32);
+        kv.u32(&k("attention.key_length_mla"), (nope + rope) as u32);
+        let v = hp.int(&["v_head_dim"])?;
+        kv.u32(&k("attention.value_length_mla"), v as u32);
+    }
+    let ff = hp.int(&["moe_intermediate_size", "intermediate_size"])?;
+    kv.u32(&k("expert_feed_forward_length"), ff as u32);
+    if let Some(n) = hp.opt_int(&["n_routed_experts"])? {
+        kv.u32(&k("expert_count"), n as u32);
+    }
+    kv.u32(
+        &k("expert_shared_count"),
+        int_or(&hp, "n_shared_experts", 0)? as u32,
+    );
+    if let Some(scale) = hp.opt_float(&["routed_scaling_factor"])? {
+        kv.f32(&k("expert_weights_scale"), scale);
+    }
+    if hp.opt_bool(&["norm_topk_prob"])? == Some(true) {
+        kv.bool(&k("expert_weights_norm"), true);
+    }
+    kv.u32(&k("rope.dimension_count"), rope as u32);
+    if ocr {
+        let window = ["sliding_window_size", "sliding_window"]
+            .iter()
+            .filter_map(|key| hp.map.get(*key))
+            .find(|v| crate::vocab::truthy(v));
+        if let Some(w) = window {
+            kv.u32(
+                &k("attention.sliding_window"),
+                base::u32_of(&hp, "sliding_window", w)?,
+            );
+        }
+    }
+    if let Some(m) = cx.rope().get("mscale_all_dim").filter(|v| !v.is_null()) {
+        let m = m
+            .as_f64()
+            .ok_or_else(|| Error::field(&hp.path, "rope_scaling.mscale_all_dim", "not a number"))?;
+        kv.f32(&k("rope.scaling.yarn_log_multiplier"), 0.1 * m);
+    }
+    Ok(())
+}
+
+/// The chat template `__init__` writes for the OCR models (a tokenizer's own replaces it).
+const OCR_TEMPLATE: &str = "{% for m in messages %}{{m['content']}}{% endfor %}";
+
+/// `__init__`'s `origin_hf_arch` test: the config's own class (`load_hparams`' top level, not
+/// the text config's, which picks the class) is an OCR model's, written as `DEEPSEEK2OCR`.
+fn ocr(hp: &Hparams) -> bool {
+    let class = hp
+        .raw
+        .get("architectures")
+        .and_then(|a| a.get(0))
+        .and_then(Value::as_str);
+    matches!(
+        class,
+        Some("DeepseekOCRForCausalLM" | "DeepseekOCR2ForCausalLM" | "UnlimitedOCRForCausalLM")
+    )
 }
 
 /// `DeepseekV2Model` on `KimiK25ForConditionalGeneration` and `KimiVLForConditionalGeneration`:

@@ -266,6 +266,16 @@ pub(crate) const CLASSES: &[(&str, &ArchTable, &dyn TextModel)] = &[
         &deepseek::DeepseekV2,
     ),
     (
+        "DeepseekOCRForCausalLM",
+        &tables::DEEPSEEK2,
+        &deepseek::DeepseekV2,
+    ),
+    (
+        "UnlimitedOCRForCausalLM",
+        &tables::DEEPSEEK2,
+        &deepseek::DeepseekV2,
+    ),
+    (
         "KimiVLForConditionalGeneration",
         &tables::DEEPSEEK2,
         &deepseek::KimiMultimodal,
