@@ -363,6 +363,11 @@ FIXTURES += [
         name="dots.ocr-tiny", seed=7161, arch="qwen2", dtype="bfloat16", kv_heads=2, tie=True,
         bpe="qwen2", post_save="dots_ocr",
     ),
+    # and with its tower as published (four blocks: the merger's `mlp.2` is named by block)
+    Fixture(
+        name="dots.ocr-tiny-tower", seed=7221, arch="qwen2", dtype="bfloat16", kv_heads=2,
+        tie=True, bpe="qwen2", post_save="dots_ocr_tower", mmproj=MMPROJ_TYPES,
+    ),
     Fixture(
         name="Step3-VL-Tiny-10B", seed=7162, arch="qwen3", dtype="bfloat16", kv_heads=2,
         head_dim=16, bpe="qwen2", post_save="step_vl",
@@ -4942,6 +4947,54 @@ def as_internvl_chat(folder: Path) -> None:
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
 
+def as_dots_ocr_tower(folder: Path) -> None:
+    """A Qwen 2 folder as dots.ocr publishes it (remote code): its text settings at the top
+    level beside the vision config, a tower of random weights in the published names (a
+    patchifier with its RMS norm, blocks of fused q/k/v and a SwiGLU MLP `fc1`/`fc3`/`fc2`,
+    a post-trunk norm, a merger over 2×2 patches) and the image processor's config."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    e, ff, blocks, p = 32, 64, 4, 14
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    h = config["hidden_size"]
+    config.update(architectures=["DotsOCRForCausalLM"], model_type="dots_ocr", vision_config=dict(
+        embed_dim=e, hidden_size=e, intermediate_size=ff, num_hidden_layers=blocks,
+        num_attention_heads=2, num_channels=3, patch_size=p, post_norm=True, rms_norm_eps=1e-5,
+        spatial_merge_size=2, temporal_patch_size=1, use_bias=False, model_type="dots_vit"))
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    shapes = {"vision_tower.patch_embed.patchifier.proj.weight": [e, 3, p, p],
+              "vision_tower.patch_embed.patchifier.proj.bias": [e],
+              "vision_tower.patch_embed.patchifier.norm.weight": [e],
+              "vision_tower.post_trunk_norm.weight": [e],
+              "vision_tower.merger.ln_q.weight": [e], "vision_tower.merger.ln_q.bias": [e],
+              "vision_tower.merger.mlp.0.weight": [4 * e, 4 * e],
+              "vision_tower.merger.mlp.0.bias": [4 * e],
+              "vision_tower.merger.mlp.2.weight": [h, 4 * e], "vision_tower.merger.mlp.2.bias": [h]}
+    for i in range(blocks):
+        b = f"vision_tower.blocks.{i}"
+        shapes.update({f"{b}.attn.qkv.weight": [3 * e, e], f"{b}.attn.proj.weight": [e, e],
+                       f"{b}.norm1.weight": [e], f"{b}.norm2.weight": [e],
+                       f"{b}.mlp.fc1.weight": [ff, e], f"{b}.mlp.fc3.weight": [ff, e],
+                       f"{b}.mlp.fc2.weight": [e, ff]})
+    weights = folder / "model.safetensors"
+    tensors = load_file(str(weights))
+    dtype = next(iter(tensors.values())).dtype
+    gen = torch.Generator().manual_seed(7221)
+    for name, shape in shapes.items():
+        noise = torch.randn(shape, generator=gen)
+        tensors[name] = (1.0 + 0.1 * noise if "norm" in name or "ln_q" in name
+                         else 0.02 * noise).to(dtype)
+    save_file(tensors, str(weights), metadata={"format": "pt"})
+    pre = dict(image_processor_type="Qwen2VLImageProcessor", min_pixels=3136,
+               max_pixels=11289600, patch_size=p, temporal_patch_size=1, merge_size=2,
+               image_mean=[0.48145466, 0.4578275, 0.40821073],
+               image_std=[0.26862954, 0.26130258, 0.27577711])
+    (folder / "preprocessor_config.json").write_text(json.dumps(pre, indent=2) + "\n",
+                                                     encoding="utf-8")
+
+
 def as_ultravox(folder: Path) -> None:
     """Qwen2-Audio's Whisper encoder as Ultravox publishes its projector (remote code,
     `UltravoxModel`): the audio tower, a SwiGLU projector over frames stacked eight at a time
@@ -5011,6 +5064,7 @@ POST_SAVE = {
     "kimi-linear-hub": as_kimi_linear_hub,
     "kimi-k25-hub": as_kimi_k25_hub,
     "kimi-vl": as_kimi_vl,
+    "dots_ocr_tower": as_dots_ocr_tower,
     "internvl-chat": as_internvl_chat,
     "batch-norm-stats": with_batch_norm_stats,
     "sarashina2-vision-tower": as_sarashina2_vision_tower,

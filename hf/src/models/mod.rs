@@ -24,6 +24,7 @@ mod deci;
 mod deepseek;
 mod dots1;
 mod dots3;
+mod dotsocr;
 mod dream;
 mod ernie;
 mod exaone;
@@ -740,6 +741,7 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ("Sarashina2VisionForCausalLM", &qwenvl::Sarashina2Vision),
     ("InternVisionModel", &internvl::InternVision),
     ("CogVLMForCausalLM", &cogvlm::CogVlmVision),
+    ("DotsOCRForCausalLM", &dotsocr::DotsOcrVision),
     (
         "GraniteSpeechForConditionalGeneration",
         &granite::GraniteSpeech,
