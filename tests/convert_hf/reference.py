@@ -719,6 +719,24 @@ FIXTURES += [
                           image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5]),
         mmproj=MMPROJ_TYPES,
     ),
+    # GLM-5.2-Vision's projector (no published example): Kimi K2.5's MoonViT and projector,
+    # the projector's layers named `mm_projector.linear_1`/`linear_2` (no text class: the
+    # reference converts its projector alone)
+    Fixture(
+        name="GLM-5.2-Vision-Tiny", seed=7222, dtype="bfloat16", tf5="saved", bpe="deepseek-llm",
+        architectures="Glm5vForConditionalGeneration", post_save="glm5v",
+        extra=dict(config_class="Kimi_K25Config", num_key_value_heads=4, kv_lora_rank=32,
+                   q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16,
+                   head_dim=8, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
+                   moe_intermediate_size=32, first_k_dense_replace=1, n_group=2, topk_group=1,
+                   vision=dict(hidden_size=64, intermediate_size=64, num_hidden_layers=3,
+                               num_attention_heads=16),
+                   towers=dict(projection_hidden_size=32)),
+        preprocessor=dict(media_proc_cfg=dict(in_patch_limit=4096, patch_size=14,
+                                              merge_kernel_size=2, image_mean=[0.5, 0.5, 0.5],
+                                              image_std=[0.5, 0.5, 0.5])),
+        mmproj=MMPROJ_TYPES,
+    ),
     Fixture(
         name="Kimi-K2.6-Tiny-hub", seed=7211, dtype="bfloat16", tf5="saved", bpe="deepseek-llm",
         architectures="KimiK25ForConditionalGeneration", post_save="kimi-k25-hub",
@@ -4801,6 +4819,18 @@ def as_kimi_k25_hub(folder: Path) -> None:
     kimi_published_tensors(folder, KIMI_K25_PUBLISHED)
 
 
+def as_glm5v(folder: Path) -> None:
+    """Kimi K2.6's published form with the projector's layers as GLM-5.2-Vision names them
+    (`mm_projector.linear_1`, `mm_projector.linear_2`) and its own class."""
+    as_kimi_k25_hub(folder)
+    path = folder / "config.json"
+    config = json.loads(path.read_text(encoding="utf-8"))
+    config["model_type"] = "glm5v"
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    kimi_published_tensors(folder, {"mm_projector.proj.0.": "mm_projector.linear_1.",
+                                    "mm_projector.proj.2.": "mm_projector.linear_2."})
+
+
 def as_kimi_vl(folder: Path) -> None:
     """Kimi K2.6's parts as Kimi-VL publishes them (remote code, `KimiVLForConditionalGeneration`):
     the text half as K2.6's, the projector `multi_modal_projector.` (`pre_norm`, `linear_1`,
@@ -5064,6 +5094,7 @@ POST_SAVE = {
     "kimi-linear-hub": as_kimi_linear_hub,
     "kimi-k25-hub": as_kimi_k25_hub,
     "kimi-vl": as_kimi_vl,
+    "glm5v": as_glm5v,
     "dots_ocr_tower": as_dots_ocr_tower,
     "internvl-chat": as_internvl_chat,
     "batch-norm-stats": with_batch_norm_stats,

@@ -240,3 +240,21 @@ impl TextModel for KimiK25 {
         super::deepseek::KimiMultimodal.published_name(name)
     }
 }
+
+/// `Glm5vModel(KimiK25Model)`: GLM-5.2-Vision's projector, Kimi K2.5's with the projector's
+/// layers named `mm_projector.linear_1`/`linear_2`.
+pub(crate) struct Glm5v;
+
+impl TextModel for Glm5v {
+    fn parent(&self) -> Option<&'static dyn TextModel> {
+        Some(&KimiK25)
+    }
+
+    fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
+        let name = match name.strip_prefix("mm_projector.linear_") {
+            Some(rest) => format!("mm_projector.proj.linear_{rest}"),
+            None => name.to_owned(),
+        };
+        KimiK25.modify_tensors(cx, &name, shape)
+    }
+}

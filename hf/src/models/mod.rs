@@ -752,6 +752,7 @@ pub(crate) const MMPROJ_CLASSES: &[(&str, &dyn TextModel)] = &[
     ),
     ("KimiVLForConditionalGeneration", &kimivl::KimiVl),
     ("KimiK25ForConditionalGeneration", &kimivl::KimiK25),
+    ("Glm5vForConditionalGeneration", &kimivl::Glm5v),
     ("Qwen3VLForConditionalGeneration", &qwen3vl::Qwen3VlVision),
     (
         "Qwen3VLMoeForConditionalGeneration",
