@@ -1029,3 +1029,63 @@ fn a_tensor_stored_under_its_published_name_and_transformers_5s_is_refused() {
         "{e}"
     );
 }
+
+/// A tiny Kimi K2.5 folder for `--mmproj`: a tower of `heads` heads whose fused q/k/v has
+/// `qkv_rows` rows, and its processor's config.
+fn kimi_k25_checkpoint(dir: &Path, heads: u64, qkv_rows: u64) {
+    let config = format!(
+        r#"{{"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
+        "text_config": {{"hidden_size": 16}},
+        "vision_config": {{"hidden_size": 8, "intermediate_size": 16, "num_hidden_layers": 3,
+        "num_attention_heads": {heads}, "patch_size": 14}}}}"#
+    );
+    std::fs::write(dir.join("config.json"), config).unwrap();
+    let pre = r#"{"image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]}"#;
+    std::fs::write(dir.join("preprocessor_config.json"), pre).unwrap();
+    let tensors = [(
+        "vision_tower.encoder.blocks.0.wqkv.weight",
+        "F32",
+        vec![qkv_rows, 8],
+    )];
+    std::fs::write(dir.join("model.safetensors"), safetensors(&tensors)).unwrap();
+}
+
+#[test]
+fn a_kimi_tower_whose_heads_cannot_hold_its_rotated_pairs_is_refused_naming_the_tensor() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2 heads of 4 rows each: whole 2×2 pairs, converted
+    kimi_k25_checkpoint(dir.path(), 2, 24);
+    let out = dir.path().join("out.gguf");
+    let options = Options {
+        mmproj: true,
+        ..options(&out)
+    };
+    convert(dir.path(), &options).expect("a tower of whole pairs converts");
+    std::fs::remove_file(&out).unwrap();
+    // 4 heads of 2 rows: no pairs of pairs to reorder
+    kimi_k25_checkpoint(dir.path(), 4, 24);
+    let e = mmproj_refused(dir.path());
+    assert!(
+        e.contains("vision_tower.encoder.blocks.0.wqkv.weight") && e.contains("4 heads"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_dots_ocr_projector_without_its_pixel_bounds_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = r#"{"architectures": ["DotsOCRForCausalLM"], "model_type": "dots_ocr",
+        "hidden_size": 16, "vision_config": {"hidden_size": 8, "intermediate_size": 16,
+        "num_hidden_layers": 1, "num_attention_heads": 2, "patch_size": 14,
+        "rms_norm_eps": 1e-5, "spatial_merge_size": 2}}"#;
+    std::fs::write(dir.path().join("config.json"), config).unwrap();
+    let pre = r#"{"image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]}"#;
+    std::fs::write(dir.path().join("preprocessor_config.json"), pre).unwrap();
+    let tensors = [("vision_tower.blocks.0.norm1.weight", "F32", vec![8])];
+    std::fs::write(dir.path().join("model.safetensors"), safetensors(&tensors)).unwrap();
+    let e = mmproj_refused(dir.path());
+    assert!(
+        e.contains("preprocessor_config.json") && e.contains("min_pixels"),
+        "{e}"
+    );
+}
