@@ -78,6 +78,17 @@ DEEPSEEK_OCR_TEXT = dict(
     qk_rope_head_dim=0, v_head_dim=0, use_mla=False, rm_head=False, lm_head=True)
 
 
+# A tiny Kimi K2.5 (transformers 5's Kimi_K25Config): its DeepSeek V3 text config; the
+# tower's (`vision`) and the projector's width are each fixture's
+KIMI_K25_TEXT = dict(
+    config_class="Kimi_K25Config", num_key_value_heads=4, kv_lora_rank=32, q_lora_rank=48,
+    qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16, head_dim=8, n_routed_experts=4,
+    n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=32, first_k_dense_replace=1,
+    n_group=2, topk_group=1)
+# its processor's config as published (the processor's fields under media_proc_cfg)
+KIMI_K25_PREPROCESSOR = dict(media_proc_cfg=dict(
+    in_patch_limit=4096, patch_size=14, merge_kernel_size=2, image_mean=[0.5, 0.5, 0.5],
+    image_std=[0.5, 0.5, 0.5]))
 # Kimi K2.5's tensors transformers 5 saves under names other than the published ones (its
 # text layers as `blocks`, the projector's norm and the patch embedding moved), renamed back
 # (by prefix) for the reference's runs
@@ -689,17 +700,11 @@ FIXTURES += [
     Fixture(
         name="Kimi-K2.6-Tiny", seed=7211, dtype="bfloat16", tf5="saved", bpe="deepseek-llm",
         architectures="KimiK25ForConditionalGeneration",
-        extra=dict(config_class="Kimi_K25Config", num_key_value_heads=4, kv_lora_rank=32,
-                   q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16,
-                   head_dim=8, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
-                   moe_intermediate_size=32, first_k_dense_replace=1, n_group=2, topk_group=1,
+        extra=dict(KIMI_K25_TEXT, towers=dict(projection_hidden_size=32),
                    vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3,
-                               num_attention_heads=2),
-                   towers=dict(projection_hidden_size=32)),
+                               num_attention_heads=2)),
         reference_renamed=KIMI_K25_PUBLISHED,
-        preprocessor=dict(media_proc_cfg=dict(in_patch_limit=4096, patch_size=14,
-                                              merge_kernel_size=2, image_mean=[0.5, 0.5, 0.5],
-                                              image_std=[0.5, 0.5, 0.5])),
+        preprocessor=KIMI_K25_PREPROCESSOR,
         mmproj=MMPROJ_TYPES,
     ),
     # Kimi-VL (remote code): the same DeepSeek V3 text half and MoonViT tower as Kimi-VL
@@ -707,13 +712,9 @@ FIXTURES += [
     Fixture(
         name="Kimi-VL-Tiny-A3B-Instruct", seed=7212, dtype="bfloat16", tf5="saved",
         bpe="deepseek-llm", architectures="KimiVLForConditionalGeneration", post_save="kimi-vl",
-        extra=dict(config_class="Kimi_K25Config", num_key_value_heads=4, kv_lora_rank=32,
-                   q_lora_rank=None, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16,
-                   head_dim=8, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
-                   moe_intermediate_size=32, first_k_dense_replace=1, n_group=2, topk_group=1,
+        extra=dict(KIMI_K25_TEXT, q_lora_rank=None, towers=dict(projection_hidden_size=32),
                    vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3,
-                               num_attention_heads=2, pos_emb_height=8, pos_emb_width=8),
-                   towers=dict(projection_hidden_size=32)),
+                               num_attention_heads=2, pos_emb_height=8, pos_emb_width=8)),
         preprocessor=dict(image_processor_type="KimiVLImageProcessor", patch_size=14,
                           in_token_limit=4096, merge_kernel_size=[2, 2],
                           image_mean=[0.5, 0.5, 0.5], image_std=[0.5, 0.5, 0.5]),
@@ -725,31 +726,19 @@ FIXTURES += [
     Fixture(
         name="GLM-5.2-Vision-Tiny", seed=7222, dtype="bfloat16", tf5="saved", bpe="deepseek-llm",
         architectures="Glm5vForConditionalGeneration", post_save="glm5v",
-        extra=dict(config_class="Kimi_K25Config", num_key_value_heads=4, kv_lora_rank=32,
-                   q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16,
-                   head_dim=8, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
-                   moe_intermediate_size=32, first_k_dense_replace=1, n_group=2, topk_group=1,
+        extra=dict(KIMI_K25_TEXT, towers=dict(projection_hidden_size=32),
                    vision=dict(hidden_size=64, intermediate_size=64, num_hidden_layers=3,
-                               num_attention_heads=16),
-                   towers=dict(projection_hidden_size=32)),
-        preprocessor=dict(media_proc_cfg=dict(in_patch_limit=4096, patch_size=14,
-                                              merge_kernel_size=2, image_mean=[0.5, 0.5, 0.5],
-                                              image_std=[0.5, 0.5, 0.5])),
+                               num_attention_heads=16)),
+        preprocessor=KIMI_K25_PREPROCESSOR,
         mmproj=MMPROJ_TYPES,
     ),
     Fixture(
         name="Kimi-K2.6-Tiny-hub", seed=7211, dtype="bfloat16", tf5="saved", bpe="deepseek-llm",
         architectures="KimiK25ForConditionalGeneration", post_save="kimi-k25-hub",
-        extra=dict(config_class="Kimi_K25Config", num_key_value_heads=4, kv_lora_rank=32,
-                   q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16,
-                   head_dim=8, n_routed_experts=4, n_shared_experts=1, num_experts_per_tok=2,
-                   moe_intermediate_size=32, first_k_dense_replace=1, n_group=2, topk_group=1,
+        extra=dict(KIMI_K25_TEXT, towers=dict(projection_hidden_size=32),
                    vision=dict(hidden_size=64, intermediate_size=64, num_hidden_layers=3,
-                               num_attention_heads=16),
-                   towers=dict(projection_hidden_size=32)),
-        preprocessor=dict(media_proc_cfg=dict(in_patch_limit=4096, patch_size=14,
-                                              merge_kernel_size=2, image_mean=[0.5, 0.5, 0.5],
-                                              image_std=[0.5, 0.5, 0.5])),
+                               num_attention_heads=16)),
+        preprocessor=KIMI_K25_PREPROCESSOR,
         mmproj=MMPROJ_TYPES,
     ),
     # JetBrains' Mellum 2 (transformers 5 only): q/k norms, experts in every layer, sliding

@@ -1508,6 +1508,31 @@ pub(crate) fn head_dim(hp: &Hparams) -> Result<u64> {
 /// What `modify_tensors` yields for one tensor: each name with its change.
 pub(crate) type Yields = Result<Vec<(String, Rearrange)>>;
 
+/// A fused tensor's rows cut into equal parts, part `i` yielded as `names[i]` (a fused q/k/v,
+/// a fused k/v); rows that do not divide evenly are refused as the reference's assertion
+/// refuses them.
+pub(crate) fn equal_parts(name: &str, shape: &[u64], names: &[String]) -> Yields {
+    let rows = shape.first().copied().unwrap_or(0);
+    let n = names.len() as u64;
+    if n == 0 || rows % n != 0 {
+        return Err(Error::reference(format!(
+            "AssertionError: {name}: {rows} rows are not {n} equal parts"
+        )));
+    }
+    let c = rows / n;
+    Ok(names
+        .iter()
+        .zip(0..)
+        .map(|(part, i)| {
+            let change = Rearrange {
+                rows: Some((i * c, (i + 1) * c)),
+                ..Rearrange::default()
+            };
+            (part.clone(), change)
+        })
+        .collect())
+}
+
 /// `modify_tensors` yielding the tensor once, under its own name, with `change`.
 pub(crate) fn yield_as(name: &str, change: Rearrange) -> Yields {
     Ok(vec![(name.to_owned(), change)])

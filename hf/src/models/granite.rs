@@ -640,18 +640,8 @@ impl TextModel for GraniteSpeech {
     /// one's axis of 1 dropped.
     fn modify_tensors(&self, _cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
         if name.contains(".attn.to_kv.weight") {
-            let half = shape.first().copied().unwrap_or(0) / 2;
-            return Ok(["to_k", "to_v"]
-                .iter()
-                .zip(0..)
-                .map(|(part, i)| {
-                    let change = Rearrange {
-                        rows: Some((i * half, (i + 1) * half)),
-                        ..Rearrange::default()
-                    };
-                    (name.replace("to_kv", part), change)
-                })
-                .collect());
+            let parts = ["to_k", "to_v"].map(|p| name.replace("to_kv", p));
+            return base::equal_parts(name, shape, &parts);
         }
         let mut change = Rearrange::default();
         let pointwise = name.contains("up_conv") || name.contains("down_conv");

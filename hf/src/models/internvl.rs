@@ -5,7 +5,6 @@ use super::mmproj;
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
-use ggufrw::quant::GgmlType;
 use serde_json::Value;
 
 /// `InternVisionModel`: InternVL's projector (InternViT with layer scales, q/k/v stored fused,
@@ -112,6 +111,7 @@ impl TextModel for InternVision {
         Ok(())
     }
 
+    /// Qwen2-VL's: the position table F32.
     fn tensor_force_quant(
         &self,
         cx: &Ctx,
@@ -120,10 +120,7 @@ impl TextModel for InternVision {
         bid: Option<u64>,
         n_dims: usize,
     ) -> Option<Force> {
-        if new_name.contains(".position_embd.") {
-            return Some(Force::Type(GgmlType::F32));
-        }
-        mmproj::VISION.tensor_force_quant(cx, name, new_name, bid, n_dims)
+        super::qwenvl::Qwen2VlVision.tensor_force_quant(cx, name, new_name, bid, n_dims)
     }
 
     /// The tower (`vision_model.`, read as `vision_tower.vision_model.`) and `mlp1` alone;
@@ -157,26 +154,8 @@ impl TextModel for InternVision {
         if !name.contains(".qkv.") {
             return base::yield_as(name, Rearrange::default());
         }
-        let c3 = shape.first().copied().unwrap_or(0);
-        if c3 % 3 != 0 {
-            return Err(Error::reference(format!(
-                "AssertionError: {name}: {c3} rows are not q, k and v alike"
-            )));
-        }
-        let c = c3 / 3;
-        Ok(["q_proj", "k_proj", "v_proj"]
-            .iter()
-            .zip(0..)
-            .map(|(part, i)| {
-                let change = Rearrange {
-                    rows: Some((i * c, (i + 1) * c)),
-                    ..Rearrange::default()
-                };
-                (
-                    name.replace("attn.qkv", &format!("self_attn.{part}")),
-                    change,
-                )
-            })
-            .collect())
+        let parts = ["q_proj", "k_proj", "v_proj"]
+            .map(|p| name.replace("attn.qkv", &format!("self_attn.{p}")));
+        base::equal_parts(name, shape, &parts)
     }
 }

@@ -7,29 +7,6 @@ use crate::error::{Error, Result};
 use crate::kv::Kv;
 use serde_json::Value;
 
-/// The tower's fused `wqkv` (weight or bias) cut into `wq`, `wk` and `wv`
-/// (`chunk(3)`), which must be three equal parts.
-fn split_wqkv(name: &str, shape: &[u64]) -> Yields {
-    let rows = shape.first().copied().unwrap_or(0);
-    if rows % 3 != 0 {
-        return Err(Error::reference(format!(
-            "{name}: {rows} rows are not q, k and v alike"
-        )));
-    }
-    let c = rows / 3;
-    Ok(["wq", "wk", "wv"]
-        .iter()
-        .zip(0..)
-        .map(|(part, i)| {
-            let change = Rearrange {
-                rows: Some((i * c, (i + 1) * c)),
-                ..Rearrange::default()
-            };
-            (name.replace("wqkv", part), change)
-        })
-        .collect())
-}
-
 /// Whether a checkpoint tensor is the tower's or its projector's (`projector` names the
 /// projector's module).
 fn is_vision(name: &str, projector: &str) -> bool {
@@ -72,7 +49,8 @@ impl TextModel for KimiVl {
     /// The position table `[h, w, c]` as `[h · w, c]`; `wqkv` cut into three.
     fn modify_tensors(&self, _cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
         if name.contains("wqkv") {
-            return split_wqkv(name, shape);
+            let parts = ["wq", "wk", "wv"].map(|p| name.replace("wqkv", p));
+            return base::equal_parts(name, shape, &parts);
         }
         let mut change = Rearrange::default();
         if name.contains("pos_emb.weight") {

@@ -110,24 +110,8 @@ impl TextModel for Qwen2VlVision {
 
     fn modify_tensors(&self, _cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
         if name.contains(".qkv.") {
-            let c3 = shape.first().copied().unwrap_or(0);
-            if c3 % 3 != 0 {
-                return Err(Error::reference(format!(
-                    "AssertionError: {name}: {c3} rows are not q, k and v alike"
-                )));
-            }
-            let c = c3 / 3;
-            return Ok(["q", "k", "v"]
-                .iter()
-                .zip(0..)
-                .map(|(part, i)| {
-                    let change = Rearrange {
-                        rows: Some((i * c, (i + 1) * c)),
-                        ..Rearrange::default()
-                    };
-                    (name.replace("qkv", part), change)
-                })
-                .collect());
+            let parts = ["q", "k", "v"].map(|p| name.replace("qkv", p));
+            return base::equal_parts(name, shape, &parts);
         }
         if name.contains("patch_embed.proj.weight") {
             return mmproj::conv3d_halves(
