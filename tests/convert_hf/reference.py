@@ -99,6 +99,20 @@ KIMI_K25_PUBLISHED = {
 }
 
 
+def kimi_k25_fixture(name: str, seed: int, vision: dict, **more) -> "Fixture":
+    """A tiny Kimi K2.5 as transformers 5 saves it (KIMI_K25_TEXT, a projector of width 32),
+    its tower `vision`; `more` the rest of the fixture."""
+    return Fixture(name=name, seed=seed, dtype="bfloat16", tf5="saved", bpe="deepseek-llm",
+                   extra=dict(KIMI_K25_TEXT, towers=dict(projection_hidden_size=32),
+                              vision=vision), **more)
+
+
+def renamed_by_prefix(name: str, renamed: dict) -> str:
+    """`name` with the first of `renamed`'s prefixes it starts with replaced by its value."""
+    old = next((p for p in renamed if name.startswith(p)), None)
+    return name if old is None else renamed[old] + name[len(old):]
+
+
 # A tiny Kimi Linear (transformers 5's KimiLinearConfig): delta attention on layers 1, 2
 # and 4, latent attention on layer 3, experts past a dense first layer
 KIMI_LINEAR_TINY = dict(
@@ -697,12 +711,10 @@ FIXTURES += [
     # V3 as the text half beside a MoonViT tower and its projector; GPT-2's BPE from
     # tokenizer.json (transformers 5 converts Kimi's tiktoken.model to one). Three tower
     # blocks: the projector's `linear_2` is mapped as a block's (none past the tower's count)
-    Fixture(
-        name="Kimi-K2.6-Tiny", seed=7211, dtype="bfloat16", tf5="saved", bpe="deepseek-llm",
+    kimi_k25_fixture(
+        "Kimi-K2.6-Tiny", 7211,
+        dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2),
         architectures="KimiK25ForConditionalGeneration",
-        extra=dict(KIMI_K25_TEXT, towers=dict(projection_hidden_size=32),
-                   vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3,
-                               num_attention_heads=2)),
         reference_renamed=KIMI_K25_PUBLISHED,
         preprocessor=KIMI_K25_PREPROCESSOR,
         mmproj=MMPROJ_TYPES,
@@ -723,21 +735,17 @@ FIXTURES += [
     # GLM-5.2-Vision's projector (no published example): Kimi K2.5's MoonViT and projector,
     # the projector's layers named `mm_projector.linear_1`/`linear_2` (no text class: the
     # reference converts its projector alone)
-    Fixture(
-        name="GLM-5.2-Vision-Tiny", seed=7222, dtype="bfloat16", tf5="saved", bpe="deepseek-llm",
+    kimi_k25_fixture(
+        "GLM-5.2-Vision-Tiny", 7222,
+        dict(hidden_size=64, intermediate_size=64, num_hidden_layers=3, num_attention_heads=16),
         architectures="Glm5vForConditionalGeneration", post_save="glm5v",
-        extra=dict(KIMI_K25_TEXT, towers=dict(projection_hidden_size=32),
-                   vision=dict(hidden_size=64, intermediate_size=64, num_hidden_layers=3,
-                               num_attention_heads=16)),
         preprocessor=KIMI_K25_PREPROCESSOR,
         mmproj=MMPROJ_TYPES,
     ),
-    Fixture(
-        name="Kimi-K2.6-Tiny-hub", seed=7211, dtype="bfloat16", tf5="saved", bpe="deepseek-llm",
+    kimi_k25_fixture(
+        "Kimi-K2.6-Tiny-hub", 7211,
+        dict(hidden_size=64, intermediate_size=64, num_hidden_layers=3, num_attention_heads=16),
         architectures="KimiK25ForConditionalGeneration", post_save="kimi-k25-hub",
-        extra=dict(KIMI_K25_TEXT, towers=dict(projection_hidden_size=32),
-                   vision=dict(hidden_size=64, intermediate_size=64, num_hidden_layers=3,
-                               num_attention_heads=16)),
         preprocessor=KIMI_K25_PREPROCESSOR,
         mmproj=MMPROJ_TYPES,
     ),
@@ -4784,8 +4792,7 @@ def kimi_published_tensors(folder: Path, renamed: dict) -> None:
     weights = folder / "model.safetensors"
     tensors = {}
     for name, t in load_file(str(weights)).items():
-        old = next((p for p in renamed if name.startswith(p)), None)
-        name = name if old is None else renamed[old] + name[len(old):]
+        name = renamed_by_prefix(name, renamed)
         tensors[name.replace(".self_wqkv.", ".self_attn.q_proj.")] = t
     save_file(tensors, str(weights), metadata={"format": "pt"})
 
@@ -5420,11 +5427,7 @@ def with_reference_tensors(fixture: Path, renamed: dict):
 
     path = fixture / "model.safetensors"
     saved = path.read_bytes()
-    def published(name: str) -> str:
-        old = next((p for p in renamed if name.startswith(p)), None)
-        return name if old is None else renamed[old] + name[len(old):]
-
-    tensors = {published(k): v for k, v in load_file(str(path)).items()}
+    tensors = {renamed_by_prefix(k, renamed): v for k, v in load_file(str(path)).items()}
     save_file(tensors, str(path), metadata={"format": "pt"})
     try:
         yield

@@ -2,6 +2,7 @@
 
 use super::base::{self, Ctx, Experts, Rearrange, TextModel, Yields};
 use super::deepseek;
+use super::kimi_linear;
 use crate::config::Hparams;
 use crate::error::{Error, Result};
 use crate::kv::Kv;
@@ -136,11 +137,9 @@ impl TextModel for BailingMoeV3 {
     fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
         let hp = cx.hp();
         let bid = base::block_of(name);
-        let convs = [".q_conv1d.weight", ".k_conv1d.weight", ".v_conv1d.weight"];
-        if convs.iter().any(|c| name.ends_with(c)) && matches!(shape.len(), 2 | 3) {
-            let (inner, conv) = (shape[0], shape[shape.len() - 1]);
+        if let Some(reshape) = kimi_linear::short_conv_shape(name, shape) {
             let change = Rearrange {
-                reshape: Some(([1, inner, 1, conv], 4)),
+                reshape: Some(reshape),
                 ..Rearrange::default()
             };
             return base::yield_as(name, change);
@@ -154,8 +153,8 @@ impl TextModel for BailingMoeV3 {
             };
             return base::yield_as(name, change);
         }
-        if let Some(stem) = name.strip_suffix(".dt_bias") {
-            return base::yield_as(&format!("{stem}.dt_proj.bias"), Rearrange::default());
+        if let Some(step) = kimi_linear::dt_bias_name(name) {
+            return base::yield_as(&step, Rearrange::default());
         }
         if let Some(bid) = bid {
             if name.ends_with(".attention.f_proj.weight") {

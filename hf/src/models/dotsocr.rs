@@ -26,20 +26,7 @@ impl TextModel for DotsOcrVision {
         mmproj::VISION.set_gguf_parameters(cx, kv)?;
         let hp = cx.hp();
         kv.string("clip.projector_type", "dots_ocr");
-        let pre = mmproj::preprocessor_config(cx)?;
-        for (key, name) in [
-            ("min_pixels", "clip.vision.image_min_pixels"),
-            ("max_pixels", "clip.vision.image_max_pixels"),
-        ] {
-            let v = pre.get(key).ok_or_else(|| {
-                Error::field(
-                    &cx.dir.file("preprocessor_config.json"),
-                    key,
-                    "missing (KeyError)",
-                )
-            })?;
-            kv.u32(name, base::u32_of(hp, key, v)?);
-        }
+        mmproj::pixel_bounds(cx, kv, false)?;
         let eps = hp
             .opt_float(&["rms_norm_eps"])?
             .ok_or_else(|| Error::field(&hp.path, "vision_config.rms_norm_eps", "missing"))?;

@@ -53,7 +53,7 @@ fn full_attn_layers(hp: &Hparams) -> Result<Vec<i64>> {
 /// `tf5_key` in its form).
 fn linear_attn_int(hp: &Hparams, key: &str, tf5_key: &str) -> Result<Option<u32>> {
     if transformers5(hp) {
-        return opt_u32(hp, tf5_key);
+        return opt32(hp, &[tf5_key]);
     }
     let value = hp
         .map
@@ -90,21 +90,31 @@ fn leading_dense(hp: &Hparams) -> Result<u32> {
     Ok(dense as u32)
 }
 
-/// `find_hparam(keys)` where a key is present: its value, which must be a count (a null is
-/// refused: the reference would write None).
-fn first_int(hp: &Hparams, keys: &[&str]) -> Result<Option<u32>> {
-    match keys.iter().find(|k| hp.map.contains_key(**k)) {
-        None => Ok(None),
-        Some(k) => base::int32(hp, &[k]).map(Some),
+/// Kimi's delta attention's short convolutions (`[channels, kernel]`, or `[channels, 1,
+/// kernel]` as stored) written as `[1, channels, 1, kernel]`, where `name` is one (Kimi Linear's
+/// and Ling 3's).
+pub(crate) fn short_conv_shape(name: &str, shape: &[u64]) -> Option<([u64; 4], usize)> {
+    let convs = [".q_conv1d.weight", ".k_conv1d.weight", ".v_conv1d.weight"];
+    if !convs.iter().any(|c| name.ends_with(c)) {
+        return None;
+    }
+    match shape {
+        [inner, conv] | [inner, _, conv] => Some(([1, *inner, 1, *conv], 4)),
+        _ => None,
     }
 }
 
-/// `hparams.get(key)`, skipped where absent or null.
-fn opt_u32(hp: &Hparams, key: &str) -> Result<Option<u32>> {
-    match hp.map.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => base::u32_of(hp, key, v).map(Some),
-    }
+/// The delta attention's `dt_bias` under the step's bias's name (`dt_proj.bias`).
+pub(crate) fn dt_bias_name(name: &str) -> Option<String> {
+    name.strip_suffix(".dt_bias")
+        .map(|stem| format!("{stem}.dt_proj.bias"))
+}
+
+/// The first of `keys` present and not null, as a 32-bit count.
+fn opt32(hp: &Hparams, keys: &[&str]) -> Result<Option<u32>> {
+    hp.opt_int(keys)?
+        .map(|n| base::count32(hp, keys[0], n))
+        .transpose()
 }
 
 impl TextModel for KimiLinear {
@@ -131,28 +141,27 @@ impl TextModel for KimiLinear {
         if let Some(width) = linear_attn_int(&hp, "head_dim", "linear_head_dim")? {
             kv.u32(&k("kda.head_dim"), width);
         }
-        if let Some(Some(q)) = ["q_lora_rank", "n_lora_q"]
-            .iter()
-            .find(|key| hp.map.contains_key(**key))
-            .map(|key| opt_u32(&hp, key))
-            .transpose()?
-        {
+        if let Some(q) = opt32(&hp, &["q_lora_rank", "n_lora_q"])? {
             kv.u32(&k("attention.q_lora_rank"), q);
         }
-        let lora = first_int(&hp, &["kv_lora_rank", "n_lora_kv"])?
-            .ok_or_else(|| Error::field(&hp.path, "kv_lora_rank", "missing"))?;
+        let required = |keys: &[&str]| {
+            opt32(&hp, keys)?.ok_or_else(|| Error::field(&hp.path, keys[0], "missing"))
+        };
+        let lora = required(&["kv_lora_rank", "n_lora_kv"])?;
         kv.u32(&k("attention.kv_lora_rank"), lora);
-        let rope = first_int(&hp, &["qk_rope_head_dim", "n_rot"])?
-            .ok_or_else(|| Error::field(&hp.path, "qk_rope_head_dim", "missing"))?;
+        let rope = required(&["qk_rope_head_dim", "n_rot"])?;
         kv.u32(&k("rope.dimension_count"), rope);
         kv.u32(&k("attention.key_length"), lora + rope);
-        let nope = opt_u32(&hp, "qk_nope_head_dim")?;
-        if let Some(width) = opt_u32(&hp, "n_embd_head_k_mla")? {
+        if let Some(width) = opt32(&hp, &["n_embd_head_k_mla"])? {
             kv.u32(&k("attention.key_length_mla"), width);
-        } else if let Some(nope) = nope {
+        } else if let Some(nope) = opt32(&hp, &["qk_nope_head_dim"])? {
             kv.u32(&k("attention.key_length_mla"), nope + rope);
         }
-        if let Some(width) = opt_u32(&hp, "n_embd_head_v_mla")?.or(opt_u32(&hp, "v_head_dim")?) {
+        let v = match opt32(&hp, &["n_embd_head_v_mla"])? {
+            Some(v) => Some(v),
+            None => opt32(&hp, &["v_head_dim"])?,
+        };
+        if let Some(width) = v {
             kv.u32(&k("attention.value_length_mla"), width);
         }
         for (key, name) in [
@@ -185,24 +194,18 @@ impl TextModel for KimiLinear {
     /// The short convolutions as `[1, channels, 1, kernel]`, `A_log` as `-exp(A_log)`,
     /// `dt_bias` as the step's bias, `kv_b_proj` cut per head.
     fn modify_tensors(&self, cx: &Ctx, name: &str, shape: &[u64]) -> Yields {
-        let convs = [".q_conv1d.weight", ".k_conv1d.weight", ".v_conv1d.weight"];
-        let mut change = Rearrange::default();
-        if convs.iter().any(|c| name.ends_with(c)) {
-            match shape {
-                [inner, conv] | [inner, _, conv] => {
-                    change.reshape = Some(([1, *inner, 1, *conv], 4));
-                }
-                _ => {}
-            }
-        }
-        change.neg_exp = name.ends_with(".A_log");
-        if let Some(stem) = name.strip_suffix(".dt_bias") {
-            return base::yield_as(&format!("{stem}.dt_proj.bias"), change);
+        let change = Rearrange {
+            reshape: short_conv_shape(name, shape),
+            neg_exp: name.ends_with(".A_log"),
+            ..Rearrange::default()
+        };
+        if let Some(step) = dt_bias_name(name) {
+            return base::yield_as(&step, change);
         }
         if name.ends_with("kv_b_proj.weight") {
             let hp = cx.hp();
             let heads = hp.int(&["num_key_value_heads"])?;
-            let v = first_int(hp, &["n_embd_head_v_mla", "v_head_dim"])?
+            let v = opt32(hp, &["n_embd_head_v_mla", "v_head_dim"])?
                 .ok_or_else(|| Error::field(&hp.path, "v_head_dim", "missing"))?;
             let geometry = (hp.int(&["qk_nope_head_dim"])?, u64::from(v));
             return deepseek::split_kv_b(name, shape, heads, geometry, "num_key_value_heads");
